@@ -1,0 +1,25 @@
+/*
+ * A file's stat fingerprint: what changes whenever its content can have
+ * changed without cachet noticing. ctime is included because `touch -r`
+ * restores mtime but cannot restore ctime; times are in nanoseconds.
+ */
+#ifndef CACHET_FILEID_H
+#define CACHET_FILEID_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+struct file_id {
+	uint64_t dev;
+	uint64_t ino;
+	uint64_t size;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+	uint32_t mode;  /* st_mode: type and permission bits */
+};
+
+void file_id_from_stat(const struct stat *st, struct file_id *out);
+/* Equal in dev, ino, size, mtime, ctime and mode. */
+int file_id_equal(const struct file_id *a, const struct file_id *b);
+
+#endif

@@ -1,0 +1,166 @@
+/*
+ * The local store: an SQLite index (WAL mode) and a directory of blobs named
+ * by the SHA-256 of their uncompressed content. It knows nothing of tracing
+ * or of what a path set or a result means: bodies are opaque byte strings
+ * that src/key encodes.
+ *
+ * Layout under the cache directory:
+ *   index.db (+ -wal, -shm)     path sets, results, fingerprints
+ *   blobs/ab/<64 hex>[.zst]      contents; .zst = one zstd frame with checksum
+ *   stats                        counters, updated without the index lock
+ *   tmp/                         temporary files, renamed into place
+ *
+ * Concurrency: many cachet processes share one store. Writes are
+ * `BEGIN IMMEDIATE` transactions with a busy timeout; the hit path only reads
+ * (its LRU updates are best effort and never wait). Every file write is a
+ * temporary file + rename, so a crash leaves either the old or the new state.
+ */
+#ifndef CACHET_STORE_H
+#define CACHET_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cachet/digest.h"
+#include "cachet/error.h"
+#include "cachet/fileid.h"
+
+struct store;
+
+enum {
+	STORE_READONLY = 1 << 0, /* never write (read-only mode, or directory not writable) */
+};
+
+/* Opens (creating if needed, mode 0700 directory, 0600 index) the store in
+ * dir. On a directory that cannot be written, opens read-only if possible. */
+int store_open(const char *dir, unsigned flags, struct store **out, struct error *e);
+void store_close(struct store *s);
+const char *store_dir(const struct store *s);
+int store_is_readonly(const struct store *s);
+
+/* ---- blobs ---- */
+
+/* How a blob is kept on disk. */
+enum blob_form {
+	BLOB_RAW = 0,  /* the bytes as they are: restores can reflink/copy_file_range */
+	BLOB_ZSTD = 1, /* one zstd frame with content checksum */
+};
+
+struct blob_ref {
+	struct digest digest; /* SHA-256 of the uncompressed content */
+	uint64_t size;        /* uncompressed size */
+	enum blob_form form;
+};
+
+/* Stores the content readable from fd (from offset 0; fd must be a regular
+ * file). The caller passes the digest it already computed; the store hashes
+ * again while copying and fails ("content changed while being stored") if the
+ * bytes differ, so an output rewritten by a sibling process is never stored
+ * under the wrong name. Compresses with zstd when that saves at least 10% and
+ * the content is below 64 MiB; keeps large or incompressible content raw.
+ * Existing blobs are not rewritten. */
+int store_put_blob_fd(struct store *s, int fd, const struct digest *expected,
+		      struct blob_ref *out, struct error *e);
+int store_put_blob_mem(struct store *s, const void *data, size_t len, struct blob_ref *out,
+		       struct error *e);
+
+/* Writes the blob's uncompressed content to out_fd (a new, empty regular
+ * file) starting at offset 0. Raw blobs: ioctl(FICLONE), else
+ * copy_file_range, else read/write. Verifies integrity: the zstd frame
+ * checksum, or for raw blobs the SHA-256, re-hashed only when the blob file's
+ * fingerprint is not the one recorded when it was last verified. A corrupt
+ * or missing blob is an error (code EBADMSG / ENOENT) and a corrupt one is
+ * removed. */
+int store_blob_write_to_fd(struct store *s, const struct blob_ref *ref, int out_fd, struct error *e);
+/* Reads a whole blob into memory (malloc'd, caller frees); same checks. */
+int store_blob_read(struct store *s, const struct blob_ref *ref, void **data, size_t *len,
+		    struct error *e);
+int store_blob_exists(struct store *s, const struct blob_ref *ref);
+
+/* ---- index ---- */
+
+/* One path set of a weak key. body is owned by the list. */
+struct store_pathset {
+	struct digest digest;
+	void *body;
+	size_t len;
+};
+
+/* The path sets recorded for weak, most recently used first. *out is a
+ * malloc'd array (free with store_pathsets_free); *n may be 0. */
+int store_get_pathsets(struct store *s, const struct digest *weak, struct store_pathset **out,
+		       size_t *n, struct error *e);
+void store_pathsets_free(struct store_pathset *ps, size_t n);
+
+/* The result body stored under strong. Returns 1 and a malloc'd body when
+ * found, 0 when not, -1 on error. */
+int store_get_result(struct store *s, const struct digest *strong, void **body, size_t *len,
+		     struct error *e);
+
+/* What a new entry holds: the weak key's step description (for explain and
+ * show), one path set and one result, and the blobs the result references
+ * (so that eviction can find them). */
+struct store_entry {
+	const struct digest *weak;
+	const void *step_body;     /* argv, cwd, environment, executable: opaque */
+	size_t step_len;
+	const struct digest *pathset;
+	const void *pathset_body;
+	size_t pathset_len;
+	const struct digest *strong;
+	const void *result_body;
+	size_t result_len;
+	const struct blob_ref *blobs;
+	size_t nblobs;
+	int64_t duration_ms;
+};
+
+/* Stores the entry in one BEGIN IMMEDIATE transaction (replacing an equal
+ * strong key). Keeps at most max_pathsets path sets per weak key, dropping
+ * the least recently used ones. */
+int store_put_entry(struct store *s, const struct store_entry *entry, unsigned max_pathsets,
+		    struct error *e);
+
+/* Best effort, never waits for the write lock: marks the path set and result
+ * as used now and counts a hit. Returns 0 even when skipped because busy. */
+int store_touch_hit(struct store *s, const struct digest *weak, const struct digest *pathset,
+		    const struct digest *strong);
+
+/* Removes every entry and blob. */
+int store_clear(struct store *s, struct error *e);
+
+struct store_usage {
+	uint64_t entries;      /* results */
+	uint64_t pathsets;
+	uint64_t blobs;
+	uint64_t blob_bytes;   /* bytes on disk */
+};
+int store_usage(struct store *s, struct store_usage *out, struct error *e);
+
+/* ---- fingerprint cache: file_id -> content digest, shared by every path set ---- */
+
+/* Returns 1 and the digest when path has an entry with exactly this id,
+ * 0 when not, -1 on error. */
+int store_fp_get(struct store *s, const char *path, const struct file_id *id, struct digest *out);
+/* Queues an entry; written by store_fp_flush (and by store_close) in one
+ * short transaction that does not wait for a busy lock. The caller decides
+ * whether a digest is trustworthy (the racy-timestamp margin). */
+void store_fp_put(struct store *s, const char *path, const struct file_id *id,
+		  const struct digest *d);
+void store_fp_flush(struct store *s);
+
+/* ---- counters ---- */
+
+/* Named 64-bit counters in a small shared file, updated with atomic adds on
+ * a shared mapping, outside the index lock, so parallel hits never queue.
+ * Names are at most 47 bytes; at most 128 distinct names per store.
+ * Failures are ignored (a counter is not worth failing a build). */
+void store_count(struct store *s, const char *name, int64_t delta);
+struct store_counter {
+	char name[48];
+	int64_t value;
+};
+/* Snapshot of every counter; *out malloc'd. */
+int store_counters(struct store *s, struct store_counter **out, size_t *n, struct error *e);
+void store_counters_zero(struct store *s);
+
+#endif

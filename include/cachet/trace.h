@@ -1,0 +1,118 @@
+/*
+ * The tracer: runs one command under ptrace with a seccomp-bpf filter, over
+ * its whole process tree, and returns the file-system events it saw, in the
+ * order the step's syscalls happened. It knows nothing of keys or storage:
+ * turning events into a path set and outputs is src/key's job.
+ *
+ * Paths in events are absolute, resolved as the calling tracee resolved them
+ * (against its own cwd or dirfd; /proc/self and /dev/fd/N are the tracee's),
+ * tidied with path_tidy (".." is kept as text). Accesses under an ignored
+ * root (/proc, /sys, /dev, the step's private TMPDIR, spec->ignore_roots)
+ * produce no event.
+ */
+#ifndef CACHET_TRACE_H
+#define CACHET_TRACE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "cachet/digest.h"
+#include "cachet/error.h"
+#include "cachet/fileid.h"
+
+enum trace_event_kind {
+	/* A regular file opened for reading, or for writing without O_TRUNC
+	 * (O_APPEND, O_RDWR on an existing file). `id` is the fingerprint of the
+	 * file the step got (fstat of its descriptor at the syscall's exit). */
+	TRACE_READ,
+	/* A file executed: the program of a successful execve/execveat, its ELF
+	 * interpreter (PT_INTERP) and any #! interpreter, which the kernel opens
+	 * without a traced call. `id` as for TRACE_READ. */
+	TRACE_EXEC,
+	/* A lookup whose outcome matters but whose content was not read: stat
+	 * family, access family, a failed open, a failed execve (PATH search),
+	 * chdir. `err` is the errno the step got, 0 when the path existed. */
+	TRACE_PROBE,
+	/* A directory read with getdents/getdents64 (one event per directory
+	 * descriptor, at its first read). */
+	TRACE_LIST,
+	/* readlink/readlinkat: `err` is 0 or the errno the step got. */
+	TRACE_READLINK,
+	/* The step's first change to a path: an open that creates or truncates
+	 * or writes it, creat, mkdir, mknod, symlink, link (new name), rename
+	 * (both names), unlink, rmdir, truncate, chmod, utimes, setxattr.
+	 * Emitted once per path, at the entry of the first such syscall, before
+	 * the kernel runs it: `pre_*` describe the path as it was before the step
+	 * touched it. Later changes to the same path produce no event: the final
+	 * state, read after the run, decides what the output is. */
+	TRACE_TOUCH,
+	/* The step set a path's times explicitly (utimensat/utimes/futimesat
+	 * with times that are not UTIME_NOW): its output keeps its mtime. */
+	TRACE_SET_MTIME,
+};
+
+/* Flags that shape a lookup, as the step made it. */
+enum {
+	TRACE_F_NOFOLLOW = 1 << 0,  /* O_NOFOLLOW, AT_SYMLINK_NOFOLLOW, lstat, RESOLVE_NO_SYMLINKS */
+	TRACE_F_DIRECTORY = 1 << 1, /* O_DIRECTORY */
+	TRACE_F_EXECUTE = 1 << 2,   /* access(X_OK) / faccessat(X_OK) */
+	TRACE_F_WRITE = 1 << 3,     /* the open asked for write access */
+};
+
+struct trace_event {
+	enum trace_event_kind kind;
+	unsigned flags;            /* TRACE_F_* */
+	int err;                   /* TRACE_PROBE, TRACE_READLINK: 0 or errno */
+	pid_t pid;                 /* the tracee that made the call (for diagnostics) */
+	char *path;                /* owned by the event */
+	struct file_id id;         /* TRACE_READ, TRACE_EXEC */
+	/* TRACE_TOUCH only: the path before the step changed it. */
+	int pre_exists;            /* lstat succeeded */
+	struct file_id pre_id;     /* lstat of the path, when pre_exists */
+	/* Set when the step had read this path (TRACE_READ) before this first
+	 * change and it was a regular file: the digest of its content then. */
+	int has_pre_digest;
+	struct digest pre_digest;
+};
+
+struct trace_spec {
+	const char *file;            /* executable to run (already resolved) */
+	char *const *argv;
+	char *const *envp;
+	/* The child's standard descriptors. Every other descriptor is closed in
+	 * the child, signal dispositions are reset to default, mask emptied. */
+	int stdin_fd, stdout_fd, stderr_fd;
+	/* Roots whose accesses are not recorded (the private TMPDIR among them);
+	 * NULL-terminated, may be NULL. /proc, /sys and /dev are always ignored. */
+	const char *const *ignore_roots;
+	/* stdin is a pipe, socket or terminal: a read of fd 0 while it still
+	 * refers to that file makes the step uncacheable. */
+	int stdin_is_stream;
+};
+
+struct trace_result {
+	int status;                /* wait status of the main process */
+	int exec_errno;            /* nonzero when the command could not be executed */
+	/* NULL, or why the run cannot be cached: a static string such as
+	 * "network connection", "new namespace", "ptrace by the step",
+	 * "foreign seccomp filter", "setuid executable", "x32 syscall",
+	 * "32-bit syscall", "process left running", "reads stdin stream",
+	 * "mount", "chroot". The first reason found wins. */
+	const char *uncacheable;
+	struct trace_event *events; /* in syscall order */
+	size_t nevents;
+	size_t nstops;              /* seccomp stops taken, for diagnostics and benchmarks */
+};
+
+/* Runs spec under the tracer and waits for the whole process tree to end.
+ * Returns 0 when the command ran (whatever its status), -1 if tracing could
+ * not be set up at all (ptrace or seccomp not permitted, fork failed): then
+ * no child is left running and the caller may run the command untraced. */
+int trace_run(const struct trace_spec *spec, struct trace_result *out, struct error *e);
+
+void trace_result_free(struct trace_result *r);
+
+/* 1 when this process is itself being traced (TracerPid in /proc/self/status
+ * is not 0): a nested cachet must run its command directly. */
+int trace_self_is_traced(void);
+
+#endif

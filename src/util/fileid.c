@@ -1,0 +1,17 @@
+#include "cachet/fileid.h"
+
+void file_id_from_stat(const struct stat *st, struct file_id *out)
+{
+	out->dev = st->st_dev;
+	out->ino = st->st_ino;
+	out->size = (uint64_t)st->st_size;
+	out->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	out->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	out->mode = st->st_mode;
+}
+
+int file_id_equal(const struct file_id *a, const struct file_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && a->mode == b->mode;
+}
