@@ -1,0 +1,69 @@
+/*
+ * Observations and their values. An observation is one lookup the step made
+ * (kind, the flags that shaped it, the path); its value is what the same
+ * lookup, repeated through the kernel, finds now. Recording and evaluating
+ * use the one function observe_value, so the two can never drift apart.
+ *
+ * Values are short byte strings:
+ *   'F' digest[32]                  READ: a regular file's content
+ *   'X' digest[32] perm[2]          EXEC: content and permission bits
+ *   'S' type[1] perm[2] size[8]     STAT: an existing path (size 0 for non-files)
+ *   'T' type[1]                     READ/EXEC of something not a regular file
+ *   'L' digest[32]                  LIST: sorted names and types, minus the step's own
+ *   'R' target                      READLINK
+ *   'E' errno[4]                    any lookup that failed
+ * observe_value never opens a FIFO, socket or device, whatever a path set says.
+ */
+#ifndef CACHET_OBSERVE_H
+#define CACHET_OBSERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cachet/buf.h"
+#include "cachet/digest.h"
+#include "cachet/fileid.h"
+
+enum obs_kind {
+	OBS_READ = 1,
+	OBS_EXEC = 2,
+	OBS_STAT = 3,
+	OBS_LIST = 4,
+	OBS_READLINK = 5,
+};
+
+enum {
+	OBS_F_NOFOLLOW = 1 << 0,
+};
+
+/* The fingerprint -> digest cache that every path set shares. A content
+ * digest is trusted without reading the file while its stat fingerprint is
+ * unchanged. Implemented over the store by the caller (cli), so that this
+ * layer knows nothing of SQLite. */
+struct digest_cache {
+	/* 1 and *out when path has an entry with exactly id, else 0 */
+	int (*get)(void *ctx, const char *path, const struct file_id *id, struct digest *out);
+	void (*put)(void *ctx, const char *path, const struct file_id *id, const struct digest *d);
+	void *ctx;
+};
+
+/* How close to "now" a file may have changed and still have its digest
+ * cached: inode times come from a coarse clock (and from the server's on
+ * NFS), so a write in the same tick as the hash would go unnoticed. */
+#define DIGEST_CACHE_MARGIN_NS (1000LL * 1000 * 1000)
+
+/* Content digest of the regular file at path (following symlinks unless
+ * nofollow) through the cache. Returns 0; or -1 with errno set (ENOENT...,
+ * EINVAL when not a regular file). st_out, if not NULL, gets the stat. */
+int digest_cached(const char *path, int nofollow, struct digest_cache *dc, struct digest *out,
+		  struct file_id *id_out);
+
+/* Appends the current value of (kind, flags, path) to out. For OBS_LIST,
+ * names in `excluded` (sorted, NULL-terminated, may be NULL) are left out:
+ * they are the step's own creations and removals. */
+void observe_value(enum obs_kind kind, unsigned flags, const char *path,
+		   const char *const *excluded, struct digest_cache *dc, struct buf *out);
+
+/* Human-readable rendering of a value, for explain and show. */
+void observe_describe_value(const void *value, size_t len, struct buf *out);
+
+#endif

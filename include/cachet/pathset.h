@@ -1,0 +1,73 @@
+/*
+ * A path set: the observations of one recorded run, without their values,
+ * in a canonical order (sorted by path, kind, flags; no duplicates), so two
+ * runs that looked up the same things in another order share one path set.
+ * Encoded as one compact blob with interned paths.
+ *
+ * The strong key is SHA-256 over the weak key, the path set's digest and the
+ * current value of each observation, in order (never the values alone: two
+ * path sets whose values happen to agree must not share a result).
+ */
+#ifndef CACHET_PATHSET_H
+#define CACHET_PATHSET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cachet/buf.h"
+#include "cachet/digest.h"
+#include "cachet/error.h"
+#include "cachet/observe.h"
+
+struct observation {
+	uint8_t kind;          /* enum obs_kind */
+	uint8_t flags;         /* OBS_F_* */
+	uint32_t path;         /* index into pathset.paths */
+	uint32_t nexcluded;    /* OBS_LIST: names left out of the listing */
+	uint32_t *excluded;    /* indexes into pathset.paths, sorted by name */
+};
+
+struct pathset {
+	char **paths;          /* interned strings (paths and excluded names) */
+	size_t npaths;
+	struct observation *obs;
+	size_t nobs;
+	size_t alloc_paths, alloc_obs;
+	void *intern;          /* private lookup table while building */
+};
+
+void pathset_init(struct pathset *ps);
+void pathset_free(struct pathset *ps);
+
+/* Adds one observation; excluded (OBS_LIST only) is a NULL-terminated list
+ * of names, copied. Returns the observation's index (before canonicalising). */
+size_t pathset_add(struct pathset *ps, enum obs_kind kind, unsigned flags, const char *path,
+		   const char *const *excluded);
+
+/* Sorts, removes duplicates and renumbers the interned strings so that the
+ * encoding is canonical. perm_out, if not NULL, receives a malloc'd array
+ * mapping each old observation index to its new one (duplicates map to the
+ * survivor). */
+void pathset_canonicalise(struct pathset *ps, size_t **perm_out);
+
+void pathset_encode(const struct pathset *ps, struct buf *out);
+/* Decodes untrusted bytes: every index and length is checked. */
+int pathset_decode(const void *data, size_t len, struct pathset *ps, struct error *e);
+
+/* The excluded names of observation i as a NULL-terminated array of
+ * pointers into ps (malloc'd array; free() it), or NULL when none. */
+const char **pathset_excluded(const struct pathset *ps, size_t i);
+
+/* Evaluates every observation against the file system now and returns the
+ * strong key. values_out, if not NULL, receives the concatenated
+ * length-prefixed values (for explain). */
+void pathset_strong_key(const struct pathset *ps, const struct digest *weak,
+			const struct digest *ps_digest, struct digest_cache *dc,
+			struct buf *values_out, struct digest *strong);
+
+/* Same as pathset_strong_key, but with the values already known (recorded
+ * at the end of a run): values is the concatenation of buf_put_bytes(value)
+ * for each observation in canonical order. */
+void pathset_strong_key_from_values(const struct digest *weak, const struct digest *ps_digest,
+				    const void *values, size_t len, struct digest *strong);
+
+#endif

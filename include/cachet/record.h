@@ -1,0 +1,46 @@
+/*
+ * Recording: turns the events of one traced run into a path set (with the
+ * value of each observation, normalised to the state before the run) and a
+ * result whose outputs are the final state of every path the run touched.
+ *
+ * A step's own writes are not its inputs: a lookup of a path the run then
+ * creates, replaces or removes is dropped; a read before the step's first
+ * change keeps the content from before it (a step that rewrites its input is
+ * a valid memo from the state before to the state after); anything after the
+ * first change is ignored; the names the step created or removed in a
+ * directory are left out of its listings. Without this, the second identical
+ * run never hits.
+ */
+#ifndef CACHET_RECORD_H
+#define CACHET_RECORD_H
+
+#include <stddef.h>
+#include "cachet/buf.h"
+#include "cachet/digest.h"
+#include "cachet/error.h"
+#include "cachet/outputs.h"
+#include "cachet/pathset.h"
+#include "cachet/store.h"
+#include "cachet/trace.h"
+
+struct record {
+	struct pathset ps;
+	struct digest ps_digest;
+	struct buf ps_body;       /* encoded path set */
+	struct buf values;        /* value of each observation, canonical order */
+	struct result result;     /* outputs (blobs already in the store) */
+	/* NULL, or why this run must not be stored although it succeeded:
+	 * "input modified during run" and the like. Static string. */
+	const char *not_storable;
+};
+
+/* Builds the path set and values from the events, checks that every
+ * observation still holds what the step saw, and captures the outputs into
+ * store s (skipped when s is NULL or not_storable is set). Paths under
+ * ignore_roots (NULL-terminated) are neither observations nor outputs.
+ * Returns -1 only on a failure of cachet itself (store full, ...). */
+int record_run(const struct trace_event *events, size_t n, const char *const *ignore_roots,
+	       struct store *s, struct digest_cache *dc, struct record *out, struct error *e);
+void record_free(struct record *r);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * A hash map from NUL-terminated strings to pointers. Keys are copied and
+ * owned by the map; values are not. Open addressing, grows at half full.
+ */
+#ifndef CACHET_STRMAP_H
+#define CACHET_STRMAP_H
+
+#include <stddef.h>
+
+struct strmap_slot {
+	char *key;
+	void *value;
+};
+
+struct strmap {
+	struct strmap_slot *slots;
+	size_t cap, count;
+};
+
+void strmap_init(struct strmap *m);
+void strmap_free(struct strmap *m); /* frees keys, not values */
+/* The value for key, or NULL. */
+void *strmap_get(const struct strmap *m, const char *key);
+/* Sets key's value; returns the previous one (NULL when new). */
+void *strmap_put(struct strmap *m, const char *key, void *value);
+/* Iteration: for (size_t i = 0; i < m.cap; i++) if (m.slots[i].key) ... */
+
+#endif

@@ -1,0 +1,285 @@
+#include "cachet/observe.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int digest_cached(const char *path, int nofollow, struct digest_cache *dc, struct digest *out,
+		  struct file_id *id_out)
+{
+	struct stat st;
+	if ((nofollow ? lstat(path, &st) : stat(path, &st)) < 0)
+		return -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct file_id id;
+	file_id_from_stat(&st, &id);
+	if (id_out)
+		*id_out = id;
+	if (dc && dc->get(dc->ctx, path, &id, out) == 1)
+		return 0;
+
+	/* O_NONBLOCK: should the path have turned into a FIFO since the stat,
+	 * the open must not hang; fstat below then refuses it. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+	if (fd < 0)
+		return -1;
+	struct stat fst;
+	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	struct error e;
+	if (digest_fd(fd, out, NULL, &e) < 0) {
+		close(fd);
+		errno = e.code ? e.code : EIO;
+		return -1;
+	}
+	close(fd);
+	struct file_id fid;
+	file_id_from_stat(&fst, &fid);
+	if (id_out)
+		*id_out = fid;
+	/* A file changed within the margin of now may change again in the same
+	 * clock tick without its times moving: such a digest is not cached. */
+	int64_t newest = fid.mtime_ns > fid.ctime_ns ? fid.mtime_ns : fid.ctime_ns;
+	if (dc && file_id_equal(&fid, &id) && now_ns() - newest > DIGEST_CACHE_MARGIN_NS)
+		dc->put(dc->ctx, path, &fid, out);
+	return 0;
+}
+
+static void put_errno(struct buf *out, int err)
+{
+	buf_addch(out, 'E');
+	buf_put_u32(out, (uint32_t)err);
+}
+
+static void put_u16(struct buf *out, unsigned v)
+{
+	buf_addch(out, (char)(v & 0xff));
+	buf_addch(out, (char)((v >> 8) & 0xff));
+}
+
+static void value_of_file(enum obs_kind kind, unsigned flags, const char *path,
+			  struct digest_cache *dc, struct buf *out)
+{
+	int nofollow = flags & OBS_F_NOFOLLOW;
+	struct stat st;
+	if ((nofollow ? lstat(path, &st) : stat(path, &st)) < 0) {
+		put_errno(out, errno);
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		buf_addch(out, 'T');
+		buf_addch(out, (char)((st.st_mode & S_IFMT) >> 12));
+		return;
+	}
+	struct digest d;
+	struct file_id id;
+	if (digest_cached(path, nofollow, dc, &d, &id) < 0) {
+		put_errno(out, errno);
+		return;
+	}
+	buf_addch(out, kind == OBS_EXEC ? 'X' : 'F');
+	buf_add(out, d.b, DIGEST_LEN);
+	if (kind == OBS_EXEC)
+		put_u16(out, id.mode & 07777);
+}
+
+static void value_of_stat(unsigned flags, const char *path, struct buf *out)
+{
+	struct stat st;
+	if (((flags & OBS_F_NOFOLLOW) ? lstat(path, &st) : stat(path, &st)) < 0) {
+		put_errno(out, errno);
+		return;
+	}
+	buf_addch(out, 'S');
+	buf_addch(out, (char)((st.st_mode & S_IFMT) >> 12));
+	put_u16(out, st.st_mode & 07777);
+	/* A directory's size moves with unrelated entries (and on tmpfs with
+	 * every one): only a regular file's size is a fact worth keying. */
+	buf_put_u64(out, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0);
+}
+
+struct dirent_name {
+	char *name;
+	unsigned char type;
+};
+
+static int cmp_dirent(const void *a, const void *b)
+{
+	return strcmp(((const struct dirent_name *)a)->name, ((const struct dirent_name *)b)->name);
+}
+
+static int is_excluded(const char *name, const char *const *excluded)
+{
+	if (!excluded)
+		return 0;
+	for (; *excluded; excluded++)
+		if (strcmp(*excluded, name) == 0)
+			return 1;
+	return 0;
+}
+
+static void value_of_listing(const char *path, const char *const *excluded, struct buf *out)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		put_errno(out, errno);
+		return;
+	}
+	DIR *dir = fdopendir(fd);
+	if (!dir) {
+		put_errno(out, errno);
+		close(fd);
+		return;
+	}
+	struct dirent_name *names = NULL;
+	size_t n = 0, alloc = 0;
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (is_excluded(de->d_name, excluded))
+			continue;
+		if (n == alloc) {
+			alloc = alloc ? alloc * 2 : 64;
+			names = xrealloc(names, alloc * sizeof *names);
+		}
+		names[n].name = xstrdup(de->d_name);
+		names[n].type = de->d_type;
+		n++;
+	}
+	closedir(dir);
+	qsort(names, n, sizeof *names, cmp_dirent);
+	struct hasher h;
+	struct digest d;
+	if (hasher_init(&h, NULL) < 0)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		hasher_update_str(&h, names[i].name);
+		hasher_update(&h, &names[i].type, 1);
+		free(names[i].name);
+	}
+	free(names);
+	hasher_final(&h, &d);
+	buf_addch(out, 'L');
+	buf_add(out, d.b, DIGEST_LEN);
+}
+
+static void value_of_readlink(const char *path, struct buf *out)
+{
+	char target[4096];
+	ssize_t n = readlink(path, target, sizeof target);
+	if (n < 0) {
+		put_errno(out, errno);
+		return;
+	}
+	buf_addch(out, 'R');
+	buf_add(out, target, (size_t)n);
+}
+
+void observe_value(enum obs_kind kind, unsigned flags, const char *path,
+		   const char *const *excluded, struct digest_cache *dc, struct buf *out)
+{
+	switch (kind) {
+	case OBS_READ:
+	case OBS_EXEC:
+		value_of_file(kind, flags, path, dc, out);
+		break;
+	case OBS_STAT:
+		value_of_stat(flags, path, out);
+		break;
+	case OBS_LIST:
+		value_of_listing(path, excluded, out);
+		break;
+	case OBS_READLINK:
+		value_of_readlink(path, out);
+		break;
+	default:
+		put_errno(out, EINVAL);
+	}
+}
+
+static const char *type_name(unsigned t)
+{
+	switch (t << 12) {
+	case S_IFREG: return "file";
+	case S_IFDIR: return "directory";
+	case S_IFLNK: return "symlink";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	case S_IFCHR: return "character device";
+	case S_IFBLK: return "block device";
+	default: return "unknown type";
+	}
+}
+
+void observe_describe_value(const void *value, size_t len, struct buf *out)
+{
+	const unsigned char *v = value;
+	char hex[DIGEST_HEX_LEN + 1];
+	struct digest d;
+	if (len == 0) {
+		buf_addstr(out, "(none)");
+		return;
+	}
+	switch (v[0]) {
+	case 'F':
+	case 'X':
+	case 'L':
+		if (len < 1 + DIGEST_LEN)
+			break;
+		memcpy(d.b, v + 1, DIGEST_LEN);
+		digest_to_hex(&d, hex);
+		buf_addf(out, "%s %s", v[0] == 'L' ? "listing" : "sha256", hex);
+		if (v[0] == 'X' && len >= 1 + DIGEST_LEN + 2)
+			buf_addf(out, " mode %04o", v[1 + DIGEST_LEN] | v[2 + DIGEST_LEN] << 8);
+		return;
+	case 'S':
+		if (len < 1 + 1 + 2 + 8)
+			break;
+		buf_addf(out, "%s mode %04o", type_name(v[1]), v[2] | v[3] << 8);
+		if (v[1] << 12 == S_IFREG) {
+			struct reader r;
+			reader_init(&r, v + 4, 8);
+			buf_addf(out, " size %llu", (unsigned long long)reader_u64(&r));
+		}
+		return;
+	case 'T':
+		if (len < 2)
+			break;
+		buf_addf(out, "%s", type_name(v[1]));
+		return;
+	case 'R':
+		buf_addstr(out, "-> ");
+		buf_add(out, v + 1, len - 1);
+		return;
+	case 'E':
+		if (len < 5)
+			break;
+		{
+			struct reader r;
+			reader_init(&r, v + 1, 4);
+			int err = (int)reader_u32(&r);
+			buf_addstr(out, err == ENOENT ? "absent" : strerror(err));
+		}
+		return;
+	}
+	buf_addstr(out, "(unreadable value)");
+}

@@ -1,0 +1,379 @@
+#include "cachet/pathset.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PATHSET_MAGIC 0x53505443u /* "CTPS" */
+/* Bounds for decoding untrusted path sets; far above any real step. */
+#define PATHSET_MAX_ENTRIES (1u << 22)
+
+/* Open-addressing table from string to index while a path set is built. */
+struct intern {
+	uint32_t *slots; /* index + 1; 0 = empty */
+	size_t cap;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+void pathset_init(struct pathset *ps)
+{
+	memset(ps, 0, sizeof *ps);
+}
+
+static void intern_free(struct pathset *ps)
+{
+	struct intern *in = ps->intern;
+	if (in) {
+		free(in->slots);
+		free(in);
+	}
+	ps->intern = NULL;
+}
+
+void pathset_free(struct pathset *ps)
+{
+	for (size_t i = 0; i < ps->npaths; i++)
+		free(ps->paths[i]);
+	free(ps->paths);
+	for (size_t i = 0; i < ps->nobs; i++)
+		free(ps->obs[i].excluded);
+	free(ps->obs);
+	intern_free(ps);
+	pathset_init(ps);
+}
+
+static void intern_rehash(struct pathset *ps, size_t cap)
+{
+	struct intern *in = ps->intern;
+	free(in->slots);
+	in->slots = xcalloc(cap, sizeof *in->slots);
+	in->cap = cap;
+	for (size_t i = 0; i < ps->npaths; i++) {
+		size_t at = hash_str(ps->paths[i]) & (cap - 1);
+		while (in->slots[at])
+			at = (at + 1) & (cap - 1);
+		in->slots[at] = (uint32_t)i + 1;
+	}
+}
+
+static uint32_t intern(struct pathset *ps, const char *s)
+{
+	if (!ps->intern) {
+		ps->intern = xcalloc(1, sizeof(struct intern));
+		intern_rehash(ps, 256);
+	}
+	struct intern *in = ps->intern;
+	if ((ps->npaths + 1) * 2 > in->cap)
+		intern_rehash(ps, in->cap * 2);
+	size_t at = hash_str(s) & (in->cap - 1);
+	while (in->slots[at]) {
+		uint32_t idx = in->slots[at] - 1;
+		if (strcmp(ps->paths[idx], s) == 0)
+			return idx;
+		at = (at + 1) & (in->cap - 1);
+	}
+	if (ps->npaths == ps->alloc_paths) {
+		ps->alloc_paths = ps->alloc_paths ? ps->alloc_paths * 2 : 64;
+		ps->paths = xrealloc(ps->paths, ps->alloc_paths * sizeof *ps->paths);
+	}
+	ps->paths[ps->npaths] = xstrdup(s);
+	in->slots[at] = (uint32_t)ps->npaths + 1;
+	return (uint32_t)ps->npaths++;
+}
+
+static struct observation *new_obs(struct pathset *ps)
+{
+	if (ps->nobs == ps->alloc_obs) {
+		ps->alloc_obs = ps->alloc_obs ? ps->alloc_obs * 2 : 64;
+		ps->obs = xrealloc(ps->obs, ps->alloc_obs * sizeof *ps->obs);
+	}
+	struct observation *o = &ps->obs[ps->nobs++];
+	memset(o, 0, sizeof *o);
+	return o;
+}
+
+size_t pathset_add(struct pathset *ps, enum obs_kind kind, unsigned flags, const char *path,
+		   const char *const *excluded)
+{
+	uint32_t p = intern(ps, path);
+	struct observation *o = new_obs(ps);
+	o->kind = (uint8_t)kind;
+	o->flags = (uint8_t)flags;
+	o->path = p;
+	if (excluded && *excluded) {
+		size_t n = 0;
+		while (excluded[n])
+			n++;
+		o->excluded = xmalloc(n * sizeof *o->excluded);
+		for (size_t i = 0; i < n; i++)
+			o->excluded[i] = intern(ps, excluded[i]);
+		o->nexcluded = (uint32_t)n;
+	}
+	return ps->nobs - 1;
+}
+
+/* qsort has no context argument: the comparators read the path table of the
+ * path set being sorted through this pointer, set only during the sort. */
+static char **sort_paths;
+
+static int cmp_index_by_name(const void *a, const void *b)
+{
+	return strcmp(sort_paths[*(const uint32_t *)a], sort_paths[*(const uint32_t *)b]);
+}
+
+struct obs_slot {
+	struct observation o;
+	size_t old_index;
+};
+
+static int cmp_obs(const struct observation *x, const struct observation *y)
+{
+	int c = strcmp(sort_paths[x->path], sort_paths[y->path]);
+	if (c)
+		return c;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->flags != y->flags)
+		return x->flags < y->flags ? -1 : 1;
+	if (x->nexcluded != y->nexcluded)
+		return x->nexcluded < y->nexcluded ? -1 : 1;
+	for (uint32_t i = 0; i < x->nexcluded; i++) {
+		c = strcmp(sort_paths[x->excluded[i]], sort_paths[y->excluded[i]]);
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+static int cmp_slot(const void *a, const void *b)
+{
+	const struct obs_slot *x = a, *y = b;
+	int c = cmp_obs(&x->o, &y->o);
+	if (c)
+		return c;
+	return x->old_index < y->old_index ? -1 : x->old_index > y->old_index;
+}
+
+static void dedupe_excluded(struct observation *o)
+{
+	if (o->nexcluded < 2)
+		return;
+	qsort(o->excluded, o->nexcluded, sizeof *o->excluded, cmp_index_by_name);
+	uint32_t w = 1;
+	for (uint32_t r = 1; r < o->nexcluded; r++)
+		if (strcmp(sort_paths[o->excluded[r]], sort_paths[o->excluded[w - 1]]) != 0)
+			o->excluded[w++] = o->excluded[r];
+	o->nexcluded = w;
+}
+
+void pathset_canonicalise(struct pathset *ps, size_t **perm_out)
+{
+	sort_paths = ps->paths;
+	struct obs_slot *slots = xmalloc((ps->nobs ? ps->nobs : 1) * sizeof *slots);
+	for (size_t i = 0; i < ps->nobs; i++) {
+		slots[i].o = ps->obs[i];
+		slots[i].old_index = i;
+		dedupe_excluded(&slots[i].o);
+	}
+	qsort(slots, ps->nobs, sizeof *slots, cmp_slot);
+
+	size_t *perm = perm_out ? xmalloc((ps->nobs ? ps->nobs : 1) * sizeof *perm) : NULL;
+	size_t w = 0;
+	for (size_t r = 0; r < ps->nobs; r++) {
+		if (w > 0 && cmp_obs(&slots[r].o, &ps->obs[w - 1]) == 0) {
+			free(slots[r].o.excluded);
+			if (perm)
+				perm[slots[r].old_index] = w - 1;
+			continue;
+		}
+		ps->obs[w] = slots[r].o;
+		if (perm)
+			perm[slots[r].old_index] = w;
+		w++;
+	}
+	ps->nobs = w;
+	free(slots);
+
+	/* Renumber strings: keep the used ones, in sorted order. */
+	uint32_t *order = xmalloc((ps->npaths ? ps->npaths : 1) * sizeof *order);
+	for (size_t i = 0; i < ps->npaths; i++)
+		order[i] = (uint32_t)i;
+	qsort(order, ps->npaths, sizeof *order, cmp_index_by_name);
+	uint32_t *remap = xmalloc((ps->npaths ? ps->npaths : 1) * sizeof *remap);
+	char *used = xcalloc(ps->npaths ? ps->npaths : 1, 1);
+	for (size_t i = 0; i < ps->nobs; i++) {
+		used[ps->obs[i].path] = 1;
+		for (uint32_t j = 0; j < ps->obs[i].nexcluded; j++)
+			used[ps->obs[i].excluded[j]] = 1;
+	}
+	char **paths = xmalloc((ps->npaths ? ps->npaths : 1) * sizeof *paths);
+	size_t np = 0;
+	for (size_t i = 0; i < ps->npaths; i++) {
+		uint32_t old = order[i];
+		if (!used[old]) {
+			free(ps->paths[old]);
+			continue;
+		}
+		remap[old] = (uint32_t)np;
+		paths[np++] = ps->paths[old];
+	}
+	for (size_t i = 0; i < ps->nobs; i++) {
+		ps->obs[i].path = remap[ps->obs[i].path];
+		for (uint32_t j = 0; j < ps->obs[i].nexcluded; j++)
+			ps->obs[i].excluded[j] = remap[ps->obs[i].excluded[j]];
+	}
+	free(ps->paths);
+	ps->paths = paths;
+	ps->npaths = np;
+	ps->alloc_paths = np ? np : 1;
+	free(order);
+	free(remap);
+	free(used);
+	intern_free(ps);
+	sort_paths = NULL;
+	if (perm_out)
+		*perm_out = perm;
+}
+
+void pathset_encode(const struct pathset *ps, struct buf *out)
+{
+	buf_put_u32(out, PATHSET_MAGIC);
+	buf_put_u32(out, (uint32_t)ps->npaths);
+	for (size_t i = 0; i < ps->npaths; i++)
+		buf_put_str(out, ps->paths[i]);
+	buf_put_u32(out, (uint32_t)ps->nobs);
+	for (size_t i = 0; i < ps->nobs; i++) {
+		const struct observation *o = &ps->obs[i];
+		buf_put_u8(out, o->kind);
+		buf_put_u8(out, o->flags);
+		buf_put_u32(out, o->path);
+		if (o->kind == OBS_LIST) {
+			buf_put_u32(out, o->nexcluded);
+			for (uint32_t j = 0; j < o->nexcluded; j++)
+				buf_put_u32(out, o->excluded[j]);
+		}
+	}
+}
+
+int pathset_decode(const void *data, size_t len, struct pathset *ps, struct error *e)
+{
+	struct reader r;
+	pathset_init(ps);
+	reader_init(&r, data, len);
+	if (reader_u32(&r) != PATHSET_MAGIC)
+		return error_set(e, "path set: bad magic");
+	uint32_t np = reader_u32(&r);
+	if (r.failed || np > PATHSET_MAX_ENTRIES || np > r.left / 4)
+		return error_set(e, "path set: bad path count");
+	ps->paths = xcalloc(np ? np : 1, sizeof *ps->paths);
+	ps->alloc_paths = np ? np : 1;
+	for (uint32_t i = 0; i < np; i++) {
+		ps->paths[i] = reader_strdup(&r);
+		if (!ps->paths[i])
+			goto corrupt;
+		ps->npaths++;
+	}
+	uint32_t no = reader_u32(&r);
+	if (r.failed || no > PATHSET_MAX_ENTRIES || no > r.left / 6)
+		goto corrupt;
+	ps->obs = xcalloc(no ? no : 1, sizeof *ps->obs);
+	ps->alloc_obs = no ? no : 1;
+	for (uint32_t i = 0; i < no; i++) {
+		struct observation *o = &ps->obs[i];
+		o->kind = reader_u8(&r);
+		o->flags = reader_u8(&r);
+		o->path = reader_u32(&r);
+		ps->nobs++;
+		if (r.failed || o->kind < OBS_READ || o->kind > OBS_READLINK || o->path >= np ||
+		    (o->flags & ~OBS_F_NOFOLLOW))
+			goto corrupt;
+		if (ps->paths[o->path][0] != '/')
+			goto corrupt;
+		if (o->kind == OBS_LIST) {
+			uint32_t nx = reader_u32(&r);
+			if (r.failed || nx > r.left / 4)
+				goto corrupt;
+			o->excluded = xmalloc((nx ? nx : 1) * sizeof *o->excluded);
+			o->nexcluded = nx;
+			for (uint32_t j = 0; j < nx; j++) {
+				o->excluded[j] = reader_u32(&r);
+				if (o->excluded[j] >= np)
+					goto corrupt;
+			}
+		}
+	}
+	if (r.failed || r.left != 0)
+		goto corrupt;
+	return 0;
+corrupt:
+	pathset_free(ps);
+	return error_set(e, "path set: corrupt encoding");
+}
+
+const char **pathset_excluded(const struct pathset *ps, size_t i)
+{
+	const struct observation *o = &ps->obs[i];
+	if (!o->nexcluded)
+		return NULL;
+	const char **names = xmalloc((o->nexcluded + 1) * sizeof *names);
+	for (uint32_t j = 0; j < o->nexcluded; j++)
+		names[j] = ps->paths[o->excluded[j]];
+	names[o->nexcluded] = NULL;
+	return names;
+}
+
+static void strong_begin(struct hasher *h, const struct digest *weak, const struct digest *ps_digest)
+{
+	if (hasher_init(h, NULL) < 0)
+		abort();
+	hasher_update_str(h, "cachet strong key");
+	hasher_update(h, weak->b, DIGEST_LEN);
+	hasher_update(h, ps_digest->b, DIGEST_LEN);
+}
+
+void pathset_strong_key(const struct pathset *ps, const struct digest *weak,
+			const struct digest *ps_digest, struct digest_cache *dc,
+			struct buf *values_out, struct digest *strong)
+{
+	struct hasher h;
+	struct buf value;
+	buf_init(&value);
+	strong_begin(&h, weak, ps_digest);
+	for (size_t i = 0; i < ps->nobs; i++) {
+		const struct observation *o = &ps->obs[i];
+		const char **excluded = pathset_excluded(ps, i);
+		buf_reset(&value);
+		observe_value(o->kind, o->flags, ps->paths[o->path], excluded, dc, &value);
+		free(excluded);
+		hasher_update_u64(&h, value.len);
+		hasher_update(&h, value.data, value.len);
+		if (values_out)
+			buf_put_bytes(values_out, value.data, value.len);
+	}
+	buf_free(&value);
+	hasher_final(&h, strong);
+}
+
+void pathset_strong_key_from_values(const struct digest *weak, const struct digest *ps_digest,
+				    const void *values, size_t len, struct digest *strong)
+{
+	struct hasher h;
+	struct reader r;
+	strong_begin(&h, weak, ps_digest);
+	reader_init(&r, values, len);
+	while (r.left && !r.failed) {
+		size_t n;
+		const void *v = reader_bytes(&r, &n);
+		if (!v)
+			break;
+		hasher_update_u64(&h, n);
+		hasher_update(&h, v, n);
+	}
+	hasher_final(&h, strong);
+}

@@ -1,0 +1,395 @@
+#include "cachet/record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cachet/path.h"
+#include "cachet/strmap.h"
+
+static const char MODIFIED[] = "input modified during run";
+
+/* The first change the step made to a path, and what it did to its times. */
+struct touch {
+	size_t index;                  /* event index of the first TRACE_TOUCH */
+	const struct trace_event *ev;
+	int set_mtime;
+};
+
+struct recorder {
+	const struct trace_event *events;
+	size_t n;
+	const char *const *ignore_roots;
+	struct strmap touched;   /* path -> struct touch */
+	struct strmap dir_names; /* directory -> struct buf of NUL-separated names */
+	struct strmap outputs;   /* path -> (void *)1, outputs already added */
+	struct record *rec;
+	struct store *store;
+	struct digest_cache *dc;
+	/* per observation added (in pathset_add order) */
+	const struct trace_event **obs_event;
+	struct buf *forced;      /* forced value (pre-state digest), len 0 = none */
+	size_t nobs, alloc_obs;
+};
+
+static int ignored(const struct recorder *rc, const char *path)
+{
+	for (const char *const *r = rc->ignore_roots; r && *r; r++)
+		if (path_is_under(path, *r))
+			return 1;
+	return 0;
+}
+
+static void collect_touches(struct recorder *rc)
+{
+	for (size_t i = 0; i < rc->n; i++) {
+		const struct trace_event *ev = &rc->events[i];
+		if (ev->kind != TRACE_TOUCH && ev->kind != TRACE_SET_MTIME)
+			continue;
+		if (ignored(rc, ev->path))
+			continue;
+		struct touch *t = strmap_get(&rc->touched, ev->path);
+		if (!t) {
+			t = xcalloc(1, sizeof *t);
+			t->index = i;
+			t->ev = ev;
+			strmap_put(&rc->touched, ev->path, t);
+			/* Remember the name under its directory, for listings. */
+			char *dir = path_dirname(ev->path);
+			struct buf *names = strmap_get(&rc->dir_names, dir);
+			if (!names) {
+				names = xmalloc(sizeof *names);
+				buf_init(names);
+				strmap_put(&rc->dir_names, dir, names);
+			}
+			buf_add(names, path_basename(ev->path), strlen(path_basename(ev->path)) + 1);
+			free(dir);
+		}
+		if (ev->kind == TRACE_SET_MTIME)
+			t->set_mtime = 1;
+	}
+}
+
+/* The names the step created or removed in dir, as a NULL-terminated array
+ * pointing into the recorder (malloc'd), or NULL. */
+static const char **excluded_names(struct recorder *rc, const char *dir)
+{
+	struct buf *names = strmap_get(&rc->dir_names, dir);
+	if (!names || !names->len)
+		return NULL;
+	size_t count = 0;
+	for (size_t i = 0; i < names->len; i++)
+		count += names->data[i] == '\0';
+	const char **out = xmalloc((count + 1) * sizeof *out);
+	size_t k = 0;
+	for (size_t i = 0; i < names->len; i += strlen(names->data + i) + 1)
+		out[k++] = names->data + i;
+	out[k] = NULL;
+	return out;
+}
+
+static void add_obs(struct recorder *rc, enum obs_kind kind, const struct trace_event *ev,
+		    const struct digest *forced)
+{
+	unsigned flags = (ev->flags & TRACE_F_NOFOLLOW) ? OBS_F_NOFOLLOW : 0;
+	const char **excluded = kind == OBS_LIST ? excluded_names(rc, ev->path) : NULL;
+	pathset_add(&rc->rec->ps, kind, flags, ev->path, excluded);
+	free(excluded);
+	if (rc->nobs == rc->alloc_obs) {
+		rc->alloc_obs = rc->alloc_obs ? rc->alloc_obs * 2 : 256;
+		rc->obs_event = xrealloc(rc->obs_event, rc->alloc_obs * sizeof *rc->obs_event);
+		rc->forced = xrealloc(rc->forced, rc->alloc_obs * sizeof *rc->forced);
+	}
+	rc->obs_event[rc->nobs] = ev;
+	buf_init(&rc->forced[rc->nobs]);
+	if (forced) {
+		buf_addch(&rc->forced[rc->nobs], 'F');
+		buf_add(&rc->forced[rc->nobs], forced->b, DIGEST_LEN);
+	}
+	rc->nobs++;
+}
+
+static enum obs_kind obs_kind_of(enum trace_event_kind k)
+{
+	switch (k) {
+	case TRACE_READ: return OBS_READ;
+	case TRACE_EXEC: return OBS_EXEC;
+	case TRACE_LIST: return OBS_LIST;
+	case TRACE_READLINK: return OBS_READLINK;
+	default: return OBS_STAT;
+	}
+}
+
+static void collect_observations(struct recorder *rc)
+{
+	for (size_t i = 0; i < rc->n; i++) {
+		const struct trace_event *ev = &rc->events[i];
+		if (ev->kind == TRACE_TOUCH || ev->kind == TRACE_SET_MTIME)
+			continue;
+		if (ignored(rc, ev->path))
+			continue;
+		const struct touch *t = strmap_get(&rc->touched, ev->path);
+		if (!t) {
+			add_obs(rc, obs_kind_of(ev->kind), ev, NULL);
+			continue;
+		}
+		if (i > t->index)
+			continue; /* after the step's own first change: its own write */
+		if (ev->kind == TRACE_READ) {
+			/* Read, then changed by the step (sed -i, ar r): an input by
+			 * its content before the change. */
+			if (t->ev->has_pre_digest)
+				add_obs(rc, OBS_READ, ev, &t->ev->pre_digest);
+			else if (!rc->rec->not_storable)
+				rc->rec->not_storable = MODIFIED;
+		} else if (ev->kind == TRACE_EXEC) {
+			/* A program the step ran and then replaced: its earlier
+			 * content is unknown, so the run cannot be a memo. */
+			if (!rc->rec->not_storable)
+				rc->rec->not_storable = MODIFIED;
+		}
+		/* A probe of a path the run then creates or replaces is dropped. */
+	}
+}
+
+/* Does what the step saw still hold at the end of the run? A file read has
+ * the same fingerprint; a path found present (or absent) still is. */
+static int still_holds(const struct trace_event *ev)
+{
+	struct stat st;
+	int nofollow = ev->flags & TRACE_F_NOFOLLOW;
+	int rc = nofollow ? lstat(ev->path, &st) : stat(ev->path, &st);
+	int absent = rc < 0 && (errno == ENOENT || errno == ENOTDIR);
+	switch (ev->kind) {
+	case TRACE_READ:
+	case TRACE_EXEC: {
+		if (rc < 0)
+			return 0;
+		struct file_id now;
+		file_id_from_stat(&st, &now);
+		return file_id_equal(&now, &ev->id);
+	}
+	case TRACE_PROBE:
+		if (ev->err == 0)
+			return !absent;
+		if (ev->err == ENOENT || ev->err == ENOTDIR)
+			return absent;
+		return 1;
+	default:
+		return 1;
+	}
+}
+
+static void compute_values(struct recorder *rc)
+{
+	struct record *rec = rc->rec;
+	for (size_t i = 0; i < rc->nobs && !rec->not_storable; i++)
+		if (!rc->forced[i].len && !still_holds(rc->obs_event[i]))
+			rec->not_storable = MODIFIED;
+
+	size_t *perm;
+	size_t before = rec->ps.nobs;
+	pathset_canonicalise(&rec->ps, &perm);
+	/* The forced value of each canonical observation, if any. */
+	const struct buf **forced = xcalloc(rec->ps.nobs ? rec->ps.nobs : 1, sizeof *forced);
+	for (size_t i = 0; i < before; i++)
+		if (rc->forced[i].len)
+			forced[perm[i]] = &rc->forced[i];
+	free(perm);
+
+	struct buf value;
+	buf_init(&value);
+	for (size_t i = 0; i < rec->ps.nobs; i++) {
+		const struct observation *o = &rec->ps.obs[i];
+		buf_reset(&value);
+		if (forced[i]) {
+			buf_add(&value, forced[i]->data, forced[i]->len);
+		} else {
+			const char **excluded = pathset_excluded(&rec->ps, i);
+			observe_value(o->kind, o->flags, rec->ps.paths[o->path], excluded, rc->dc,
+				      &value);
+			free(excluded);
+		}
+		buf_put_bytes(&rec->values, value.data, value.len);
+	}
+	buf_free(&value);
+	free(forced);
+
+	pathset_encode(&rec->ps, &rec->ps_body);
+	digest_bytes(rec->ps_body.data, rec->ps_body.len, &rec->ps_digest);
+}
+
+static int capture_file(struct recorder *rc, const char *path, const struct stat *st, int set_mtime,
+			struct error *e)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return error_errno(e, "cannot read output %s", path);
+	struct stat fst;
+	struct digest d;
+	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || digest_fd(fd, &d, NULL, e) < 0) {
+		close(fd);
+		rc->rec->not_storable = MODIFIED;
+		return 0;
+	}
+	struct blob_ref ref;
+	if (store_put_blob_fd(rc->store, fd, &d, &ref, e) < 0) {
+		close(fd);
+		/* A sibling (make -j) may still be writing it: not a cachet fault. */
+		if (e->code == 0 && strstr(e->msg, "changed")) {
+			rc->rec->not_storable = MODIFIED;
+			return 0;
+		}
+		return -1;
+	}
+	close(fd);
+	struct output *o = result_add_output(&rc->rec->result, OUT_FILE, path);
+	o->mode = st->st_mode & 07777;
+	o->blob = ref;
+	if (set_mtime) {
+		o->has_mtime = 1;
+		o->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	}
+	return 0;
+}
+
+static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
+			struct error *e);
+
+/* nftw has no context argument; the walk of a new directory's contents runs
+ * on the recorder held here for its duration. */
+static struct recorder *walking;
+static struct error *walking_error;
+
+static int capture_walked(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	if (ftw->level == 0)
+		return 0;
+	if (strmap_get(&walking->touched, path))
+		return 0; /* captured on its own */
+	return capture_path(walking, path, NULL, walking_error) < 0 ? -1 : 0;
+}
+
+static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
+			struct error *e)
+{
+	if (strmap_get(&rc->outputs, path) || ignored(rc, path))
+		return 0;
+	strmap_put(&rc->outputs, path, (void *)1);
+	struct stat st;
+	if (lstat(path, &st) < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			return error_errno(e, "cannot inspect output %s", path);
+		if (t && t->ev->pre_exists)
+			result_add_output(&rc->rec->result, OUT_DELETE, path);
+		return 0; /* else a temporary: created and removed again */
+	}
+	if (S_ISREG(st.st_mode))
+		return capture_file(rc, path, &st, t && t->set_mtime, e);
+	if (S_ISLNK(st.st_mode)) {
+		char target[4096];
+		ssize_t n = readlink(path, target, sizeof target - 1);
+		if (n < 0)
+			return error_errno(e, "cannot read output symlink %s", path);
+		target[n] = '\0';
+		struct output *o = result_add_output(&rc->rec->result, OUT_SYMLINK, path);
+		o->target = xstrdup(target);
+		return 0;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		int existed_as_dir = t && t->ev->pre_exists && S_ISDIR(t->ev->pre_id.mode);
+		if (existed_as_dir && (t->ev->pre_id.mode & 07777) == (st.st_mode & 07777))
+			return 0;
+		struct output *o = result_add_output(&rc->rec->result, OUT_DIR, path);
+		o->mode = st.st_mode & 07777;
+		if (existed_as_dir || !t)
+			return 0;
+		/* A new directory: everything in it is output, whether the step
+		 * wrote it there or renamed it in with the directory. */
+		struct recorder *saved = walking;
+		struct error *saved_e = walking_error;
+		walking = rc;
+		walking_error = e;
+		int rc2 = nftw(path, capture_walked, 16, FTW_PHYS);
+		walking = saved;
+		walking_error = saved_e;
+		return rc2 < 0 ? -1 : 0;
+	}
+	rc->rec->not_storable = "creates a special file";
+	return 0;
+}
+
+static int cmp_touch_index(const void *a, const void *b)
+{
+	size_t x = (*(const struct touch *const *)a)->index;
+	size_t y = (*(const struct touch *const *)b)->index;
+	return x < y ? -1 : x > y;
+}
+
+static int capture_outputs(struct recorder *rc, struct error *e)
+{
+	struct touch **order = xmalloc((rc->touched.count + 1) * sizeof *order);
+	size_t k = 0;
+	for (size_t i = 0; i < rc->touched.cap; i++)
+		if (rc->touched.slots[i].key)
+			order[k++] = rc->touched.slots[i].value;
+	qsort(order, k, sizeof *order, cmp_touch_index);
+	int rc2 = 0;
+	for (size_t i = 0; i < k && rc2 == 0 && !rc->rec->not_storable; i++)
+		rc2 = capture_path(rc, order[i]->ev->path, order[i], e);
+	free(order);
+	return rc2;
+}
+
+int record_run(const struct trace_event *events, size_t n, const char *const *ignore_roots,
+	       struct store *s, struct digest_cache *dc, struct record *out, struct error *e)
+{
+	memset(out, 0, sizeof *out);
+	pathset_init(&out->ps);
+	buf_init(&out->ps_body);
+	buf_init(&out->values);
+	result_init(&out->result);
+
+	struct recorder rc = { .events = events, .n = n, .ignore_roots = ignore_roots, .rec = out,
+			       .store = s, .dc = dc };
+	strmap_init(&rc.touched);
+	strmap_init(&rc.dir_names);
+	strmap_init(&rc.outputs);
+
+	collect_touches(&rc);
+	collect_observations(&rc);
+	compute_values(&rc);
+	int rc2 = 0;
+	if (s && !out->not_storable)
+		rc2 = capture_outputs(&rc, e);
+
+	for (size_t i = 0; i < rc.touched.cap; i++)
+		free(rc.touched.slots[i].value);
+	for (size_t i = 0; i < rc.dir_names.cap; i++)
+		if (rc.dir_names.slots[i].key) {
+			buf_free(rc.dir_names.slots[i].value);
+			free(rc.dir_names.slots[i].value);
+		}
+	strmap_free(&rc.touched);
+	strmap_free(&rc.dir_names);
+	strmap_free(&rc.outputs);
+	for (size_t i = 0; i < rc.nobs; i++)
+		buf_free(&rc.forced[i]);
+	free(rc.forced);
+	free(rc.obs_event);
+	return rc2;
+}
+
+void record_free(struct record *r)
+{
+	pathset_free(&r->ps);
+	buf_free(&r->ps_body);
+	buf_free(&r->values);
+	result_free(&r->result);
+}

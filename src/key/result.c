@@ -1,0 +1,154 @@
+#include "cachet/outputs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define RESULT_MAGIC 0x53525443u /* "CTRS" */
+#define RESULT_MAX_OUTPUTS (1u << 20)
+
+void result_init(struct result *r)
+{
+	memset(r, 0, sizeof *r);
+}
+
+void result_free(struct result *r)
+{
+	for (size_t i = 0; i < r->noutputs; i++) {
+		free(r->outputs[i].path);
+		free(r->outputs[i].target);
+	}
+	free(r->outputs);
+	free(r->host);
+	free(r->cachet_version);
+	free(r->values);
+	result_init(r);
+}
+
+struct output *result_add_output(struct result *r, enum output_kind kind, const char *path)
+{
+	if (r->noutputs == r->alloc) {
+		r->alloc = r->alloc ? r->alloc * 2 : 16;
+		r->outputs = xrealloc(r->outputs, r->alloc * sizeof *r->outputs);
+	}
+	struct output *o = &r->outputs[r->noutputs++];
+	memset(o, 0, sizeof *o);
+	o->kind = (uint8_t)kind;
+	o->path = xstrdup(path);
+	return o;
+}
+
+static void put_blob(struct buf *b, const struct blob_ref *ref)
+{
+	buf_add(b, ref->digest.b, DIGEST_LEN);
+	buf_put_u64(b, ref->size);
+	buf_put_u8(b, (uint8_t)ref->form);
+}
+
+static int get_blob(struct reader *r, struct blob_ref *ref)
+{
+	reader_raw(r, ref->digest.b, DIGEST_LEN);
+	ref->size = reader_u64(r);
+	uint8_t form = reader_u8(r);
+	if (form != BLOB_RAW && form != BLOB_ZSTD)
+		return -1;
+	ref->form = (enum blob_form)form;
+	return r->failed ? -1 : 0;
+}
+
+void result_encode(const struct result *r, struct buf *out)
+{
+	buf_put_u32(out, RESULT_MAGIC);
+	buf_put_u32(out, (uint32_t)r->noutputs);
+	for (size_t i = 0; i < r->noutputs; i++) {
+		const struct output *o = &r->outputs[i];
+		buf_put_u8(out, o->kind);
+		buf_put_str(out, o->path);
+		buf_put_u32(out, o->mode);
+		if (o->kind == OUT_FILE) {
+			put_blob(out, &o->blob);
+			buf_put_u8(out, (uint8_t)o->has_mtime);
+			buf_put_u64(out, (uint64_t)o->mtime_ns);
+		} else if (o->kind == OUT_SYMLINK) {
+			buf_put_str(out, o->target);
+		}
+	}
+	put_blob(out, &r->out);
+	put_blob(out, &r->err);
+	buf_put_u32(out, (uint32_t)r->exit_code);
+	buf_put_u64(out, (uint64_t)r->duration_ms);
+	buf_put_u64(out, (uint64_t)r->created);
+	buf_put_str(out, r->host ? r->host : "");
+	buf_put_str(out, r->cachet_version ? r->cachet_version : "");
+	buf_put_bytes(out, r->values, r->values_len);
+}
+
+static int valid_output_path(const char *p)
+{
+	return p && p[0] == '/';
+}
+
+int result_decode(const void *data, size_t len, struct result *r, struct error *e)
+{
+	struct reader rd;
+	result_init(r);
+	reader_init(&rd, data, len);
+	if (reader_u32(&rd) != RESULT_MAGIC)
+		return error_set(e, "result: bad magic");
+	uint32_t n = reader_u32(&rd);
+	if (rd.failed || n > RESULT_MAX_OUTPUTS || n > rd.left / 9)
+		return error_set(e, "result: bad output count");
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t kind = reader_u8(&rd);
+		char *path = reader_strdup(&rd);
+		if (!valid_output_path(path) || kind < OUT_FILE || kind > OUT_DELETE) {
+			free(path);
+			goto corrupt;
+		}
+		struct output *o = result_add_output(r, (enum output_kind)kind, path);
+		free(path);
+		o->mode = reader_u32(&rd) & 07777;
+		if (kind == OUT_FILE) {
+			if (get_blob(&rd, &o->blob) < 0)
+				goto corrupt;
+			o->has_mtime = reader_u8(&rd) != 0;
+			o->mtime_ns = (int64_t)reader_u64(&rd);
+		} else if (kind == OUT_SYMLINK) {
+			o->target = reader_strdup(&rd);
+			if (!o->target)
+				goto corrupt;
+		}
+		if (rd.failed)
+			goto corrupt;
+	}
+	if (get_blob(&rd, &r->out) < 0 || get_blob(&rd, &r->err) < 0)
+		goto corrupt;
+	r->exit_code = (int)reader_u32(&rd);
+	r->duration_ms = (int64_t)reader_u64(&rd);
+	r->created = (int64_t)reader_u64(&rd);
+	r->host = reader_strdup(&rd);
+	r->cachet_version = reader_strdup(&rd);
+	size_t vlen;
+	const void *v = reader_bytes(&rd, &vlen);
+	if (rd.failed || !r->host || !r->cachet_version || !v || rd.left != 0)
+		goto corrupt;
+	r->values = xmalloc(vlen ? vlen : 1);
+	memcpy(r->values, v, vlen);
+	r->values_len = vlen;
+	return 0;
+corrupt:
+	result_free(r);
+	return error_set(e, "result: corrupt encoding");
+}
+
+struct blob_ref *result_blobs(const struct result *r, size_t *n)
+{
+	struct blob_ref *refs = xmalloc((r->noutputs + 2) * sizeof *refs);
+	size_t k = 0;
+	for (size_t i = 0; i < r->noutputs; i++)
+		if (r->outputs[i].kind == OUT_FILE)
+			refs[k++] = r->outputs[i].blob;
+	refs[k++] = r->out;
+	refs[k++] = r->err;
+	*n = k;
+	return refs;
+}

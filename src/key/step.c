@@ -1,0 +1,236 @@
+#include "cachet/step.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "cachet/observe.h"
+#include "cachet/path.h"
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char **keyed_environment(char *const *envp, const char *const *env_ignore)
+{
+	size_t n = 0;
+	while (envp && envp[n])
+		n++;
+	char **env = xmalloc((n + 1) * sizeof *env);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(envp[i], '=');
+		size_t name_len = eq ? (size_t)(eq - envp[i]) : strlen(envp[i]);
+		if (env_is_neutral(envp[i], name_len, env_ignore))
+			continue;
+		if (eq && ((name_len == 9 && !memcmp(envp[i], "MAKEFLAGS", 9)) ||
+			   (name_len == 6 && !memcmp(envp[i], "MFLAGS", 6)))) {
+			char *v = env_strip_make_jobs(eq + 1);
+			env[k++] = xasprintf("%.*s=%s", (int)name_len, envp[i], v);
+			free(v);
+			continue;
+		}
+		env[k++] = xstrdup(envp[i]);
+	}
+	env[k] = NULL;
+	qsort(env, k, sizeof *env, cmp_str);
+	return env;
+}
+
+static int stdin_kind(struct digest *d)
+{
+	struct stat st;
+	if (fstat(0, &st) < 0)
+		return STEP_STDIN_NONE;
+	if (S_ISREG(st.st_mode)) {
+		/* The step reads from the current offset on: key that part. */
+		off_t off = lseek(0, 0, SEEK_CUR);
+		struct hasher h;
+		if (hasher_init(&h, NULL) < 0)
+			abort();
+		char chunk[65536];
+		for (;;) {
+			ssize_t n = pread(0, chunk, sizeof chunk, off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			hasher_update(&h, chunk, (size_t)n);
+			off += n;
+		}
+		hasher_final(&h, d);
+		return STEP_STDIN_FILE;
+	}
+	if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
+		return STEP_STDIN_NONE; /* /dev/null */
+	return STEP_STDIN_STREAM;
+}
+
+static void compute_weak(struct step *s)
+{
+	struct hasher h;
+	if (hasher_init(&h, NULL) < 0)
+		abort();
+	hasher_update_str(&h, "cachet weak key");
+	hasher_update_u64(&h, CACHET_FORMAT_VERSION);
+	hasher_update_str(&h, s->namespace_ ? s->namespace_ : "");
+	size_t argc = 0;
+	while (s->argv[argc])
+		argc++;
+	hasher_update_u64(&h, argc);
+	for (size_t i = 0; i < argc; i++)
+		hasher_update_str(&h, s->argv[i]);
+	hasher_update_str(&h, s->cwd);
+	size_t envc = 0;
+	while (s->env[envc])
+		envc++;
+	hasher_update_u64(&h, envc);
+	for (size_t i = 0; i < envc; i++)
+		hasher_update_str(&h, s->env[i]);
+	hasher_update_str(&h, s->platform);
+	hasher_update_str(&h, s->exe);
+	hasher_update(&h, s->exe_digest.b, DIGEST_LEN);
+	hasher_update_u64(&h, (uint64_t)s->stdin_kind);
+	if (s->stdin_kind == STEP_STDIN_FILE)
+		hasher_update(&h, s->stdin_digest.b, DIGEST_LEN);
+	hasher_final(&h, &s->weak);
+}
+
+int step_init(struct step *step, char *const *argv, const char *exe, char *const *envp,
+	      const char *const *env_ignore, const char *namespace_, struct digest_cache *dc,
+	      struct error *e)
+{
+	memset(step, 0, sizeof *step);
+	size_t argc = 0;
+	while (argv[argc])
+		argc++;
+	step->argv = xmalloc((argc + 1) * sizeof *step->argv);
+	for (size_t i = 0; i < argc; i++)
+		step->argv[i] = xstrdup(argv[i]);
+	step->argv[argc] = NULL;
+	step->cwd = getcwd(NULL, 0);
+	if (!step->cwd) {
+		error_errno(e, "cannot determine the current directory");
+		step_free(step);
+		return -1;
+	}
+	step->exe = xstrdup(exe);
+	if (digest_cached(exe, 0, dc, &step->exe_digest, NULL) < 0) {
+		error_errno(e, "%s", exe);
+		step_free(step);
+		return -1;
+	}
+	step->env = keyed_environment(envp, env_ignore);
+	step->platform = platform_describe();
+	step->stdin_kind = stdin_kind(&step->stdin_digest);
+	step->namespace_ = namespace_;
+	compute_weak(step);
+	return 0;
+}
+
+void step_free(struct step *step)
+{
+	if (step->argv)
+		for (char **p = step->argv; *p; p++)
+			free(*p);
+	free(step->argv);
+	if (step->env)
+		for (char **p = step->env; *p; p++)
+			free(*p);
+	free(step->env);
+	free(step->cwd);
+	free(step->exe);
+	free(step->platform);
+	memset(step, 0, sizeof *step);
+}
+
+void step_encode(const struct step *step, struct buf *out)
+{
+	size_t n = 0;
+	buf_put_u32(out, CACHET_FORMAT_VERSION);
+	while (step->argv[n])
+		n++;
+	buf_put_u32(out, (uint32_t)n);
+	for (size_t i = 0; i < n; i++)
+		buf_put_str(out, step->argv[i]);
+	buf_put_str(out, step->cwd);
+	buf_put_str(out, step->exe);
+	buf_add(out, step->exe_digest.b, DIGEST_LEN);
+	for (n = 0; step->env[n];)
+		n++;
+	buf_put_u32(out, (uint32_t)n);
+	for (size_t i = 0; i < n; i++)
+		buf_put_str(out, step->env[i]);
+	buf_put_str(out, step->platform);
+	buf_put_u8(out, (uint8_t)step->stdin_kind);
+}
+
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+static char *absolute(const char *p)
+{
+	if (p[0] == '/')
+		return xstrdup(p);
+	char *cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return xstrdup(p);
+	char *out = path_join(cwd, p);
+	free(cwd);
+	return out;
+}
+
+char *step_find_program(const char *name, const char *skip_self)
+{
+	if (!*name) {
+		errno = ENOENT;
+		return NULL;
+	}
+	if (strchr(name, '/')) {
+		struct stat st;
+		if (stat(name, &st) < 0)
+			return NULL;
+		if (S_ISDIR(st.st_mode) || access(name, X_OK) < 0) {
+			errno = EACCES;
+			return NULL;
+		}
+		return absolute(name);
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int saw_eacces = 0;
+	for (const char *p = path;;) {
+		const char *colon = strchr(p, ':');
+		size_t len = colon ? (size_t)(colon - p) : strlen(p);
+		char *cand = len ? xasprintf("%.*s/%s", (int)len, p, name) : xasprintf("./%s", name);
+		struct stat st;
+		if (stat(cand, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			if (access(cand, X_OK) == 0) {
+				if (!skip_self || !same_file(cand, skip_self)) {
+					char *abs = absolute(cand);
+					free(cand);
+					return abs;
+				}
+			} else {
+				saw_eacces = 1;
+			}
+		}
+		free(cand);
+		if (!colon)
+			break;
+		p = colon + 1;
+	}
+	errno = saw_eacces ? EACCES : ENOENT;
+	return NULL;
+}

@@ -1,0 +1,189 @@
+/* Path sets: canonical form, encoding, hostile input, strong keys. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cachet/pathset.h"
+#include "cachet/step.h"
+
+static void build(struct pathset *ps, int reversed)
+{
+	const char *excl[] = { "out.o", "gen.c", NULL };
+	pathset_init(ps);
+	if (!reversed) {
+		pathset_add(ps, OBS_READ, 0, "/src/a.c", NULL);
+		pathset_add(ps, OBS_STAT, OBS_F_NOFOLLOW, "/src/b.h", NULL);
+		pathset_add(ps, OBS_LIST, 0, "/src", excl);
+		pathset_add(ps, OBS_READ, 0, "/src/a.c", NULL);
+	} else {
+		const char *excl2[] = { "gen.c", "out.o", NULL };
+		pathset_add(ps, OBS_LIST, 0, "/src", excl2);
+		pathset_add(ps, OBS_STAT, OBS_F_NOFOLLOW, "/src/b.h", NULL);
+		pathset_add(ps, OBS_READ, 0, "/src/a.c", NULL);
+	}
+	pathset_canonicalise(ps, NULL);
+}
+
+static void lookup_order_does_not_change_the_path_set(void **state)
+{
+	struct pathset a, b;
+	build(&a, 0);
+	build(&b, 1);
+	struct buf ea = BUF_INIT_EMPTY, eb = BUF_INIT_EMPTY;
+	buf_init(&ea);
+	buf_init(&eb);
+	pathset_encode(&a, &ea);
+	pathset_encode(&b, &eb);
+	assert_int_equal(a.nobs, 3); /* the duplicate read is gone */
+	assert_int_equal(ea.len, eb.len);
+	assert_memory_equal(ea.data, eb.data, ea.len);
+	buf_free(&ea);
+	buf_free(&eb);
+	pathset_free(&a);
+	pathset_free(&b);
+}
+
+static void encoding_round_trips(void **state)
+{
+	struct pathset a, b;
+	struct error e = { 0 };
+	build(&a, 0);
+	struct buf enc;
+	buf_init(&enc);
+	pathset_encode(&a, &enc);
+	assert_int_equal(pathset_decode(enc.data, enc.len, &b, &e), 0);
+	assert_int_equal(b.nobs, a.nobs);
+	for (size_t i = 0; i < a.nobs; i++) {
+		assert_int_equal(a.obs[i].kind, b.obs[i].kind);
+		assert_int_equal(a.obs[i].flags, b.obs[i].flags);
+		assert_string_equal(a.paths[a.obs[i].path], b.paths[b.obs[i].path]);
+		assert_int_equal(a.obs[i].nexcluded, b.obs[i].nexcluded);
+	}
+	const char **ex = NULL;
+	for (size_t i = 0; i < b.nobs; i++)
+		if (b.obs[i].kind == OBS_LIST)
+			ex = pathset_excluded(&b, i);
+	assert_non_null(ex);
+	assert_string_equal(ex[0], "gen.c");
+	assert_string_equal(ex[1], "out.o");
+	assert_null(ex[2]);
+	free(ex);
+	buf_free(&enc);
+	pathset_free(&a);
+	pathset_free(&b);
+}
+
+static void truncated_or_flipped_encodings_are_rejected_without_crashing(void **state)
+{
+	struct pathset a, b;
+	struct error e = { 0 };
+	build(&a, 0);
+	struct buf enc;
+	buf_init(&enc);
+	pathset_encode(&a, &enc);
+	for (size_t cut = 0; cut < enc.len; cut++)
+		assert_int_equal(pathset_decode(enc.data, cut, &b, &e), -1);
+	/* Every single-byte corruption either fails or decodes to something
+	 * well-formed; none reads out of bounds (ASan build checks that). */
+	for (size_t i = 0; i < enc.len; i++) {
+		for (int bit = 0; bit < 8; bit++) {
+			enc.data[i] ^= (char)(1 << bit);
+			if (pathset_decode(enc.data, enc.len, &b, &e) == 0)
+				pathset_free(&b);
+			enc.data[i] ^= (char)(1 << bit);
+		}
+	}
+	buf_free(&enc);
+	pathset_free(&a);
+}
+
+static void strong_key_depends_on_the_path_set_not_only_the_values(void **state)
+{
+	struct digest weak, ps1, ps2, s1, s2;
+	memset(&weak, 1, sizeof weak);
+	memset(&ps1, 2, sizeof ps1);
+	memset(&ps2, 3, sizeof ps2);
+	struct buf values;
+	buf_init(&values);
+	buf_put_bytes(&values, "E\x02\0\0\0", 5);
+	pathset_strong_key_from_values(&weak, &ps1, values.data, values.len, &s1);
+	pathset_strong_key_from_values(&weak, &ps2, values.data, values.len, &s2);
+	assert_false(digest_equal(&s1, &s2));
+	buf_free(&values);
+}
+
+static void evaluating_now_matches_recorded_values(void **state)
+{
+	char dir[] = "/tmp/cachet-unit-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *file = xasprintf("%s/f.txt", dir);
+	char *absent = xasprintf("%s/absent.h", dir);
+	FILE *f = fopen(file, "w");
+	fputs("hello", f);
+	fclose(f);
+	struct pathset ps;
+	pathset_init(&ps);
+	pathset_add(&ps, OBS_READ, 0, file, NULL);
+	pathset_add(&ps, OBS_STAT, 0, absent, NULL);
+	pathset_add(&ps, OBS_LIST, 0, dir, NULL);
+	pathset_canonicalise(&ps, NULL);
+	struct digest weak, psd, s1, s2, s3;
+	memset(&weak, 7, sizeof weak);
+	memset(&psd, 8, sizeof psd);
+	struct buf values;
+	buf_init(&values);
+	pathset_strong_key(&ps, &weak, &psd, NULL, &values, &s1);
+	pathset_strong_key_from_values(&weak, &psd, values.data, values.len, &s2);
+	assert_true(digest_equal(&s1, &s2));
+	/* A header appearing where the step found none changes the key. */
+	f = fopen(absent, "w");
+	fclose(f);
+	pathset_strong_key(&ps, &weak, &psd, NULL, NULL, &s3);
+	assert_false(digest_equal(&s1, &s3));
+	unlink(absent);
+	unlink(file);
+	rmdir(dir);
+	free(file);
+	free(absent);
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
+static void neutral_environment_and_make_jobs(void **state)
+{
+	assert_true(env_is_neutral("TERM", 4, NULL));
+	assert_true(env_is_neutral("SSH_AUTH_SOCK", 13, NULL));
+	assert_true(env_is_neutral("CACHET_DIR", 10, NULL));
+	assert_false(env_is_neutral("PWD", 3, NULL));
+	assert_false(env_is_neutral("TERMINAL", 8, NULL));
+	assert_false(env_is_neutral("CFLAGS", 6, NULL));
+	const char *extra[] = { "MY_BUILD_ID", "CI_*", NULL };
+	assert_true(env_is_neutral("MY_BUILD_ID", 11, extra));
+	assert_true(env_is_neutral("CI_JOB", 6, extra));
+	char *s = env_strip_make_jobs("ks -j4 --jobserver-auth=3,4 -- CC=gcc -jx=1");
+	assert_string_equal(s, "ks -- CC=gcc -jx=1");
+	free(s);
+	s = env_strip_make_jobs(" --jobserver-fds=3,4 -j");
+	assert_string_equal(s, "");
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(lookup_order_does_not_change_the_path_set),
+		cmocka_unit_test(encoding_round_trips),
+		cmocka_unit_test(truncated_or_flipped_encodings_are_rejected_without_crashing),
+		cmocka_unit_test(strong_key_depends_on_the_path_set_not_only_the_values),
+		cmocka_unit_test(evaluating_now_matches_recorded_values),
+		cmocka_unit_test(neutral_environment_and_make_jobs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,184 @@
+/* Recording: a step's own writes are not its inputs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cachet/record.h"
+
+static char dir[64];
+
+static char *in_dir(const char *name)
+{
+	return xasprintf("%s/%s", dir, name);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static struct trace_event ev(enum trace_event_kind kind, const char *path)
+{
+	struct trace_event e;
+	memset(&e, 0, sizeof e);
+	e.kind = kind;
+	e.path = (char *)path;
+	struct stat st;
+	if (kind != TRACE_TOUCH && lstat(path, &st) == 0)
+		file_id_from_stat(&st, &e.id);
+	return e;
+}
+
+static int find_obs(const struct pathset *ps, enum obs_kind kind, const char *path)
+{
+	for (size_t i = 0; i < ps->nobs; i++)
+		if (ps->obs[i].kind == kind && !strcmp(ps->paths[ps->obs[i].path], path))
+			return (int)i;
+	return -1;
+}
+
+static int setup(void **state)
+{
+	strcpy(dir, "/tmp/cachet-record-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char *cmd = xasprintf("rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+	return 0;
+}
+
+static void probes_of_the_steps_own_outputs_are_dropped(void **state)
+{
+	char *src = in_dir("a.c"), *out = in_dir("a.o"), *hdr = in_dir("missing.h");
+	write_file(src, "int x;");
+	struct trace_event events[5];
+	events[0] = ev(TRACE_READ, src);
+	events[1] = ev(TRACE_PROBE, hdr);
+	events[1].err = ENOENT;
+	events[2] = ev(TRACE_READLINK, out); /* gcc readlinks its -o target */
+	events[2].err = ENOENT;
+	events[3] = ev(TRACE_TOUCH, out);
+	events[4] = ev(TRACE_LIST, dir);
+	write_file(out, "object"); /* what the step wrote */
+	struct record rec;
+	struct error e = { 0 };
+	assert_int_equal(record_run(events, 5, NULL, NULL, NULL, &rec, &e), 0);
+	assert_null(rec.not_storable);
+	assert_true(find_obs(&rec.ps, OBS_READ, src) >= 0);
+	assert_true(find_obs(&rec.ps, OBS_STAT, hdr) >= 0);
+	assert_int_equal(find_obs(&rec.ps, OBS_READLINK, out), -1);
+	int list = find_obs(&rec.ps, OBS_LIST, dir);
+	assert_true(list >= 0);
+	const char **ex = pathset_excluded(&rec.ps, (size_t)list);
+	assert_non_null(ex);
+	assert_string_equal(ex[0], "a.o");
+	assert_null(ex[1]);
+	free(ex);
+	record_free(&rec);
+	free(src), free(out), free(hdr);
+}
+
+static void a_read_before_the_steps_own_rewrite_keeps_the_old_content(void **state)
+{
+	char *f = in_dir("in.txt");
+	write_file(f, "before");
+	struct trace_event events[3];
+	events[0] = ev(TRACE_READ, f);
+	events[1] = ev(TRACE_TOUCH, f);
+	events[1].pre_exists = 1;
+	events[1].has_pre_digest = 1;
+	digest_bytes("before", 6, &events[1].pre_digest);
+	events[2] = ev(TRACE_READ, f); /* reading back its own write: ignored */
+	write_file(f, "after!"); /* sed -i */
+	struct record rec;
+	struct error e = { 0 };
+	assert_int_equal(record_run(events, 3, NULL, NULL, NULL, &rec, &e), 0);
+	assert_null(rec.not_storable);
+	assert_int_equal(rec.ps.nobs, 1);
+	struct reader r;
+	reader_init(&r, rec.values.data, rec.values.len);
+	size_t len;
+	const unsigned char *v = reader_bytes(&r, &len);
+	assert_int_equal(len, 1 + DIGEST_LEN);
+	assert_int_equal(v[0], 'F');
+	assert_memory_equal(v + 1, events[1].pre_digest.b, DIGEST_LEN);
+	record_free(&rec);
+	free(f);
+}
+
+static void an_input_changed_by_someone_else_during_the_run_is_not_stored(void **state)
+{
+	char *f = in_dir("header.h");
+	write_file(f, "v1");
+	struct trace_event events[1];
+	events[0] = ev(TRACE_READ, f);
+	sleep(0); /* same tick is possible: change size so the fingerprint moves */
+	write_file(f, "v2 longer");
+	struct record rec;
+	struct error e = { 0 };
+	assert_int_equal(record_run(events, 1, NULL, NULL, NULL, &rec, &e), 0);
+	assert_non_null(rec.not_storable);
+	assert_string_equal(rec.not_storable, "input modified during run");
+	record_free(&rec);
+	free(f);
+}
+
+static void a_path_found_absent_that_appeared_during_the_run_is_not_stored(void **state)
+{
+	char *f = in_dir("late.h");
+	struct trace_event events[1];
+	events[0] = ev(TRACE_PROBE, f);
+	events[0].err = ENOENT;
+	write_file(f, "appeared");
+	struct record rec;
+	struct error e = { 0 };
+	assert_int_equal(record_run(events, 1, NULL, NULL, NULL, &rec, &e), 0);
+	assert_non_null(rec.not_storable);
+	record_free(&rec);
+	unlink(f);
+	free(f);
+}
+
+static void ignored_roots_leave_no_observation(void **state)
+{
+	char *f = in_dir("tmpfile");
+	write_file(f, "x");
+	struct trace_event events[1];
+	events[0] = ev(TRACE_READ, f);
+	const char *ignore[] = { dir, NULL };
+	struct record rec;
+	struct error e = { 0 };
+	assert_int_equal(record_run(events, 1, ignore, NULL, NULL, &rec, &e), 0);
+	assert_int_equal(rec.ps.nobs, 0);
+	record_free(&rec);
+	free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(probes_of_the_steps_own_outputs_are_dropped, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_read_before_the_steps_own_rewrite_keeps_the_old_content, setup, teardown),
+		cmocka_unit_test_setup_teardown(an_input_changed_by_someone_else_during_the_run_is_not_stored, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_path_found_absent_that_appeared_during_the_run_is_not_stored, setup, teardown),
+		cmocka_unit_test_setup_teardown(ignored_roots_leave_no_observation, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
