@@ -31,7 +31,9 @@ enum {
 };
 
 /* Opens (creating if needed, mode 0700 directory, 0600 index) the store in
- * dir. On a directory that cannot be written, opens read-only if possible. */
+ * dir. On a directory that cannot be written, opens read-only if possible.
+ * An index that is not a database or is corrupt is moved aside to
+ * index.db.corrupt-<time> and recreated (counted as "index_recreated"). */
 int store_open(const char *dir, unsigned flags, struct store **out, struct error *e);
 void store_close(struct store *s);
 const char *store_dir(const struct store *s);
@@ -57,7 +59,8 @@ struct blob_ref {
  * bytes differ, so an output rewritten by a sibling process is never stored
  * under the wrong name. Compresses with zstd when that saves at least 10% and
  * the content is below 64 MiB; keeps large or incompressible content raw.
- * Existing blobs are not rewritten. */
+ * Existing blobs are not rewritten (nor fd read). Errors: code EAGAIN for
+ * changed content, EROFS on a read-only store. */
 int store_put_blob_fd(struct store *s, int fd, const struct digest *expected,
 		      struct blob_ref *out, struct error *e);
 int store_put_blob_mem(struct store *s, const void *data, size_t len, struct blob_ref *out,
@@ -75,6 +78,9 @@ int store_blob_write_to_fd(struct store *s, const struct blob_ref *ref, int out_
 int store_blob_read(struct store *s, const struct blob_ref *ref, void **data, size_t *len,
 		    struct error *e);
 int store_blob_exists(struct store *s, const struct blob_ref *ref);
+/* The zstd level for blobs stored from now on by this handle (default 3).
+ * Returns 0, or -1 when level is outside zstd's range. */
+int store_set_compression_level(struct store *s, int level);
 
 /* ---- index ---- */
 
@@ -115,8 +121,9 @@ struct store_entry {
 };
 
 /* Stores the entry in one BEGIN IMMEDIATE transaction (replacing an equal
- * strong key). Keeps at most max_pathsets path sets per weak key, dropping
- * the least recently used ones. */
+ * strong key). Keeps at most max_pathsets path sets per weak key (0: no
+ * bound), dropping the least recently used ones with their results. Fails
+ * (code ENOENT) without storing anything if a blob of the entry is missing. */
 int store_put_entry(struct store *s, const struct store_entry *entry, unsigned max_pathsets,
 		    struct error *e);
 
@@ -125,7 +132,8 @@ int store_put_entry(struct store *s, const struct store_entry *entry, unsigned m
 int store_touch_hit(struct store *s, const struct digest *weak, const struct digest *pathset,
 		    const struct digest *strong);
 
-/* Removes every entry and blob. */
+/* Removes every entry and blob (and the fingerprint cache). Counters stay,
+ * as with `ccache -C`; store_counters_zero resets them. */
 int store_clear(struct store *s, struct error *e);
 
 struct store_usage {

@@ -1,0 +1,717 @@
+/*
+ * The SQLite index: schema and migrations, lazily prepared statements,
+ * transactions, and the path-set and result tables.
+ *
+ * Tables whose rows hold bodies of unbounded size (steps, pathsets, results)
+ * are rowid tables: SQLite advises against WITHOUT ROWID when rows exceed
+ * about a twentieth of a page. The small, key-shaped ones (blobs,
+ * result_blobs, fingerprints) are WITHOUT ROWID. Times are nanoseconds since
+ * the epoch (CLOCK_REALTIME), fine enough that the LRU order of entries made
+ * in one burst is still their order of use.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cachet/buf.h"
+#include "store/store_internal.h"
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_GET_PATHSETS] = "SELECT digest, body FROM pathsets WHERE weak = ?1"
+			    " ORDER BY last_used DESC, rowid DESC",
+	[ST_GET_RESULT] = "SELECT body FROM results WHERE strong = ?1",
+	[ST_PUT_STEP] = "INSERT OR IGNORE INTO steps(weak, body, created) VALUES(?1, ?2, ?3)",
+	/* The new path set is the most recent of its weak key even if the clock
+	 * went back: the bound below must never drop the one just stored. */
+	[ST_PUT_PATHSET] = "INSERT INTO pathsets(weak, digest, body, last_used)"
+			   " VALUES(?1, ?2, ?3, max(?4, coalesce((SELECT max(last_used) + 1"
+			   " FROM pathsets WHERE weak = ?1), 0)))"
+			   " ON CONFLICT(weak, digest) DO UPDATE SET last_used = excluded.last_used",
+	[ST_OLD_PATHSETS] = "SELECT digest FROM pathsets WHERE weak = ?1"
+			    " ORDER BY last_used DESC, rowid DESC LIMIT -1 OFFSET ?2",
+	[ST_DEL_PATHSET_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong IN"
+					" (SELECT strong FROM results WHERE weak = ?1 AND pathset = ?2)",
+	[ST_DEL_PATHSET_RESULTS] = "DELETE FROM results WHERE weak = ?1 AND pathset = ?2",
+	[ST_DEL_PATHSET] = "DELETE FROM pathsets WHERE weak = ?1 AND digest = ?2",
+	[ST_DEL_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong = ?1",
+	[ST_PUT_RESULT] = "INSERT OR REPLACE INTO results(strong, weak, pathset, body, size, created,"
+			  " last_used, hits, duration_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 0, ?7)",
+	[ST_PUT_RESULT_BLOB] = "INSERT OR IGNORE INTO result_blobs(strong, digest) VALUES(?1, ?2)",
+	[ST_PUT_BLOB] = "INSERT OR REPLACE INTO blobs(digest, size, stored_size, form)"
+			" VALUES(?1, ?2, ?3, ?4)",
+	[ST_TOUCH_PATHSET] = "UPDATE pathsets SET last_used = ?3 WHERE weak = ?1 AND digest = ?2",
+	[ST_TOUCH_RESULT] = "UPDATE results SET last_used = ?2, hits = hits + 1 WHERE strong = ?1",
+	[ST_FP_GET] = "SELECT dev, ino, size, mtime_ns, ctime_ns, mode, digest"
+		      " FROM fingerprints WHERE path = ?1",
+	[ST_FP_PUT] = "INSERT OR REPLACE INTO fingerprints(path, dev, ino, size, mtime_ns, ctime_ns,"
+		      " mode, digest) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[ST_USAGE_RESULTS] = "SELECT count(*) FROM results",
+	[ST_USAGE_PATHSETS] = "SELECT count(*) FROM pathsets",
+	[ST_USAGE_BLOBS] = "SELECT count(*), coalesce(sum(stored_size), 0) FROM blobs",
+};
+
+/* migrations[v] takes schema version v to v + 1. */
+static const char *const migrations[STORE_SCHEMA_VERSION] = {
+	"CREATE TABLE steps("
+	"  weak BLOB PRIMARY KEY NOT NULL,"
+	"  body BLOB NOT NULL,"
+	"  created INTEGER NOT NULL);"
+	"CREATE TABLE pathsets("
+	"  weak BLOB NOT NULL,"
+	"  digest BLOB NOT NULL,"
+	"  body BLOB NOT NULL,"
+	"  last_used INTEGER NOT NULL,"
+	"  PRIMARY KEY(weak, digest));"
+	"CREATE TABLE results("
+	"  strong BLOB PRIMARY KEY NOT NULL,"
+	"  weak BLOB NOT NULL,"
+	"  pathset BLOB NOT NULL,"
+	"  body BLOB NOT NULL,"
+	"  size INTEGER NOT NULL,"       /* uncompressed bytes of the blobs it references */
+	"  created INTEGER NOT NULL,"
+	"  last_used INTEGER NOT NULL,"
+	"  hits INTEGER NOT NULL DEFAULT 0,"
+	"  duration_ms INTEGER NOT NULL);"
+	"CREATE INDEX results_by_pathset ON results(weak, pathset);"
+	"CREATE TABLE blobs("
+	"  digest BLOB PRIMARY KEY NOT NULL,"
+	"  size INTEGER NOT NULL,"
+	"  stored_size INTEGER NOT NULL,"
+	"  form INTEGER NOT NULL) WITHOUT ROWID;"
+	/* The reference set of blobs: eviction (issue 8) deletes a blob file
+	 * only when no row here names it. */
+	"CREATE TABLE result_blobs("
+	"  strong BLOB NOT NULL,"
+	"  digest BLOB NOT NULL,"
+	"  PRIMARY KEY(strong, digest)) WITHOUT ROWID;"
+	"CREATE INDEX result_blobs_by_digest ON result_blobs(digest);"
+	"CREATE TABLE fingerprints("
+	"  path TEXT PRIMARY KEY NOT NULL,"
+	"  dev INTEGER NOT NULL,"
+	"  ino INTEGER NOT NULL,"
+	"  size INTEGER NOT NULL,"
+	"  mtime_ns INTEGER NOT NULL,"
+	"  ctime_ns INTEGER NOT NULL,"
+	"  mode INTEGER NOT NULL,"
+	"  digest BLOB NOT NULL) WITHOUT ROWID;",
+};
+
+int64_t store_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A corrupt index found by a query: leave a marker so that the next
+ * store_open runs quick_check and recreates the index if needed, instead of
+ * every later run failing on the same page. */
+static void mark_for_check(struct store *s)
+{
+	if (s->readonly)
+		return;
+	char *marker = xasprintf("%s.check", s->index_path);
+	int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		close(fd);
+	free(marker);
+}
+
+int index_error(struct store *s, int rc, struct error *e, const char *what)
+{
+	const char *detail = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+	int code;
+	switch (rc & 0xff) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		store_count(s, "index_busy", 1);
+		error_set(e, "%s: cache index %s is busy: %s", what, s->index_path, detail);
+		code = EBUSY;
+		break;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		store_count(s, "index_corrupt", 1);
+		mark_for_check(s);
+		error_set(e, "%s: cache index %s is corrupt (%s); it is checked and recreated when "
+			     "the cache is next opened", what, s->index_path, detail);
+		code = EBADMSG;
+		break;
+	case SQLITE_FULL:
+		error_set(e, "%s: cache index %s: %s", what, s->index_path, detail);
+		code = ENOSPC;
+		break;
+	case SQLITE_READONLY:
+		error_set(e, "%s: cache index %s is read-only: %s", what, s->index_path, detail);
+		code = EROFS;
+		break;
+	default:
+		error_set(e, "%s: cache index %s: %s", what, s->index_path, detail);
+		code = EIO;
+		break;
+	}
+	if (e)
+		e->code = code;
+	return -1;
+}
+
+sqlite3_stmt *index_stmt(struct store *s, enum stmt_id id, struct error *e)
+{
+	if (s->stmts[id])
+		return s->stmts[id];
+	int rc = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+				    &s->stmts[id], NULL);
+	if (rc != SQLITE_OK) {
+		s->stmts[id] = NULL;
+		index_error(s, rc, e, "preparing a statement");
+		return NULL;
+	}
+	return s->stmts[id];
+}
+
+void index_finalize_all(struct store *s)
+{
+	for (int i = 0; i < ST_COUNT; i++) {
+		sqlite3_finalize(s->stmts[i]);
+		s->stmts[i] = NULL;
+	}
+}
+
+int index_exec(struct store *s, const char *sql, struct error *e)
+{
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return index_error(s, rc, e, sql);
+	return 0;
+}
+
+int index_begin(struct store *s, struct error *e)
+{
+	return index_exec(s, "BEGIN IMMEDIATE", e);
+}
+
+int index_commit(struct store *s, struct error *e)
+{
+	int rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		index_error(s, rc, e, "committing to the cache index");
+		index_rollback(s);
+		return -1;
+	}
+	return 0;
+}
+
+void index_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int index_begin_nowait(struct store *s)
+{
+	sqlite3_busy_timeout(s->db, 0);
+	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		return 1;
+	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+	return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED ? 0 : -1;
+}
+
+int index_end_nowait(struct store *s, int commit)
+{
+	int committed = commit && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+	if (!committed)
+		index_rollback(s);
+	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+	return committed;
+}
+
+/* Runs a statement that returns no rows and resets it. */
+static int step_done(struct store *s, sqlite3_stmt *st, struct error *e, const char *what)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE)
+		return index_error(s, rc, e, what);
+	return 0;
+}
+
+static int bind_digest(sqlite3_stmt *st, int col, const struct digest *d)
+{
+	return sqlite3_bind_blob(st, col, d->b, DIGEST_LEN, SQLITE_STATIC);
+}
+
+/* sqlite3_bind_blob with a NULL pointer binds NULL, which NOT NULL rejects. */
+static int bind_body(sqlite3_stmt *st, int col, const void *data, size_t len)
+{
+	static const char empty[1];
+	return sqlite3_bind_blob64(st, col, data ? data : empty, len, SQLITE_STATIC);
+}
+
+static int column_digest(sqlite3_stmt *st, int col, struct digest *out)
+{
+	const void *p = sqlite3_column_blob(st, col);
+	if (!p || sqlite3_column_bytes(st, col) != DIGEST_LEN)
+		return -1;
+	memcpy(out->b, p, DIGEST_LEN);
+	return 0;
+}
+
+static void *column_copy(sqlite3_stmt *st, int col, size_t *len)
+{
+	const void *p = sqlite3_column_blob(st, col);
+	size_t n = (size_t)sqlite3_column_bytes(st, col);
+	void *out = xmalloc(n + 1);
+	if (n)
+		memcpy(out, p, n);
+	((char *)out)[n] = '\0';
+	*len = n;
+	return out;
+}
+
+/* ---- schema ---- */
+
+static int read_user_version(struct store *s, int *version, struct error *e)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		index_error(s, rc, e, "reading the index schema version");
+		return rc;
+	}
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*version = sqlite3_column_int(st, 0);
+		rc = SQLITE_OK;
+	} else {
+		index_error(s, rc, e, "reading the index schema version");
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Runs a journal_mode pragma; out gets the mode in force afterwards. */
+static int journal_mode(struct store *s, const char *sql, char *out, size_t cap)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			const char *m = (const char *)sqlite3_column_text(st, 0);
+			snprintf(out, cap, "%s", m ? m : "");
+			rc = SQLITE_OK;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* WAL lets readers run beside a writer; it needs shared memory that network
+ * file systems do not provide, where the rollback journal is used instead. */
+static int set_journal_mode(struct store *s, struct error *e)
+{
+	const char *want = s->network_fs ? "delete" : "wal";
+	const char *sql = s->network_fs ? "PRAGMA journal_mode=DELETE" : "PRAGMA journal_mode=WAL";
+	char mode[32];
+	int rc = journal_mode(s, "PRAGMA journal_mode", mode, sizeof mode);
+	if (rc == SQLITE_OK && strcmp(mode, want) == 0)
+		return SQLITE_OK;
+	/* Changing the mode needs the database to itself for a moment; processes
+	 * opening a fresh cache together can get SQLITE_BUSY here, so retry for
+	 * up to the busy timeout. */
+	for (int waited_ms = 0;; waited_ms += 10) {
+		rc = journal_mode(s, sql, mode, sizeof mode);
+		if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= STORE_BUSY_TIMEOUT_MS)
+			break;
+		struct timespec ts = {0, 10 * 1000000};
+		nanosleep(&ts, NULL);
+	}
+	if (rc != SQLITE_OK)
+		index_error(s, rc, e, "setting the index journal mode");
+	/* If another process keeps the other mode in force, the index still
+	 * works; the mode is only a matter of speed. */
+	return rc;
+}
+
+static int migrate(struct store *s, struct error *e)
+{
+	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		index_error(s, rc, e, "creating the index schema");
+		return rc;
+	}
+	/* Another process may have migrated while this one waited. */
+	int version = 0;
+	rc = read_user_version(s, &version, e);
+	for (; rc == SQLITE_OK && version < STORE_SCHEMA_VERSION; version++) {
+		rc = sqlite3_exec(s->db, migrations[version], NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			index_error(s, rc, e, "creating the index schema");
+	}
+	if (rc == SQLITE_OK) {
+		char sql[64];
+		snprintf(sql, sizeof sql, "PRAGMA user_version = %d", version);
+		rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			index_error(s, rc, e, "creating the index schema");
+	}
+	if (rc != SQLITE_OK)
+		index_rollback(s);
+	return rc;
+}
+
+int index_setup(struct store *s, struct error *e)
+{
+	int version = 0;
+	/* The first statement reads the file: a file that is not a database
+	 * fails here with SQLITE_NOTADB. */
+	int rc = read_user_version(s, &version, e);
+	if (rc != SQLITE_OK)
+		return rc;
+	if (version > STORE_SCHEMA_VERSION) {
+		error_set(e, "cache index %s has schema version %d; this cachet knows up to %d "
+			     "(written by a newer cachet?)", s->index_path, version, STORE_SCHEMA_VERSION);
+		return SQLITE_ERROR;
+	}
+	if (s->readonly) {
+		if (version < STORE_SCHEMA_VERSION) {
+			error_set(e, "cache index %s is read-only and %s", s->index_path,
+				  version == 0 ? "empty" : "needs an upgrade this cachet cannot write");
+			return SQLITE_READONLY;
+		}
+		return SQLITE_OK;
+	}
+	/* Commits in WAL mode with synchronous=NORMAL do not fsync: a power cut
+	 * can lose the last transactions but never corrupts the index. The
+	 * rollback journal needs FULL for the same guarantee. */
+	rc = sqlite3_exec(s->db,
+			  s->network_fs ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
+			  NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(s->db, "PRAGMA journal_size_limit=8388608", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		index_error(s, rc, e, "configuring the index");
+		return rc;
+	}
+	rc = set_journal_mode(s, e);
+	if (rc != SQLITE_OK)
+		return rc;
+	if (version < STORE_SCHEMA_VERSION)
+		rc = migrate(s, e);
+	return rc;
+}
+
+int index_clear_rows(struct store *s, struct error *e)
+{
+	return index_exec(s,
+			  "DELETE FROM result_blobs; DELETE FROM results; DELETE FROM pathsets;"
+			  " DELETE FROM steps; DELETE FROM blobs; DELETE FROM fingerprints;",
+			  e);
+}
+
+/* ---- path sets and results ---- */
+
+int store_get_pathsets(struct store *s, const struct digest *weak, struct store_pathset **out,
+		       size_t *n, struct error *e)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *st = index_stmt(s, ST_GET_PATHSETS, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, weak);
+	struct store_pathset *ps = NULL;
+	size_t count = 0, alloc = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == alloc) {
+			alloc = alloc ? 2 * alloc : 4;
+			ps = xrealloc(ps, alloc * sizeof *ps);
+		}
+		if (column_digest(st, 0, &ps[count].digest) < 0)
+			continue; /* a malformed row is no path set */
+		ps[count].body = column_copy(st, 1, &ps[count].len);
+		count++;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE) {
+		store_pathsets_free(ps, count);
+		return index_error(s, rc, e, "reading path sets");
+	}
+	*out = ps;
+	*n = count;
+	return 0;
+}
+
+void store_pathsets_free(struct store_pathset *ps, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ps[i].body);
+	free(ps);
+}
+
+int store_get_result(struct store *s, const struct digest *strong, void **body, size_t *len,
+		     struct error *e)
+{
+	*body = NULL;
+	*len = 0;
+	sqlite3_stmt *st = index_stmt(s, ST_GET_RESULT, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, strong);
+	int rc = sqlite3_step(st);
+	int found = 0;
+	if (rc == SQLITE_ROW) {
+		*body = column_copy(st, 0, len);
+		found = 1;
+		rc = SQLITE_DONE;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE)
+		return index_error(s, rc, e, "reading a result");
+	return found;
+}
+
+/* Drops the least recently used path sets of weak beyond max, with their
+ * results and those results' blob references. The blob files stay for
+ * eviction to collect. */
+static int drop_old_pathsets(struct store *s, const struct digest *weak, unsigned max,
+			     struct error *e)
+{
+	sqlite3_stmt *st = index_stmt(s, ST_OLD_PATHSETS, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, weak);
+	sqlite3_bind_int64(st, 2, max);
+	struct digest *old = NULL;
+	size_t n = 0, alloc = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == alloc) {
+			alloc = alloc ? 2 * alloc : 4;
+			old = xrealloc(old, alloc * sizeof *old);
+		}
+		if (column_digest(st, 0, &old[n]) == 0)
+			n++;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE) {
+		free(old);
+		return index_error(s, rc, e, "finding old path sets");
+	}
+	static const enum stmt_id drops[] = {ST_DEL_PATHSET_RESULT_BLOBS, ST_DEL_PATHSET_RESULTS,
+					     ST_DEL_PATHSET};
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < sizeof drops / sizeof drops[0]; k++) {
+			sqlite3_stmt *d = index_stmt(s, drops[k], e);
+			if (!d) {
+				free(old);
+				return -1;
+			}
+			bind_digest(d, 1, weak);
+			bind_digest(d, 2, &old[i]);
+			if (step_done(s, d, e, "dropping an old path set") < 0) {
+				free(old);
+				return -1;
+			}
+		}
+	}
+	free(old);
+	return 0;
+}
+
+/* Records one referenced blob. Runs inside the write transaction so that an
+ * eviction that unlinks blobs under the same lock cannot remove it between
+ * this check and the commit: a committed entry's blobs exist. */
+static int put_entry_blob(struct store *s, const struct digest *strong, const struct blob_ref *b,
+			  struct error *e)
+{
+	enum blob_form form;
+	struct stat stbuf;
+	int found = blob_locate(s, &b->digest, b->form, &form, &stbuf, NULL, e);
+	if (found < 0)
+		return -1;
+	if (!found) {
+		char hex[DIGEST_HEX_LEN + 1];
+		digest_to_hex(&b->digest, hex);
+		error_set(e, "blob %s is missing: not storing an entry that references it", hex);
+		if (e)
+			e->code = ENOENT;
+		return -1;
+	}
+	sqlite3_stmt *st = index_stmt(s, ST_PUT_BLOB, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, &b->digest);
+	sqlite3_bind_int64(st, 2, (int64_t)b->size);
+	sqlite3_bind_int64(st, 3, (int64_t)stbuf.st_size);
+	sqlite3_bind_int(st, 4, (int)form);
+	if (step_done(s, st, e, "recording a blob") < 0)
+		return -1;
+	st = index_stmt(s, ST_PUT_RESULT_BLOB, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, strong);
+	bind_digest(st, 2, &b->digest);
+	return step_done(s, st, e, "recording a blob reference");
+}
+
+static int put_entry_rows(struct store *s, const struct store_entry *en, unsigned max_pathsets,
+			  struct error *e)
+{
+	int64_t now = store_now_ns();
+	sqlite3_stmt *st = index_stmt(s, ST_PUT_STEP, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, en->weak);
+	bind_body(st, 2, en->step_body, en->step_len);
+	sqlite3_bind_int64(st, 3, now);
+	if (step_done(s, st, e, "storing a step") < 0)
+		return -1;
+
+	st = index_stmt(s, ST_PUT_PATHSET, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, en->weak);
+	bind_digest(st, 2, en->pathset);
+	bind_body(st, 3, en->pathset_body, en->pathset_len);
+	sqlite3_bind_int64(st, 4, now);
+	if (step_done(s, st, e, "storing a path set") < 0)
+		return -1;
+
+	/* Replacing a result replaces its blob references too. */
+	st = index_stmt(s, ST_DEL_RESULT_BLOBS, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, en->strong);
+	if (step_done(s, st, e, "replacing a result") < 0)
+		return -1;
+
+	uint64_t size = 0;
+	for (size_t i = 0; i < en->nblobs; i++)
+		size += en->blobs[i].size;
+	st = index_stmt(s, ST_PUT_RESULT, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, en->strong);
+	bind_digest(st, 2, en->weak);
+	bind_digest(st, 3, en->pathset);
+	bind_body(st, 4, en->result_body, en->result_len);
+	sqlite3_bind_int64(st, 5, (int64_t)size);
+	sqlite3_bind_int64(st, 6, now);
+	sqlite3_bind_int64(st, 7, en->duration_ms);
+	if (step_done(s, st, e, "storing a result") < 0)
+		return -1;
+
+	for (size_t i = 0; i < en->nblobs; i++)
+		if (put_entry_blob(s, en->strong, &en->blobs[i], e) < 0)
+			return -1;
+
+	if (max_pathsets > 0 && drop_old_pathsets(s, en->weak, max_pathsets, e) < 0)
+		return -1;
+	return 0;
+}
+
+int store_put_entry(struct store *s, const struct store_entry *entry, unsigned max_pathsets,
+		    struct error *e)
+{
+	if (s->readonly)
+		return store_readonly_error(e);
+	if (index_begin(s, e) < 0)
+		return error_wrap(e, "storing an entry");
+	if (put_entry_rows(s, entry, max_pathsets, e) < 0) {
+		index_rollback(s);
+		return -1;
+	}
+	/* The write lock is held anyway: write the queued fingerprints too. */
+	if (fp_queue_write(s) < 0) {
+		index_rollback(s);
+		return error_set(e, "storing an entry: cannot write the fingerprint cache");
+	}
+	if (index_commit(s, e) < 0)
+		return -1;
+	fp_queue_free(&s->fpq);
+	return 0;
+}
+
+int store_touch_hit(struct store *s, const struct digest *weak, const struct digest *pathset,
+		    const struct digest *strong)
+{
+	if (s->readonly)
+		return 0;
+	/* A hit must never queue behind a writer: if the lock is taken, the LRU
+	 * update is simply lost. */
+	int begun = index_begin_nowait(s);
+	if (begun <= 0) {
+		store_count(s, "lru_updates_skipped", 1);
+		return 0;
+	}
+	int64_t now = store_now_ns();
+	int ok = 0;
+	sqlite3_stmt *st = index_stmt(s, ST_TOUCH_PATHSET, NULL);
+	if (st) {
+		bind_digest(st, 1, weak);
+		bind_digest(st, 2, pathset);
+		sqlite3_bind_int64(st, 3, now);
+		ok = step_done(s, st, NULL, "touch") == 0;
+	}
+	st = ok ? index_stmt(s, ST_TOUCH_RESULT, NULL) : NULL;
+	if (st) {
+		bind_digest(st, 1, strong);
+		sqlite3_bind_int64(st, 2, now);
+		ok = step_done(s, st, NULL, "touch") == 0;
+	} else {
+		ok = 0;
+	}
+	/* One transaction for the hit: the queued fingerprints go with it. */
+	int wrote_fps = ok && s->fpq.n && fp_queue_write(s) == 0;
+	if (index_end_nowait(s, ok) && wrote_fps)
+		fp_queue_free(&s->fpq);
+	return 0;
+}
+
+int store_usage(struct store *s, struct store_usage *out, struct error *e)
+{
+	memset(out, 0, sizeof *out);
+	static const enum stmt_id ids[] = {ST_USAGE_RESULTS, ST_USAGE_PATHSETS, ST_USAGE_BLOBS};
+	/* One read transaction: the three counts describe one state. */
+	if (index_exec(s, "BEGIN", e) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+		sqlite3_stmt *st = index_stmt(s, ids[i], e);
+		if (!st) {
+			index_rollback(s);
+			return -1;
+		}
+		int rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			uint64_t v = (uint64_t)sqlite3_column_int64(st, 0);
+			if (ids[i] == ST_USAGE_RESULTS) {
+				out->entries = v;
+			} else if (ids[i] == ST_USAGE_PATHSETS) {
+				out->pathsets = v;
+			} else {
+				out->blobs = v;
+				out->blob_bytes = (uint64_t)sqlite3_column_int64(st, 1);
+			}
+			rc = SQLITE_DONE;
+		}
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE) {
+			index_rollback(s);
+			return index_error(s, rc, e, "counting the cache's contents");
+		}
+	}
+	index_rollback(s);
+	return 0;
+}

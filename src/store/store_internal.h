@@ -1,0 +1,170 @@
+/*
+ * Private to src/store: the store's state and the functions its files share.
+ *
+ * Files: store.c (open, close, layout, clear, usage), index.c (SQLite schema,
+ * statements, path sets, results, entries), fingerprints.c (file_id ->
+ * digest cache with an in-memory queue), blobs.c (writing blobs),
+ * restore.c (verifying and reading blobs back), counters.c (the shared
+ * counter file).
+ *
+ * A struct store belongs to one thread at a time.
+ */
+#ifndef CACHET_STORE_INTERNAL_H
+#define CACHET_STORE_INTERNAL_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "cachet/store.h"
+
+/* Content at or above this size is kept raw: a restore can then reflink or
+ * copy_file_range it instead of decompressing it through user space. */
+#define STORE_COMPRESS_LIMIT ((uint64_t)64 << 20)
+#define STORE_DEFAULT_ZSTD_LEVEL 3
+
+/* Write transactions wait this long for the write lock. */
+#define STORE_BUSY_TIMEOUT_MS 30000
+
+/* The index schema version (PRAGMA user_version). */
+#define STORE_SCHEMA_VERSION 1
+
+/* Prepared statements, prepared on first use: a hit uses only a few. */
+enum stmt_id {
+	ST_GET_PATHSETS,
+	ST_GET_RESULT,
+	ST_PUT_STEP,
+	ST_PUT_PATHSET,
+	ST_OLD_PATHSETS,
+	ST_DEL_PATHSET_RESULT_BLOBS,
+	ST_DEL_PATHSET_RESULTS,
+	ST_DEL_PATHSET,
+	ST_DEL_RESULT_BLOBS,
+	ST_PUT_RESULT,
+	ST_PUT_RESULT_BLOB,
+	ST_PUT_BLOB,
+	ST_TOUCH_PATHSET,
+	ST_TOUCH_RESULT,
+	ST_FP_GET,
+	ST_FP_PUT,
+	ST_USAGE_RESULTS,
+	ST_USAGE_PATHSETS,
+	ST_USAGE_BLOBS,
+	ST_COUNT
+};
+
+/* One queued fingerprint. */
+struct fp_pending {
+	char *path;
+	struct file_id id;
+	struct digest digest;
+};
+
+/* Queued fingerprints with an open-addressing index by path, so that a
+ * lookup of a path queued earlier in this process costs O(1). */
+struct fp_queue {
+	struct fp_pending *items;
+	size_t n, alloc;
+	uint32_t *slots; /* index + 1 into items; 0 = empty */
+	size_t nslots;   /* power of two, or 0 */
+};
+
+struct counter_slot {
+	char name[48];
+	int64_t value;
+};
+
+struct store {
+	char *dir;        /* absolute */
+	char *index_path; /* dir/index.db */
+	char *blobs_dir;  /* dir/blobs */
+	char *tmp_dir;    /* dir/tmp */
+	int readonly;
+	int network_fs; /* WAL cannot work there: rollback journal instead */
+	int zstd_level;
+
+	sqlite3 *db;
+	sqlite3_stmt *stmts[ST_COUNT];
+
+	struct fp_queue fpq;
+
+	/* Counters: mapped on first use; counters_state 0 = not tried, 1 = mapped, -1 = unavailable. */
+	int counters_state;
+	int counters_fd;
+	int counters_writable;
+	struct counter_slot *counters;
+
+	/* zstd contexts, created on first use and reused. */
+	void *cctx;
+	void *dctx;
+};
+
+/* ---- store.c ---- */
+/* 1 for file systems where SQLite's WAL (shared memory between processes)
+ * cannot be trusted: NFS, SMB/CIFS, FUSE, cluster file systems. */
+int store_fs_is_network(long f_type);
+/* Sets a "store is read-only" error (code EROFS). Returns -1. */
+int store_readonly_error(struct error *e);
+
+/* ---- index.c ---- */
+/* Configures the connection (journal mode, pragmas) and creates or migrates
+ * the schema. Returns SQLITE_OK or an SQLite result code with e set; the
+ * caller recovers from SQLITE_CORRUPT and SQLITE_NOTADB. */
+int index_setup(struct store *s, struct error *e);
+void index_finalize_all(struct store *s);
+/* The statement, prepared on first use; NULL with e set on failure. */
+sqlite3_stmt *index_stmt(struct store *s, enum stmt_id id, struct error *e);
+/* Sets e from an SQLite result code: a message with context, and code =
+ * EBUSY, ENOSPC, EBADMSG (corrupt index) or EIO. Returns -1. A corrupt index
+ * is counted and marked so that the next store_open checks it. */
+int index_error(struct store *s, int rc, struct error *e, const char *what);
+int index_exec(struct store *s, const char *sql, struct error *e);
+/* BEGIN IMMEDIATE with the normal busy timeout. */
+int index_begin(struct store *s, struct error *e);
+int index_commit(struct store *s, struct error *e);
+void index_rollback(struct store *s);
+/* BEGIN IMMEDIATE that gives up at once if another process writes: returns
+ * 1 when begun, 0 when busy, -1 on another error. The busy timeout stays 0
+ * until index_end_nowait, which commits (when commit is set) or rolls back
+ * and returns 1 when it committed. */
+int index_begin_nowait(struct store *s);
+int index_end_nowait(struct store *s, int commit);
+/* Deletes every row of every table (inside the caller's transaction). */
+int index_clear_rows(struct store *s, struct error *e);
+int64_t store_now_ns(void);
+
+/* ---- fingerprints.c ---- */
+void fp_queue_free(struct fp_queue *q);
+/* Writes the queued fingerprints inside the caller's write transaction
+ * (the caller frees the queue once it commits). 0 or -1. */
+int fp_queue_write(struct store *s);
+
+/* ---- blobs.c ---- */
+/* malloc'd path of a blob in the given form. */
+char *blob_path(const struct store *s, const struct digest *d, enum blob_form form);
+/* Finds the blob in either form, preferring `prefer`. Returns 1 with *form,
+ * *st and (if path_out) a malloc'd path; 0 when missing; -1 on error. */
+int blob_locate(const struct store *s, const struct digest *d, enum blob_form prefer,
+		enum blob_form *form, struct stat *st, char **path_out, struct error *e);
+/* Unlinks every blob file (the caller holds the write lock). */
+int blobs_remove_all(struct store *s, struct error *e);
+void blobs_free_contexts(struct store *s);
+
+/* ---- restore.c ---- */
+/* The blob is corrupt: remove it (unless read-only), count it, set e with
+ * code EBADMSG. Returns -1. */
+int blob_corrupt(struct store *s, const char *path, struct error *e, const char *why);
+
+/* ---- counters.c ---- */
+void counters_close(struct store *s);
+
+/* ---- helpers shared by blobs.c and restore.c (in blobs.c) ---- */
+/* Writes all of len bytes at offset off. 0 or -1 with errno. */
+int pwrite_all(int fd, const void *data, size_t len, off_t off);
+/* Copies everything readable from src (from offset 0) into dst (empty, from
+ * offset 0): ioctl(FICLONE), else copy_file_range, else read/write.
+ * *copied gets the byte count. 0, or -1 with e set. */
+int copy_file_data(int src, int dst, uint64_t *copied, struct error *e);
+
+#endif
