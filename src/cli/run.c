@@ -1,0 +1,558 @@
+/*
+ * cachet run: look the step up; on a hit restore its outputs and replay its
+ * output; on a miss run it under the tracer, record what it relied on and
+ * store what it left behind.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cachet/buf.h"
+#include "cachet/outputs.h"
+#include "cachet/path.h"
+#include "cachet/pathset.h"
+#include "cachet/record.h"
+#include "cachet/step.h"
+#include "cachet/trace.h"
+#include "cli/tee.h"
+
+extern char **environ;
+
+/* Path sets kept per weak key; beyond this the least recently used go. */
+#define MAX_PATHSETS 16
+
+struct run {
+	char **argv;            /* the command */
+	char *program;          /* resolved path */
+	int verbose;
+	int recache;
+	struct store *store;
+	struct digest_cache dc;
+	struct step step;
+	int64_t start_ms;
+	char *tmpdir;
+	char *cache_dir;
+	int stderr_at_line_start;
+};
+
+/* ---- reporting ---- */
+
+static void report(struct run *r, const char *result, const char *reason)
+{
+	int64_t duration = now_ms() - r->start_ms;
+	if (r->verbose) {
+		struct buf b;
+		buf_init(&b);
+		if (!r->stderr_at_line_start)
+			buf_addch(&b, '\n');
+		if (reason)
+			buf_addf(&b, "cachet: %s (%s)\n", strcmp(result, "hit") ? "miss" : "hit", reason);
+		else
+			buf_addf(&b, "cachet: %s\n", result);
+		write_all(2, b.data, b.len);
+		buf_free(&b);
+	}
+	const char *status_file = getenv("CACHET_STATUS_FILE");
+	if (status_file && *status_file) {
+		struct buf b;
+		buf_init(&b);
+		buf_addstr(&b, "{\"result\": ");
+		buf_add_json_string(&b, result, strlen(result));
+		buf_addstr(&b, ", \"reason\": ");
+		if (reason)
+			buf_add_json_string(&b, reason, strlen(reason));
+		else
+			buf_addstr(&b, "null");
+		buf_addf(&b, ", \"duration_ms\": %lld}\n", (long long)duration);
+		/* O_APPEND and one write: lines of parallel steps stay whole. */
+		int fd = open(status_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			write_all(fd, b.data, b.len);
+			close(fd);
+		}
+		buf_free(&b);
+	}
+}
+
+static void count(struct run *r, const char *name, int64_t delta)
+{
+	if (r->store)
+		store_count(r->store, name, delta);
+}
+
+static void count_error(struct run *r, const char *what, const struct error *e)
+{
+	count(r, "errors", 1);
+	if (r->verbose)
+		cli_warn("%s: %s", what, e->msg);
+}
+
+/* ---- exit ---- */
+
+static void finish(struct run *r)
+{
+	if (r->store) {
+		store_close(r->store);
+		r->store = NULL;
+	}
+}
+
+/* Exits as the command did: with its code, or by its signal. */
+static void exit_like(struct run *r, int status) __attribute__((noreturn));
+static void exit_like(struct run *r, int status)
+{
+	finish(r);
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		signal(sig, SIG_DFL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+		/* A signal whose default is not to die (SIGCHLD...) cannot kill
+		 * us: fall back to the shell's convention. */
+		_exit(128 + sig);
+	}
+	exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+/* ---- the hit path ---- */
+
+static int replay(struct store *s, const struct blob_ref *ref, int fd, struct error *e,
+		  int *ends_in_newline)
+{
+	if (ref->size == 0)
+		return 0;
+	void *data;
+	size_t len;
+	if (store_blob_read(s, ref, &data, &len, e) < 0)
+		return -1;
+	if (ends_in_newline && len)
+		*ends_in_newline = ((char *)data)[len - 1] == '\n';
+	write_all(fd, data, len);
+	free(data);
+	return 0;
+}
+
+/* Tries every path set of the weak key. 1 on a hit (outputs restored,
+ * output replayed, *status set), 0 on a miss; *had_pathsets tells a new
+ * step from one whose inputs changed. */
+static int lookup(struct run *r, int *exit_code, int *had_pathsets)
+{
+	struct store_pathset *sets = NULL;
+	size_t nsets = 0;
+	struct error e = { 0 };
+	*had_pathsets = 0;
+	if (store_get_pathsets(r->store, &r->step.weak, &sets, &nsets, &e) < 0) {
+		count_error(r, "cannot read the index", &e);
+		return 0;
+	}
+	*had_pathsets = nsets > 0;
+	int hit = 0;
+	for (size_t i = 0; i < nsets && !hit; i++) {
+		struct pathset ps;
+		if (pathset_decode(sets[i].body, sets[i].len, &ps, &e) < 0) {
+			count_error(r, "corrupt path set", &e);
+			continue;
+		}
+		struct digest strong;
+		pathset_strong_key(&ps, &r->step.weak, &sets[i].digest, &r->dc, NULL, &strong);
+		pathset_free(&ps);
+		void *body;
+		size_t len;
+		int found = store_get_result(r->store, &strong, &body, &len, &e);
+		if (found < 0)
+			count_error(r, "cannot read the index", &e);
+		if (found != 1)
+			continue;
+		struct result res;
+		int rc = result_decode(body, len, &res, &e);
+		free(body);
+		if (rc < 0) {
+			count_error(r, "corrupt result", &e);
+			continue;
+		}
+		/* Every blob must be there before anything is written, so that a
+		 * damaged entry costs a run, never a half-restored tree. */
+		size_t nblobs;
+		struct blob_ref *blobs = result_blobs(&res, &nblobs);
+		int complete = 1;
+		for (size_t b = 0; b < nblobs && complete; b++)
+			if (blobs[b].size && !store_blob_exists(r->store, &blobs[b]))
+				complete = 0;
+		free(blobs);
+		if (!complete) {
+			count(r, "errors", 1);
+			count(r, "missing_blobs", 1);
+			result_free(&res);
+			continue;
+		}
+		if (result_restore(&res, r->store, &e) < 0) {
+			count_error(r, "cannot restore outputs", &e);
+			result_free(&res);
+			continue;
+		}
+		report(r, "hit", NULL);
+		int out_nl = 1;
+		if (replay(r->store, &res.out, 1, &e, NULL) < 0 ||
+		    replay(r->store, &res.err, 2, &e, &out_nl) < 0) {
+			/* Outputs are in place but the recorded output is gone: the
+			 * entry is damaged, but nothing can be taken back now. */
+			count_error(r, "cannot replay output", &e);
+		}
+		store_touch_hit(r->store, &r->step.weak, &sets[i].digest, &strong);
+		count(r, "hits", 1);
+		int64_t saved = res.duration_ms - (now_ms() - r->start_ms);
+		if (saved > 0)
+			count(r, "time_saved_ms", saved);
+		*exit_code = res.exit_code;
+		result_free(&res);
+		hit = 1;
+	}
+	store_pathsets_free(sets, nsets);
+	return hit;
+}
+
+/* ---- the miss path ---- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+static void remove_tree(const char *path)
+{
+	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *make_tmpdir(void)
+{
+	const char *base = getenv("TMPDIR");
+	if (!base || !*base || access(base, W_OK) < 0)
+		base = "/tmp";
+	char *tmpl = xasprintf("%s/cachet-step-XXXXXX", base);
+	if (!mkdtemp(tmpl)) {
+		free(tmpl);
+		return NULL;
+	}
+	/* The step's writes under it are not recorded; a canonical path makes
+	 * sure the tracer's resolved paths match it. */
+	char *real = realpath(tmpl, NULL);
+	free(tmpl);
+	return real;
+}
+
+/* The step's environment: the caller's, with a private TMPDIR and, unless
+ * the user chose one, PYTHONPYCACHEPREFIX inside it, because Python trusts
+ * its bytecode cache by mtime and size and would never read an edited
+ * module whose mtime was restored. */
+static char **step_environment(const char *tmpdir)
+{
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = xmalloc((n + 3) * sizeof *env);
+	size_t k = 0;
+	int has_pycache = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(environ[i], "TMPDIR=", 7))
+			continue;
+		if (!strncmp(environ[i], "PYTHONPYCACHEPREFIX=", 20))
+			has_pycache = 1;
+		env[k++] = xstrdup(environ[i]);
+	}
+	env[k++] = xasprintf("TMPDIR=%s", tmpdir);
+	if (!has_pycache)
+		env[k++] = xasprintf("PYTHONPYCACHEPREFIX=%s/pycache", tmpdir);
+	env[k] = NULL;
+	return env;
+}
+
+static void free_strv(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+static int store_result(struct run *r, struct record *rec, struct tee *t, int exit_code,
+			int64_t duration, struct error *e)
+{
+	struct result *res = &rec->result;
+	if (store_put_blob_mem(r->store, t->out.data, t->out.len, &res->out, e) < 0 ||
+	    store_put_blob_mem(r->store, t->err.data, t->err.len, &res->err, e) < 0)
+		return -1;
+	res->exit_code = exit_code;
+	res->duration_ms = duration;
+	res->created = time(NULL);
+	char host[256] = "";
+	gethostname(host, sizeof host - 1);
+	res->host = xstrdup(host);
+	res->cachet_version = xstrdup(CACHET_VERSION);
+	res->values = xmalloc(rec->values.len ? rec->values.len : 1);
+	memcpy(res->values, rec->values.data, rec->values.len);
+	res->values_len = rec->values.len;
+
+	struct digest strong;
+	pathset_strong_key_from_values(&r->step.weak, &rec->ps_digest, rec->values.data,
+				       rec->values.len, &strong);
+	struct buf step_body, result_body;
+	buf_init(&step_body);
+	buf_init(&result_body);
+	step_encode(&r->step, &step_body);
+	result_encode(res, &result_body);
+	size_t nblobs;
+	struct blob_ref *blobs = result_blobs(res, &nblobs);
+	struct store_entry entry = {
+		.weak = &r->step.weak,
+		.step_body = step_body.data,
+		.step_len = step_body.len,
+		.pathset = &rec->ps_digest,
+		.pathset_body = rec->ps_body.data,
+		.pathset_len = rec->ps_body.len,
+		.strong = &strong,
+		.result_body = result_body.data,
+		.result_len = result_body.len,
+		.blobs = blobs,
+		.nblobs = nblobs,
+		.duration_ms = duration,
+	};
+	int rc = store_put_entry(r->store, &entry, MAX_PATHSETS, e);
+	free(blobs);
+	buf_free(&step_body);
+	buf_free(&result_body);
+	return rc;
+}
+
+/* Runs the command without the tracer (tracing not permitted here), still
+ * streaming its output. Returns its wait status. */
+static int run_untraced(struct run *r, char **env, struct tee *t, int *exec_errno)
+{
+	int errpipe[2];
+	if (pipe2(errpipe, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		dup2(t->out_write, 1);
+		dup2(t->err_write, 2);
+		execve(r->program, r->argv, env);
+		int err = errno;
+		ssize_t w = write(errpipe[1], &err, sizeof err);
+		(void)w;
+		_exit(127);
+	}
+	close(errpipe[1]);
+	int err = 0;
+	if (read(errpipe[0], &err, sizeof err) == sizeof err)
+		*exec_errno = err;
+	close(errpipe[0]);
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return status;
+}
+
+static void miss(struct run *r, const char *reason) __attribute__((noreturn));
+static void miss(struct run *r, const char *reason)
+{
+	struct error e = { 0 };
+	r->tmpdir = make_tmpdir();
+	if (!r->tmpdir) {
+		cli_warn("cannot create a private TMPDIR, running without the cache: %s",
+			 strerror(errno));
+		finish(r);
+		run_direct(r->argv, r->program);
+	}
+	char **env = step_environment(r->tmpdir);
+	struct tee t;
+	if (tee_open(&t) < 0 || tee_start(&t) < 0) {
+		cli_warn("cannot create pipes, running without the cache: %s", strerror(errno));
+		remove_tree(r->tmpdir);
+		finish(r);
+		run_direct(r->argv, r->program);
+	}
+
+	const char *ignore[] = { r->tmpdir, r->cache_dir, NULL };
+	struct trace_spec spec = {
+		.file = r->program,
+		.argv = r->argv,
+		.envp = env,
+		.stdin_fd = 0,
+		.stdout_fd = t.out_write,
+		.stderr_fd = t.err_write,
+		.ignore_roots = ignore,
+		.stdin_is_stream = r->step.stdin_kind == STEP_STDIN_STREAM,
+	};
+	struct trace_result tr;
+	memset(&tr, 0, sizeof tr);
+	int traced = trace_run(&spec, &tr, &e) == 0;
+	int status, exec_errno = 0;
+	if (traced) {
+		status = tr.status;
+		exec_errno = tr.exec_errno;
+	} else {
+		cli_warn("cannot trace (%s): running uncached", e.msg);
+		count(r, "errors", 1);
+		status = run_untraced(r, env, &t, &exec_errno);
+	}
+	tee_close_writers(&t);
+	tee_finish(&t);
+	r->stderr_at_line_start = t.err_ends_in_newline;
+	int64_t duration = now_ms() - r->start_ms;
+
+	if (exec_errno) {
+		cli_error("%s: %s", r->argv[0], strerror(exec_errno));
+		remove_tree(r->tmpdir);
+		finish(r);
+		exit(exec_errno == ENOENT ? 127 : 126);
+	}
+
+	const char *result = "miss";
+	int failed = 0;
+	if (!traced) {
+		result = "uncacheable";
+		reason = "tracing not permitted";
+	} else if (tr.uncacheable) {
+		result = "uncacheable";
+		reason = tr.uncacheable;
+	} else if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		reason = "command failed (not stored)";
+		failed = 1;
+	}
+
+	if (failed) {
+		count(r, "misses", 1);
+		count(r, "miss: command failed", 1);
+	} else if (!traced || tr.uncacheable) {
+		char *name = xasprintf("uncacheable: %s", reason);
+		count(r, "uncacheable", 1);
+		count(r, name, 1);
+		free(name);
+	} else {
+		struct record rec;
+		if (record_run(tr.events, tr.nevents, ignore, r->store, &r->dc, &rec, &e) < 0) {
+			count_error(r, "cannot store the outputs", &e);
+		} else if (rec.not_storable) {
+			reason = rec.not_storable;
+		} else if (store_result(r, &rec, &t, WEXITSTATUS(status), duration, &e) < 0) {
+			count_error(r, "cannot store the result", &e);
+		}
+		record_free(&rec);
+		char *name = xasprintf("miss: %s", reason);
+		count(r, "misses", 1);
+		count(r, name, 1);
+		free(name);
+	}
+	report(r, result, reason);
+	trace_result_free(&tr);
+	tee_free(&t);
+	free_strv(env);
+	remove_tree(r->tmpdir);
+	exit_like(r, status == -1 ? 1 << 8 : status);
+}
+
+/* ---- entry ---- */
+
+static int usage(void)
+{
+	cli_error("usage: cachet run [-v] [--] COMMAND [ARG...]");
+	return EXIT_USAGE;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run r;
+	memset(&r, 0, sizeof r);
+	r.start_ms = now_ms();
+	r.stderr_at_line_start = 1;
+	r.verbose = env_flag("CACHET_VERBOSE");
+	r.recache = env_flag("CACHET_RECACHE");
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || !a[1])
+			break; /* option parsing stops at the first non-option */
+		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			r.verbose = 1;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(cli_help_text("run"), stdout);
+			return 0;
+		} else {
+			cli_error("run: unknown option '%s'", a);
+			return usage();
+		}
+	}
+	if (i >= argc)
+		return usage();
+	r.argv = argv + i;
+
+	char *self = cli_self_exe();
+	r.program = step_find_program(r.argv[0], self);
+	free(self);
+	if (!r.program) {
+		int err = errno;
+		cli_error("%s: %s", r.argv[0], err == ENOENT ? "command not found" : strerror(err));
+		return err == ENOENT ? 127 : 126;
+	}
+
+	if (env_flag("CACHET_DISABLE"))
+		run_direct(r.argv, r.program);
+	/* Under an outer cachet (or any tracer): a hit here would hide the
+	 * step's reads from the outer trace, and a nested trace cannot work. */
+	if (trace_self_is_traced())
+		run_direct(r.argv, r.program);
+
+	r.cache_dir = cli_cache_dir();
+	r.store = cli_open_store(0);
+	if (!r.store)
+		run_direct(r.argv, r.program);
+	cli_digest_cache(r.store, &r.dc);
+
+	struct error e = { 0 };
+	const char *ns = getenv("CACHET_NAMESPACE");
+	if (step_init(&r.step, r.argv, r.program, environ, NULL, ns, &r.dc, &e) < 0) {
+		cli_warn("running without the cache: %s", e.msg);
+		count(&r, "errors", 1);
+		finish(&r);
+		run_direct(r.argv, r.program);
+	}
+
+	int had_pathsets = 0;
+	if (!r.recache) {
+		int exit_code;
+		if (lookup(&r, &exit_code, &had_pathsets)) {
+			finish(&r);
+			exit(exit_code);
+		}
+	}
+	if (store_is_readonly(r.store)) {
+		report(&r, "miss", had_pathsets ? "inputs changed" : "new step");
+		finish(&r);
+		run_direct(r.argv, r.program);
+	}
+	miss(&r, had_pathsets ? "inputs changed" : "new step");
+}

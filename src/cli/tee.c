@@ -1,0 +1,103 @@
+#include "cli/tee.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int tee_open(struct tee *t)
+{
+	int out[2], err[2];
+	memset(t, 0, sizeof *t);
+	buf_init(&t->out);
+	buf_init(&t->err);
+	t->err_ends_in_newline = 1;
+	if (pipe2(out, O_CLOEXEC) < 0)
+		return -1;
+	if (pipe2(err, O_CLOEXEC) < 0) {
+		close(out[0]);
+		close(out[1]);
+		return -1;
+	}
+	t->out_read = out[0], t->out_write = out[1];
+	t->err_read = err[0], t->err_write = err[1];
+	return 0;
+}
+
+static void *tee_loop(void *arg)
+{
+	struct tee *t = arg;
+	struct pollfd pfd[2] = { { t->out_read, POLLIN, 0 }, { t->err_read, POLLIN, 0 } };
+	char chunk[65536];
+	int open_count = 2;
+	while (open_count) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (int i = 0; i < 2; i++) {
+			if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ssize_t n = read(pfd[i].fd, chunk, sizeof chunk);
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (n <= 0) {
+				pfd[i].fd = -1;
+				open_count--;
+				continue;
+			}
+			buf_add(i == 0 ? &t->out : &t->err, chunk, (size_t)n);
+			if (!t->write_failed && write_all(i == 0 ? 1 : 2, chunk, (size_t)n) < 0)
+				t->write_failed = 1;
+			if (i == 1)
+				t->err_ends_in_newline = chunk[n - 1] == '\n';
+		}
+	}
+	return NULL;
+}
+
+int tee_start(struct tee *t)
+{
+	return pthread_create(&t->thread, NULL, tee_loop, t) == 0 ? 0 : -1;
+}
+
+void tee_close_writers(struct tee *t)
+{
+	if (t->out_write >= 0)
+		close(t->out_write);
+	if (t->err_write >= 0)
+		close(t->err_write);
+	t->out_write = t->err_write = -1;
+}
+
+void tee_finish(struct tee *t)
+{
+	pthread_join(t->thread, NULL);
+}
+
+void tee_free(struct tee *t)
+{
+	tee_close_writers(t);
+	close(t->out_read);
+	close(t->err_read);
+	buf_free(&t->out);
+	buf_free(&t->err);
+}
