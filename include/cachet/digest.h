@@ -42,6 +42,10 @@ int digest_file(const char *path, struct digest *out, uint64_t *size_out, struct
 
 /* out must hold DIGEST_HEX_LEN + 1 bytes. */
 void digest_to_hex(const struct digest *d, char *out);
+/* "4b1f9a07…c1e2": enough to tell two builds apart at a glance. out must
+ * hold DIGEST_SHORT_LEN + 1 bytes. */
+#define DIGEST_SHORT_LEN 15
+void digest_to_short_hex(const unsigned char *b, char *out);
 /* Parses exactly 64 hex digits. Returns 0, or -1 on malformed input. */
 int digest_from_hex(const char *hex, struct digest *out);
 

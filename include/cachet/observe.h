@@ -63,6 +63,13 @@ int digest_cached(const char *path, int nofollow, struct digest_cache *dc, struc
 void observe_value(enum obs_kind kind, unsigned flags, const char *path,
 		   const char *const *excluded, struct digest_cache *dc, struct buf *out);
 
+/* observe_value that also appends, for OBS_LIST, the listing itself to
+ * detail: for each name in sorted order, one type byte (d_type) and the name
+ * with its NUL. explain uses it to say which names appeared or went. */
+void observe_value_detail(enum obs_kind kind, unsigned flags, const char *path,
+			  const char *const *excluded, struct digest_cache *dc, struct buf *out,
+			  struct buf *detail);
+
 /* Human-readable rendering of a value, for explain and show. */
 void observe_describe_value(const void *value, size_t len, struct buf *out);
 

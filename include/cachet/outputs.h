@@ -43,6 +43,10 @@ struct result {
 	/* the observation values of the recorded run, for explain */
 	void *values;
 	size_t values_len;
+	/* the directory listings the run saw: for each, buf_put_u32(observation
+	 * index) and buf_put_bytes(listing as observe_value_detail writes it) */
+	void *listings;
+	size_t listings_len;
 };
 
 void result_init(struct result *r);

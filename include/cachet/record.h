@@ -28,6 +28,7 @@ struct record {
 	struct digest ps_digest;
 	struct buf ps_body;       /* encoded path set */
 	struct buf values;        /* value of each observation, canonical order */
+	struct buf listings;      /* as struct result.listings */
 	struct result result;     /* outputs (blobs already in the store) */
 	/* NULL, or why this run must not be stored although it succeeded:
 	 * "input modified during run" and the like. Static string. */

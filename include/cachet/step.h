@@ -63,6 +63,10 @@ void step_free(struct step *step);
  * environment stay in the local index only. */
 void step_encode(const struct step *step, struct buf *out);
 
+/* Decodes what step_encode wrote (untrusted bytes: every length checked).
+ * Fills everything but weak and namespace_. */
+int step_decode(const void *data, size_t len, struct step *out, struct error *e);
+
 /* The platform line: "x86_64 6.1.0 | <cpu model> | <cpu flags digest> | umask 022". */
 char *platform_describe(void);
 

@@ -144,6 +144,68 @@ struct store_usage {
 };
 int store_usage(struct store *s, struct store_usage *out, struct error *e);
 
+/* ---- inspection (explain, show, log): never on the hit path ---- */
+
+struct store_step {
+	struct digest weak;
+	void *body;            /* as given to store_put_entry; owned */
+	size_t len;
+	int64_t created_ns;
+};
+
+/* The step description stored under weak: 1 and a malloc'd body, 0 when
+ * unknown, -1 on error. */
+int store_get_step(struct store *s, const struct digest *weak, void **body, size_t *len,
+		   struct error *e);
+/* The most recently recorded steps, newest first, at most limit. */
+int store_recent_steps(struct store *s, size_t limit, struct store_step **out, size_t *n,
+		       struct error *e);
+void store_steps_free(struct store_step *steps, size_t n);
+
+/* One path set's body by weak key and digest: 1, 0 when unknown, -1. */
+int store_get_pathset(struct store *s, const struct digest *weak, const struct digest *pathset,
+		      void **body, size_t *len, struct error *e);
+
+struct store_result_row {
+	struct digest strong, weak, pathset;
+	void *body;            /* owned */
+	size_t len;
+	int64_t created_ns, last_used_ns;
+	int64_t hits;
+	int64_t duration_ms;
+};
+
+/* Results recorded under one path set of a weak key, newest first. */
+int store_results_for_pathset(struct store *s, const struct digest *weak,
+			      const struct digest *pathset, struct store_result_row **out,
+			      size_t *n, struct error *e);
+/* Results that reference the blob with this digest (an output, stdout or
+ * stderr), newest first. */
+int store_results_with_blob(struct store *s, const struct digest *blob,
+			    struct store_result_row **out, size_t *n, struct error *e);
+void store_result_rows_free(struct store_result_row *rows, size_t n);
+
+/* ---- the step log: one line per step, bounded, cheap to append ---- */
+
+struct store_log_entry {
+	int64_t time_ms;       /* unix milliseconds */
+	char *result;          /* "hit", "miss", "uncacheable" */
+	char *reason;          /* may be "" */
+	int64_t duration_ms;
+	char *cwd;
+	char *command;         /* already redacted by the caller */
+};
+
+/* Appends one entry with a single O_APPEND write (lines of parallel steps
+ * stay whole). When the log passes max_bytes it is renamed to steplog.1
+ * (replacing the previous one), so the log never holds more than about
+ * twice max_bytes. Failures are ignored: a log line is not worth a build. */
+void store_log_append(struct store *s, const struct store_log_entry *entry, uint64_t max_bytes);
+/* The last n entries, oldest first. Strings in *out are owned by it. */
+int store_log_read(struct store *s, size_t n, struct store_log_entry **out, size_t *count,
+		   struct error *e);
+void store_log_free(struct store_log_entry *entries, size_t n);
+
 /* ---- fingerprint cache: file_id -> content digest, shared by every path set ---- */
 
 /* Returns 1 and the digest when path has an entry with exactly this id,

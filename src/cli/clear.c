@@ -14,7 +14,7 @@ int cmd_clear(int argc, char **argv)
 		cli_error("clear: unknown option '%s'", argv[i]);
 		return EXIT_USAGE;
 	}
-	struct store *s = cli_open_store(0);
+	struct store *s = cli_open_store(0, NULL);
 	if (!s)
 		return 1;
 	struct error e = { 0 };

@@ -16,6 +16,20 @@ int cmd_run(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_clear(int argc, char **argv);
 int cmd_help(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_log(int argc, char **argv);
+
+/* argv as one shell-quoted line with secret-looking values hidden (for
+ * logs and reports). malloc'd. */
+char *cli_command_line(char *const *argv);
+
+/* Default bound of the step log; CACHET_LOG_SIZE overrides it (bytes). */
+#define STEP_LOG_DEFAULT_BYTES (1024 * 1024)
+uint64_t cli_log_max_bytes(void);
+
+/* "2026-11-30 15:10:02" in local time, into out (at least 32 bytes). */
+void cli_format_time(int64_t unix_seconds, char *out, size_t cap);
 
 /* Runs argv as if cachet were not there: used when the cache is disabled,
  * when cachet already runs under a tracer, or when the store is unusable. */
@@ -30,9 +44,9 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * malloc'd. */
 char *cli_cache_dir(void);
 
-/* Opens the store, creating it if needed. NULL (message printed as a
- * warning) when it cannot be used. */
-struct store *cli_open_store(unsigned flags);
+/* Opens the store, creating it if needed. NULL (a warning printed, with
+ * what happens instead, e.g. "running without it") when it cannot be used. */
+struct store *cli_open_store(unsigned flags, const char *consequence);
 
 /* The fingerprint -> digest cache, over the store's table. */
 void cli_digest_cache(struct store *s, struct digest_cache *dc);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cachet/buf.h"
+#include "cachet/redact.h"
 
 static void vreport(const char *fmt, va_list ap)
 {
@@ -61,13 +62,14 @@ char *cli_cache_dir(void)
 	return xasprintf("%s/.cache/cachet", home);
 }
 
-struct store *cli_open_store(unsigned flags)
+struct store *cli_open_store(unsigned flags, const char *consequence)
 {
 	char *dir = cli_cache_dir();
 	struct store *s = NULL;
 	struct error e = { 0 };
 	if (store_open(dir, flags, &s, &e) < 0) {
-		cli_warn("cache unusable, running without it: %s", e.msg);
+		cli_warn("cache unusable%s%s: %s", consequence ? ", " : "", consequence ? consequence : "",
+			 e.msg);
 		s = NULL;
 	}
 	free(dir);
@@ -114,4 +116,60 @@ int run_direct(char **argv, const char *program)
 	int err = errno;
 	cli_error("%s: %s", argv[0], strerror(err));
 	exit(err == ENOENT ? 127 : 126);
+}
+
+static int needs_quotes(const char *s)
+{
+	if (!*s)
+		return 1;
+	for (; *s; s++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			    "-_./=:,+@%", *s))
+			return 1;
+	return 0;
+}
+
+char *cli_command_line(char *const *argv)
+{
+	struct buf b;
+	buf_init(&b);
+	for (size_t i = 0; argv[i]; i++) {
+		char *shown = redact_arg(argv[i], i ? argv[i - 1] : NULL);
+		if (i)
+			buf_addch(&b, ' ');
+		if (!needs_quotes(shown)) {
+			buf_addstr(&b, shown);
+		} else {
+			buf_addch(&b, '\'');
+			for (const char *p = shown; *p; p++) {
+				if (*p == '\'')
+					buf_addstr(&b, "'\\''");
+				else
+					buf_addch(&b, *p);
+			}
+			buf_addch(&b, '\'');
+		}
+		free(shown);
+	}
+	return buf_detach(&b, NULL);
+}
+
+uint64_t cli_log_max_bytes(void)
+{
+	const char *v = getenv("CACHET_LOG_SIZE");
+	if (v && *v) {
+		char *end;
+		unsigned long long n = strtoull(v, &end, 10);
+		if (*end == '\0' && n > 0)
+			return n;
+	}
+	return STEP_LOG_DEFAULT_BYTES;
+}
+
+void cli_format_time(int64_t unix_seconds, char *out, size_t cap)
+{
+	time_t t = (time_t)unix_seconds;
+	struct tm tm;
+	localtime_r(&t, &tm);
+	strftime(out, cap, "%Y-%m-%d %H:%M:%S", &tm);
 }

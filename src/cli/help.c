@@ -14,6 +14,9 @@ static const char general[] =
 	"\n"
 	"subcommands:\n"
 	"  run      run a command through the cache (also: cachet COMMAND ...)\n"
+	"  explain  say whether a command would hit, and if not, why\n"
+	"  show     say which step produced a file, with which programs\n"
+	"  log      the last steps run through the cache\n"
 	"  stats    show what the cache has done (--json, -z to zero)\n"
 	"  clear    empty the cache\n"
 	"  help     show help for a subcommand\n"
@@ -63,6 +66,34 @@ static const char clear_help[] =
 	"\n"
 	"Removes every entry and blob from the cache.\n";
 
+static const char explain_help[] =
+	"usage: cachet explain [--all] [--json] [--] COMMAND [ARG...]\n"
+	"\n"
+	"Without running COMMAND, says whether it would hit and, if not, names the\n"
+	"first difference: an input whose content changed (with both digests), a\n"
+	"path that now exists or is gone, a directory listing that changed, or for a\n"
+	"new step the argv, environment or executable difference from the nearest\n"
+	"recorded step.\n"
+	"  --all    list every observation that no longer holds, not just the first\n"
+	"  --json   one JSON object: hit, reason, nearest, differences[]\n"
+	"Exit status: 0 would hit, 1 would miss, 2 usage error.\n";
+
+static const char show_help[] =
+	"usage: cachet show [--inputs] FILE\n"
+	"\n"
+	"Finds the recorded steps whose result holds exactly FILE's content and prints\n"
+	"their command line, cwd, time, host, duration, hits since, and every program\n"
+	"and shared library they ran, with digests and one toolchain digest over all.\n"
+	"  --inputs   also list every observation the step relied on\n"
+	"Exit status: 0 found, 1 no step produced this content, 2 usage error.\n";
+
+static const char log_help[] =
+	"usage: cachet log [-n N] [--json]\n"
+	"\n"
+	"The last N (default 20) steps run through this cache: time, hit or miss and\n"
+	"its reason, duration, command (secret-looking values hidden). The log is\n"
+	"bounded by CACHET_LOG_SIZE bytes (default 1 MiB; one older generation kept).\n";
+
 static const char help_help[] = "usage: cachet help [SUBCOMMAND]\n";
 
 const char *cli_help_text(const char *subcommand)
@@ -77,6 +108,12 @@ const char *cli_help_text(const char *subcommand)
 		return clear_help;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
+	if (!strcmp(subcommand, "explain"))
+		return explain_help;
+	if (!strcmp(subcommand, "show"))
+		return show_help;
+	if (!strcmp(subcommand, "log"))
+		return log_help;
 	return NULL;
 }
 

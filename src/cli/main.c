@@ -20,6 +20,9 @@ static const struct subcommand subcommands[] = {
 	{ "stats", cmd_stats },
 	{ "clear", cmd_clear },
 	{ "help", cmd_help },
+	{ "explain", cmd_explain },
+	{ "show", cmd_show },
+	{ "log", cmd_log },
 	{ NULL, NULL },
 };
 

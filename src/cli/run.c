@@ -47,9 +47,31 @@ struct run {
 
 /* ---- reporting ---- */
 
+static void log_step(struct run *r, const char *result, const char *reason, int64_t duration)
+{
+	if (!r->store)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	char *command = cli_command_line(r->argv);
+	char *cwd = getcwd(NULL, 0);
+	struct store_log_entry en = {
+		.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+		.result = (char *)result,
+		.reason = (char *)(reason ? reason : ""),
+		.duration_ms = duration,
+		.cwd = cwd ? cwd : (char *)"",
+		.command = command,
+	};
+	store_log_append(r->store, &en, cli_log_max_bytes());
+	free(command);
+	free(cwd);
+}
+
 static void report(struct run *r, const char *result, const char *reason)
 {
 	int64_t duration = now_ms() - r->start_ms;
+	log_step(r, result, reason, duration);
 	if (r->verbose) {
 		struct buf b;
 		buf_init(&b);
@@ -309,6 +331,9 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	res->values = xmalloc(rec->values.len ? rec->values.len : 1);
 	memcpy(res->values, rec->values.data, rec->values.len);
 	res->values_len = rec->values.len;
+	res->listings = xmalloc(rec->listings.len ? rec->listings.len : 1);
+	memcpy(res->listings, rec->listings.data, rec->listings.len);
+	res->listings_len = rec->listings.len;
 
 	struct digest strong;
 	pathset_strong_key_from_values(&r->step.weak, &rec->ps_digest, rec->values.data,
@@ -527,7 +552,7 @@ int cmd_run(int argc, char **argv)
 		run_direct(r.argv, r.program);
 
 	r.cache_dir = cli_cache_dir();
-	r.store = cli_open_store(0);
+	r.store = cli_open_store(0, "running without it");
 	if (!r.store)
 		run_direct(r.argv, r.program);
 	cli_digest_cache(r.store, &r.dc);

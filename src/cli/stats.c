@@ -57,7 +57,7 @@ int cmd_stats(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	struct store *s = cli_open_store(0);
+	struct store *s = cli_open_store(0, NULL);
 	if (!s)
 		return 1;
 	if (zero) {

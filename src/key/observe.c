@@ -136,7 +136,8 @@ static int is_excluded(const char *name, const char *const *excluded)
 	return 0;
 }
 
-static void value_of_listing(const char *path, const char *const *excluded, struct buf *out)
+static void value_of_listing(const char *path, const char *const *excluded, struct buf *out,
+			     struct buf *detail)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
@@ -174,6 +175,10 @@ static void value_of_listing(const char *path, const char *const *excluded, stru
 	for (size_t i = 0; i < n; i++) {
 		hasher_update_str(&h, names[i].name);
 		hasher_update(&h, &names[i].type, 1);
+		if (detail) {
+			buf_addch(detail, (char)names[i].type);
+			buf_add(detail, names[i].name, strlen(names[i].name) + 1);
+		}
 		free(names[i].name);
 	}
 	free(names);
@@ -197,6 +202,13 @@ static void value_of_readlink(const char *path, struct buf *out)
 void observe_value(enum obs_kind kind, unsigned flags, const char *path,
 		   const char *const *excluded, struct digest_cache *dc, struct buf *out)
 {
+	observe_value_detail(kind, flags, path, excluded, dc, out, NULL);
+}
+
+void observe_value_detail(enum obs_kind kind, unsigned flags, const char *path,
+			  const char *const *excluded, struct digest_cache *dc, struct buf *out,
+			  struct buf *detail)
+{
 	switch (kind) {
 	case OBS_READ:
 	case OBS_EXEC:
@@ -206,7 +218,7 @@ void observe_value(enum obs_kind kind, unsigned flags, const char *path,
 		value_of_stat(flags, path, out);
 		break;
 	case OBS_LIST:
-		value_of_listing(path, excluded, out);
+		value_of_listing(path, excluded, out, detail);
 		break;
 	case OBS_READLINK:
 		value_of_readlink(path, out);
@@ -233,8 +245,7 @@ static const char *type_name(unsigned t)
 void observe_describe_value(const void *value, size_t len, struct buf *out)
 {
 	const unsigned char *v = value;
-	char hex[DIGEST_HEX_LEN + 1];
-	struct digest d;
+	char hex[DIGEST_SHORT_LEN + 1];
 	if (len == 0) {
 		buf_addstr(out, "(none)");
 		return;
@@ -245,8 +256,7 @@ void observe_describe_value(const void *value, size_t len, struct buf *out)
 	case 'L':
 		if (len < 1 + DIGEST_LEN)
 			break;
-		memcpy(d.b, v + 1, DIGEST_LEN);
-		digest_to_hex(&d, hex);
+		digest_to_short_hex(v + 1, hex);
 		buf_addf(out, "%s %s", v[0] == 'L' ? "listing" : "sha256", hex);
 		if (v[0] == 'X' && len >= 1 + DIGEST_LEN + 2)
 			buf_addf(out, " mode %04o", v[1 + DIGEST_LEN] | v[2 + DIGEST_LEN] << 8);

@@ -201,22 +201,29 @@ static void compute_values(struct recorder *rc)
 			forced[perm[i]] = &rc->forced[i];
 	free(perm);
 
-	struct buf value;
+	struct buf value, listing;
 	buf_init(&value);
+	buf_init(&listing);
 	for (size_t i = 0; i < rec->ps.nobs; i++) {
 		const struct observation *o = &rec->ps.obs[i];
 		buf_reset(&value);
+		buf_reset(&listing);
 		if (forced[i]) {
 			buf_add(&value, forced[i]->data, forced[i]->len);
 		} else {
 			const char **excluded = pathset_excluded(&rec->ps, i);
-			observe_value(o->kind, o->flags, rec->ps.paths[o->path], excluded, rc->dc,
-				      &value);
+			observe_value_detail(o->kind, o->flags, rec->ps.paths[o->path], excluded,
+					     rc->dc, &value, &listing);
 			free(excluded);
 		}
 		buf_put_bytes(&rec->values, value.data, value.len);
+		if (o->kind == OBS_LIST) {
+			buf_put_u32(&rec->listings, (uint32_t)i);
+			buf_put_bytes(&rec->listings, listing.data, listing.len);
+		}
 	}
 	buf_free(&value);
+	buf_free(&listing);
 	free(forced);
 
 	pathset_encode(&rec->ps, &rec->ps_body);
@@ -240,7 +247,7 @@ static int capture_file(struct recorder *rc, const char *path, const struct stat
 	if (store_put_blob_fd(rc->store, fd, &d, &ref, e) < 0) {
 		close(fd);
 		/* A sibling (make -j) may still be writing it: not a cachet fault. */
-		if (e->code == 0 && strstr(e->msg, "changed")) {
+		if (e->code == EAGAIN) {
 			rc->rec->not_storable = MODIFIED;
 			return 0;
 		}
@@ -354,6 +361,7 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	pathset_init(&out->ps);
 	buf_init(&out->ps_body);
 	buf_init(&out->values);
+	buf_init(&out->listings);
 	result_init(&out->result);
 
 	struct recorder rc = { .events = events, .n = n, .ignore_roots = ignore_roots, .rec = out,
@@ -391,5 +399,6 @@ void record_free(struct record *r)
 	pathset_free(&r->ps);
 	buf_free(&r->ps_body);
 	buf_free(&r->values);
+	buf_free(&r->listings);
 	result_free(&r->result);
 }

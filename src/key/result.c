@@ -21,6 +21,7 @@ void result_free(struct result *r)
 	free(r->host);
 	free(r->cachet_version);
 	free(r->values);
+	free(r->listings);
 	result_init(r);
 }
 
@@ -80,6 +81,7 @@ void result_encode(const struct result *r, struct buf *out)
 	buf_put_str(out, r->host ? r->host : "");
 	buf_put_str(out, r->cachet_version ? r->cachet_version : "");
 	buf_put_bytes(out, r->values, r->values_len);
+	buf_put_bytes(out, r->listings, r->listings_len);
 }
 
 static int valid_output_path(const char *p)
@@ -127,13 +129,17 @@ int result_decode(const void *data, size_t len, struct result *r, struct error *
 	r->created = (int64_t)reader_u64(&rd);
 	r->host = reader_strdup(&rd);
 	r->cachet_version = reader_strdup(&rd);
-	size_t vlen;
+	size_t vlen, llen;
 	const void *v = reader_bytes(&rd, &vlen);
-	if (rd.failed || !r->host || !r->cachet_version || !v || rd.left != 0)
+	const void *l = reader_bytes(&rd, &llen);
+	if (rd.failed || !r->host || !r->cachet_version || !v || !l || rd.left != 0)
 		goto corrupt;
 	r->values = xmalloc(vlen ? vlen : 1);
 	memcpy(r->values, v, vlen);
 	r->values_len = vlen;
+	r->listings = xmalloc(llen ? llen : 1);
+	memcpy(r->listings, l, llen);
+	r->listings_len = llen;
 	return 0;
 corrupt:
 	result_free(r);

@@ -169,6 +169,7 @@ void step_encode(const struct step *step, struct buf *out)
 		buf_put_str(out, step->env[i]);
 	buf_put_str(out, step->platform);
 	buf_put_u8(out, (uint8_t)step->stdin_kind);
+	buf_add(out, step->stdin_digest.b, DIGEST_LEN);
 }
 
 static int same_file(const char *a, const char *b)
@@ -233,4 +234,45 @@ char *step_find_program(const char *name, const char *skip_self)
 	}
 	errno = saw_eacces ? EACCES : ENOENT;
 	return NULL;
+}
+
+static char **decode_strv(struct reader *r)
+{
+	uint32_t n = reader_u32(r);
+	if (r->failed || n > r->left / 4)
+		return NULL;
+	char **v = xcalloc(n + 1, sizeof *v);
+	for (uint32_t i = 0; i < n; i++) {
+		v[i] = reader_strdup(r);
+		if (!v[i]) {
+			for (uint32_t j = 0; j < i; j++)
+				free(v[j]);
+			free(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
+int step_decode(const void *data, size_t len, struct step *out, struct error *e)
+{
+	struct reader r;
+	memset(out, 0, sizeof *out);
+	reader_init(&r, data, len);
+	if (reader_u32(&r) != CACHET_FORMAT_VERSION)
+		return error_set(e, "recorded step: unknown format");
+	out->argv = decode_strv(&r);
+	out->cwd = reader_strdup(&r);
+	out->exe = reader_strdup(&r);
+	reader_raw(&r, out->exe_digest.b, DIGEST_LEN);
+	out->env = decode_strv(&r);
+	out->platform = reader_strdup(&r);
+	out->stdin_kind = reader_u8(&r);
+	reader_raw(&r, out->stdin_digest.b, DIGEST_LEN);
+	if (r.failed || !out->argv || !out->cwd || !out->exe || !out->env || !out->platform ||
+	    r.left != 0) {
+		step_free(out);
+		return error_set(e, "recorded step: corrupt encoding");
+	}
+	return 0;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -124,6 +125,16 @@ void digest_to_hex(const struct digest *d, char *out)
 		out[2 * i + 1] = hex[d->b[i] & 15];
 	}
 	out[DIGEST_HEX_LEN] = '\0';
+}
+
+void digest_to_short_hex(const unsigned char *b, char *out)
+{
+	struct digest d;
+	char hex[DIGEST_HEX_LEN + 1];
+	memcpy(d.b, b, DIGEST_LEN);
+	digest_to_hex(&d, hex);
+	/* "…" is three bytes of UTF-8. */
+	snprintf(out, DIGEST_SHORT_LEN + 1, "%.8s\u2026%s", hex, hex + DIGEST_HEX_LEN - 4);
 }
 
 static int hexval(char c)

@@ -1,0 +1,280 @@
+/*
+ * cachet explain: without running the command, say whether it would hit,
+ * and if not, name the first difference in plain words.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cachet/buf.h"
+#include "cachet/explain.h"
+#include "cachet/path.h"
+#include "cli/cli.h"
+
+extern char **environ;
+
+/* How many recorded steps are searched for the nearest one. */
+#define NEAREST_SEARCH_LIMIT 5000
+
+struct verdict {
+	int hit;
+	const char *summary;       /* "new step", "inputs changed" */
+	char *nearest;             /* command line of the nearest recorded step, or NULL */
+	struct explain_list items;
+};
+
+static int score_step(const struct step *now, const struct step *rec)
+{
+	int score = 0;
+	if (!strcmp(now->exe, rec->exe))
+		score += 8;
+	if (!strcmp(now->cwd, rec->cwd))
+		score += 4;
+	if (!strcmp(path_basename(now->argv[0]), path_basename(rec->argv[0])))
+		score += 2;
+	return score;
+}
+
+/* A new weak key: find the recorded step most like this one (same program
+ * and cwd first, then the fewest differences) and say how they differ. */
+static void explain_new_step(struct store *s, const struct step *now, struct verdict *v)
+{
+	struct store_step *steps;
+	size_t n;
+	struct error e = { 0 };
+	v->summary = "new step";
+	if (store_recent_steps(s, NEAREST_SEARCH_LIMIT, &steps, &n, &e) < 0)
+		return;
+	int best_score = -1;
+	size_t best_diffs = 0;
+	struct step best;
+	memset(&best, 0, sizeof best);
+	for (size_t i = 0; i < n; i++) {
+		struct step rec;
+		if (step_decode(steps[i].body, steps[i].len, &rec, &e) < 0)
+			continue;
+		int score = score_step(now, &rec);
+		if (score < 2) { /* not even the same program name */
+			step_free(&rec);
+			continue;
+		}
+		struct explain_list tmp = { 0 };
+		size_t diffs = explain_steps(now, &rec, &tmp);
+		explain_list_free(&tmp);
+		if (score > best_score || (score == best_score && diffs < best_diffs)) {
+			step_free(&best);
+			best = rec;
+			best_score = score;
+			best_diffs = diffs;
+		} else {
+			step_free(&rec);
+		}
+	}
+	store_steps_free(steps, n);
+	if (best_score < 0)
+		return;
+	explain_steps(now, &best, &v->items);
+	v->nearest = cli_command_line(best.argv);
+	step_free(&best);
+}
+
+/* A known weak key: evaluate each path set; a path set whose strong key has
+ * a result would hit. Otherwise report the recorded run closest to now. */
+static void explain_known_step(struct store *s, const struct step *now, struct store_pathset *sets,
+			       size_t nsets, int all, struct digest_cache *dc, struct verdict *v)
+{
+	struct error e = { 0 };
+	size_t best_differ = SIZE_MAX;
+	v->summary = "inputs changed";
+	for (size_t i = 0; i < nsets && !v->hit; i++) {
+		struct pathset ps;
+		if (pathset_decode(sets[i].body, sets[i].len, &ps, &e) < 0)
+			continue;
+		struct buf values;
+		buf_init(&values);
+		struct digest strong;
+		pathset_strong_key(&ps, &now->weak, &sets[i].digest, dc, &values, &strong);
+		void *body;
+		size_t len;
+		if (store_get_result(s, &strong, &body, &len, &e) == 1) {
+			free(body);
+			v->hit = 1;
+		} else {
+			struct store_result_row *rows;
+			size_t nrows;
+			if (store_results_for_pathset(s, &now->weak, &sets[i].digest, &rows, &nrows, &e) == 0) {
+				for (size_t r = 0; r < nrows; r++) {
+					struct result res;
+					if (result_decode(rows[r].body, rows[r].len, &res, &e) < 0)
+						continue;
+					struct explain_list found = { 0 };
+					size_t d = explain_pathset(&ps, &res, values.data, values.len,
+								   now->cwd, all, &found);
+					if (d != SIZE_MAX && d < best_differ) {
+						explain_list_free(&v->items);
+						v->items = found;
+						best_differ = d;
+					} else {
+						explain_list_free(&found);
+					}
+					result_free(&res);
+				}
+				store_result_rows_free(rows, nrows);
+			}
+		}
+		buf_free(&values);
+		pathset_free(&ps);
+	}
+}
+
+static void print_text(const struct verdict *v)
+{
+	if (v->hit) {
+		printf("hit\n");
+		return;
+	}
+	if (!strcmp(v->summary, "new step")) {
+		if (!v->nearest) {
+			printf("miss: new step; no recorded step runs the same program\n");
+			return;
+		}
+		if (v->items.n == 0) {
+			printf("miss: new step; the nearest recorded step (%s) differs in nothing "
+			       "cachet can name\n", v->nearest);
+			return;
+		}
+		/* An argv difference reads best as a new step; a changed variable
+		 * or program, as what changed. */
+		for (size_t i = 0; i < v->items.n; i++) {
+			const struct explain_item *it = &v->items.items[i];
+			if (!strcmp(it->what, "argv differs"))
+				printf("miss: new step; nearest recorded step with the same program "
+				       "differs in %s\n", it->text);
+			else
+				printf("miss: %s\n", it->text);
+		}
+		printf("      nearest recorded step: %s\n", v->nearest);
+		return;
+	}
+	if (v->items.n == 0) {
+		printf("miss: inputs changed (no recorded run left to compare with)\n");
+		return;
+	}
+	for (size_t i = 0; i < v->items.n; i++)
+		printf("miss: %s\n", v->items.items[i].text);
+}
+
+static void json_field(struct buf *b, const char *key, const char *value)
+{
+	buf_addf(b, ", \"%s\": ", key);
+	if (value)
+		buf_add_json_string(b, value, strlen(value));
+	else
+		buf_addstr(b, "null");
+}
+
+static void print_json(const struct verdict *v)
+{
+	struct buf b;
+	buf_init(&b);
+	buf_addf(&b, "{\"hit\": %s, \"reason\": ", v->hit ? "true" : "false");
+	if (v->hit)
+		buf_addstr(&b, "null");
+	else
+		buf_add_json_string(&b, v->summary, strlen(v->summary));
+	json_field(&b, "nearest", v->nearest);
+	buf_addstr(&b, ", \"differences\": [");
+	for (size_t i = 0; i < v->items.n; i++) {
+		const struct explain_item *it = &v->items.items[i];
+		buf_addstr(&b, i ? ", {\"what\": " : "{\"what\": ");
+		buf_add_json_string(&b, it->what, strlen(it->what));
+		json_field(&b, "subject", it->subject);
+		json_field(&b, "recorded", it->recorded);
+		json_field(&b, "now", it->now);
+		json_field(&b, "note", it->note);
+		json_field(&b, "text", it->text);
+		buf_addch(&b, '}');
+	}
+	buf_addstr(&b, "]}\n");
+	fputs(b.data, stdout);
+	buf_free(&b);
+}
+
+int cmd_explain(int argc, char **argv)
+{
+	int all = 0, json = 0, i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (!strcmp(a, "--all"))
+			all = 1;
+		else if (!strcmp(a, "--json"))
+			json = 1;
+		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(cli_help_text("explain"), stdout);
+			return 0;
+		} else {
+			cli_error("explain: unknown option '%s'", a);
+			return EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		cli_error("usage: cachet explain [--all] [--json] [--] COMMAND [ARG...]");
+		return EXIT_USAGE;
+	}
+	char **cmd = argv + i;
+	char *self = cli_self_exe();
+	char *program = step_find_program(cmd[0], self);
+	free(self);
+	if (!program) {
+		cli_error("explain: %s: %s", cmd[0],
+			  errno == ENOENT ? "command not found" : strerror(errno));
+		return EXIT_USAGE;
+	}
+	struct store *s = cli_open_store(0, NULL);
+	if (!s) {
+		free(program);
+		return EXIT_USAGE;
+	}
+	struct digest_cache dc;
+	cli_digest_cache(s, &dc);
+	struct step step;
+	struct error e = { 0 };
+	if (step_init(&step, cmd, program, environ, NULL, getenv("CACHET_NAMESPACE"), &dc, &e) < 0) {
+		cli_error("explain: %s", e.msg);
+		store_close(s);
+		free(program);
+		return EXIT_USAGE;
+	}
+	struct verdict v;
+	memset(&v, 0, sizeof v);
+	struct store_pathset *sets = NULL;
+	size_t nsets = 0;
+	if (store_get_pathsets(s, &step.weak, &sets, &nsets, &e) < 0) {
+		cli_error("explain: %s", e.msg);
+		store_close(s);
+		return EXIT_USAGE;
+	}
+	if (nsets == 0)
+		explain_new_step(s, &step, &v);
+	else
+		explain_known_step(s, &step, sets, nsets, all, &dc, &v);
+	if (json)
+		print_json(&v);
+	else
+		print_text(&v);
+	int rc = v.hit ? 0 : 1;
+	explain_list_free(&v.items);
+	free(v.nearest);
+	store_pathsets_free(sets, nsets);
+	step_free(&step);
+	store_close(s);
+	free(program);
+	return rc;
+}

@@ -1,0 +1,177 @@
+/*
+ * Queries for explain, show and log. They are not on the hit path, so each
+ * prepares its statement when called instead of keeping it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cachet/buf.h"
+#include "store/store_internal.h"
+
+static int prepare(struct store *s, const char *sql, sqlite3_stmt **st, struct error *e)
+{
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
+	if (rc != SQLITE_OK)
+		return index_error(s, rc, e, "querying the cache index");
+	return 0;
+}
+
+static void *copy_column(sqlite3_stmt *st, int col, size_t *len)
+{
+	const void *p = sqlite3_column_blob(st, col);
+	size_t n = (size_t)sqlite3_column_bytes(st, col);
+	void *out = xmalloc(n + 1);
+	if (n)
+		memcpy(out, p, n);
+	((char *)out)[n] = '\0';
+	*len = n;
+	return out;
+}
+
+static void digest_column(sqlite3_stmt *st, int col, struct digest *out)
+{
+	const void *p = sqlite3_column_blob(st, col);
+	if (p && sqlite3_column_bytes(st, col) == DIGEST_LEN)
+		memcpy(out->b, p, DIGEST_LEN);
+	else
+		memset(out->b, 0, DIGEST_LEN);
+}
+
+/* Runs a query expected to return at most one row with a body in column 0. */
+static int get_one_body(struct store *s, const char *sql, const struct digest *k1,
+			const struct digest *k2, void **body, size_t *len, struct error *e)
+{
+	sqlite3_stmt *st;
+	if (prepare(s, sql, &st, e) < 0)
+		return -1;
+	sqlite3_bind_blob(st, 1, k1->b, DIGEST_LEN, SQLITE_STATIC);
+	if (k2)
+		sqlite3_bind_blob(st, 2, k2->b, DIGEST_LEN, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	int found = 0;
+	if (rc == SQLITE_ROW) {
+		*body = copy_column(st, 0, len);
+		found = 1;
+	} else if (rc != SQLITE_DONE) {
+		found = index_error(s, rc, e, "querying the cache index");
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
+int store_get_step(struct store *s, const struct digest *weak, void **body, size_t *len,
+		   struct error *e)
+{
+	return get_one_body(s, "SELECT body FROM steps WHERE weak = ?1", weak, NULL, body, len, e);
+}
+
+int store_get_pathset(struct store *s, const struct digest *weak, const struct digest *pathset,
+		      void **body, size_t *len, struct error *e)
+{
+	return get_one_body(s, "SELECT body FROM pathsets WHERE weak = ?1 AND digest = ?2", weak,
+			    pathset, body, len, e);
+}
+
+int store_recent_steps(struct store *s, size_t limit, struct store_step **out, size_t *n,
+		       struct error *e)
+{
+	sqlite3_stmt *st;
+	*out = NULL;
+	*n = 0;
+	if (prepare(s, "SELECT weak, body, created FROM steps ORDER BY created DESC LIMIT ?1", &st,
+		    e) < 0)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)limit);
+	size_t alloc = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == alloc) {
+			alloc = alloc ? alloc * 2 : 64;
+			*out = xrealloc(*out, alloc * sizeof **out);
+		}
+		struct store_step *row = &(*out)[(*n)++];
+		digest_column(st, 0, &row->weak);
+		row->body = copy_column(st, 1, &row->len);
+		row->created_ns = sqlite3_column_int64(st, 2);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		store_steps_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return index_error(s, rc, e, "listing recorded steps");
+	}
+	return 0;
+}
+
+void store_steps_free(struct store_step *steps, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(steps[i].body);
+	free(steps);
+}
+
+static int result_rows(struct store *s, sqlite3_stmt *st, struct store_result_row **out,
+		       size_t *n, struct error *e)
+{
+	size_t alloc = 0;
+	int rc;
+	*out = NULL;
+	*n = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == alloc) {
+			alloc = alloc ? alloc * 2 : 16;
+			*out = xrealloc(*out, alloc * sizeof **out);
+		}
+		struct store_result_row *row = &(*out)[(*n)++];
+		digest_column(st, 0, &row->strong);
+		digest_column(st, 1, &row->weak);
+		digest_column(st, 2, &row->pathset);
+		row->body = copy_column(st, 3, &row->len);
+		row->created_ns = sqlite3_column_int64(st, 4);
+		row->last_used_ns = sqlite3_column_int64(st, 5);
+		row->hits = sqlite3_column_int64(st, 6);
+		row->duration_ms = sqlite3_column_int64(st, 7);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		store_result_rows_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return index_error(s, rc, e, "reading recorded results");
+	}
+	return 0;
+}
+
+#define RESULT_COLUMNS "r.strong, r.weak, r.pathset, r.body, r.created, r.last_used, r.hits, r.duration_ms"
+
+int store_results_for_pathset(struct store *s, const struct digest *weak,
+			      const struct digest *pathset, struct store_result_row **out,
+			      size_t *n, struct error *e)
+{
+	sqlite3_stmt *st;
+	if (prepare(s, "SELECT " RESULT_COLUMNS " FROM results r WHERE r.weak = ?1 AND r.pathset = ?2"
+		       " ORDER BY r.created DESC", &st, e) < 0)
+		return -1;
+	sqlite3_bind_blob(st, 1, weak->b, DIGEST_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, pathset->b, DIGEST_LEN, SQLITE_STATIC);
+	return result_rows(s, st, out, n, e);
+}
+
+int store_results_with_blob(struct store *s, const struct digest *blob,
+			    struct store_result_row **out, size_t *n, struct error *e)
+{
+	sqlite3_stmt *st;
+	if (prepare(s, "SELECT " RESULT_COLUMNS " FROM result_blobs b JOIN results r"
+		       " ON r.strong = b.strong WHERE b.digest = ?1 ORDER BY r.created DESC", &st, e) < 0)
+		return -1;
+	sqlite3_bind_blob(st, 1, blob->b, DIGEST_LEN, SQLITE_STATIC);
+	return result_rows(s, st, out, n, e);
+}
+
+void store_result_rows_free(struct store_result_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].body);
+	free(rows);
+}
