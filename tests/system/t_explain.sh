@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# cachet explain, show and log: why a step missed, and who built a file.
+source "$(dirname "$0")/lib.sh"
+
+W=$(workdir)
+cd "$W"
+
+# explain's first line (or all of its output) must contain the text.
+explain_says() {
+    local want=$1
+    shift
+    set +e
+    OUT=$(cachet explain "$@" 2>&1)
+    local rc=$?
+    set -e
+    [ "$rc" -eq 1 ] || fail "explain $* exited $rc, expected 1 (would miss); output: $OUT"
+    case "$OUT" in
+        *"$want"*) ;;
+        *) fail "explain $* does not say '$want'; it says: $OUT" ;;
+    esac
+}
+
+short() { sha256sum "$1" | cut -c1-8; }
+
+section "two builds of one compiler, swapped at the same path with the same mtime"
+mkdir -p bin
+cat > mycc.c <<'C'
+#include <stdio.h>
+#define BUILD 1
+int main(int argc, char **argv) {
+    FILE *in = fopen(argv[1], "r"), *out = fopen(argv[2], "w");
+    int c;
+    fprintf(out, "build %d\n", BUILD);
+    while ((c = fgetc(in)) != EOF) fputc(c, out);
+    return 0;
+}
+C
+gcc -O2 -o mycc1 mycc.c
+sed 's/#define BUILD 1/#define BUILD 2/' mycc.c > mycc2.c
+gcc -O2 -o mycc2 mycc2.c
+[ "$(stat -c %s mycc1)" = "$(stat -c %s mycc2)" ] || fail "the two compiler builds should have the same size"
+echo "source text" > src.txt
+cp mycc1 bin/mycc
+touch -d '2024-01-01 00:00:00' bin/mycc
+run_expect miss "new step" -- ./bin/mycc src.txt artifact
+cp artifact artifact.from1
+cp mycc2 bin/mycc
+touch -d '2024-01-01 00:00:00' bin/mycc
+explain_says "executable changed" ./bin/mycc src.txt artifact
+case "$OUT" in *"bin/mycc"*) ;; *) fail "explain does not name the compiler's path: $OUT" ;; esac
+case "$OUT" in *"$(short mycc1)"*"$(short mycc2)"*) ;;
+    *) fail "explain does not name both compiler digests ($(short mycc1), $(short mycc2)): $OUT" ;; esac
+run_expect miss "new step" -- ./bin/mycc src.txt artifact
+assert_content artifact "build 2
+source text"
+cp artifact artifact.from2
+cachet show artifact.from1 > show1.txt || fail "show artifact.from1 failed"
+cachet show artifact.from2 > show2.txt || fail "show artifact.from2 failed"
+grep -q "$(short mycc1)" show1.txt || fail "show of the first artifact does not name compiler build 1: $(cat show1.txt)"
+grep -q "$(short mycc2)" show2.txt || fail "show of the second artifact does not name compiler build 2: $(cat show2.txt)"
+! grep -q "$(short mycc2)" show1.txt || fail "show of the first artifact names build 2"
+grep -q "toolchain:" show1.txt || fail "show prints no toolchain digest"
+t1=$(grep toolchain: show1.txt) t2=$(grep toolchain: show2.txt)
+[ "$t1" != "$t2" ] || fail "the two artifacts show the same toolchain digest"
+echo unrelated > nobody.txt
+set +e
+cachet show nobody.txt > /dev/null
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "show of a file no step produced exited $rc, expected 1"
+cachet show --inputs artifact.from2 | grep -q "src.txt" || fail "show --inputs does not list the source"
+
+section "a changed header"
+mkdir -p inc a b
+printf '#include "x.h"\nint v(void) { return X; }\n' > a.c
+echo '#define X 1' > b/x.h
+run_expect miss "new step" -- gcc -Ia -Ib -c a.c -o a.o
+run_expect hit "" -- gcc -Ia -Ib -c a.c -o a.o
+echo '#define X 2' > b/x.h
+explain_says "input changed: b/x.h" gcc -Ia -Ib -c a.c -o a.o
+case "$OUT" in *"→"*"(now)"*) ;; *) fail "explain gives no recorded → now digests: $OUT" ;; esac
+run_expect miss "inputs changed" -- gcc -Ia -Ib -c a.c -o a.o
+
+section "a header that now shadows another (-Ia -Ib)"
+echo '#define X 3' > a/x.h
+explain_says "path now exists: a/x.h (recorded absent)" gcc -Ia -Ib -c a.c -o a.o
+run_expect miss "inputs changed" -- gcc -Ia -Ib -c a.c -o a.o
+
+section "a changed argv element"
+run_expect miss "new step" -- gcc -O2 -Ia -Ib -c a.c -o a.o
+explain_says "argv[1]: -O2 → -O3" gcc -O3 -Ia -Ib -c a.c -o a.o
+
+section "a changed environment variable"
+cat > opt.sh <<'SH'
+#!/bin/sh
+echo "level $OPT_LEVEL" > opt.out
+SH
+chmod +x opt.sh
+OPT_LEVEL=2 run_expect miss "new step" -- ./opt.sh
+OPT_LEVEL=3 explain_says "environment changed: OPT_LEVEL=2 → 3" ./opt.sh
+API_TOKEN=secret1 run_expect miss "new step" -- ./opt.sh
+API_TOKEN=secret2 explain_says "API_TOKEN" ./opt.sh
+case "$OUT" in *secret*) fail "explain shows the value of a secret-looking variable: $OUT" ;; esac
+
+section "a new module shadowing a Python import"
+mkdir -p py/first py/second
+echo 'VALUE = "second"' > py/second/helper.py
+printf 'import helper\nopen("py.out", "w").write(helper.VALUE)\n' > py/gen.py
+PYTHONPATH=py/first:py/second run_expect miss "new step" -- python3 py/gen.py
+PYTHONPATH=py/first:py/second run_expect hit "" -- python3 py/gen.py
+echo 'VALUE = "first"' > py/first/helper.py
+PYTHONPATH=py/first:py/second explain_says "helper.py" python3 py/gen.py
+case "$OUT" in *"py/first"*) ;; *) fail "explain does not name the shadowing directory: $OUT" ;; esac
+
+section "a changed shared library"
+mkdir -p lib
+echo 'int foo(void) { return 1; }' > foo.c
+gcc -shared -fPIC -o lib/libfoo.so foo.c
+printf 'int foo(void);\n#include <stdio.h>\nint main(void) { FILE *f = fopen("lib.out", "w"); fprintf(f, "%%d\\n", foo()); return 0; }\n' > usefoo.c
+gcc -o usefoo usefoo.c -Llib -lfoo -Wl,-rpath,"$W/lib"
+run_expect miss "new step" -- ./usefoo
+assert_content lib.out 1
+echo 'int foo(void) { return 2; }' > foo.c
+gcc -shared -fPIC -o lib/libfoo.so.new foo.c && mv lib/libfoo.so.new lib/libfoo.so
+explain_says "input changed: lib/libfoo.so" ./usefoo
+run_expect miss "inputs changed" -- ./usefoo
+assert_content lib.out 2
+
+section "explain on a step that would hit does not run it"
+cat > marker.sh <<'SH'
+#!/bin/sh
+echo ran >> marker.runs
+echo out > marker.out
+SH
+chmod +x marker.sh
+run_expect miss "new step" -- ./marker.sh
+rm -f marker.runs
+set +e
+OUT=$(cachet explain ./marker.sh)
+rc=$?
+set -e
+[ "$rc" -eq 0 ] || fail "explain of a step that would hit exited $rc: $OUT"
+[ "$OUT" = "hit" ] || fail "explain said '$OUT' for a step that would hit"
+assert_absent marker.runs
+cachet explain --json ./marker.sh | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o["hit"] is True, o'
+set +e
+cachet explain --no-such-option ./marker.sh 2>/dev/null
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "explain with a bad option exited $rc, expected 2"
+
+section "the step log"
+run_expect hit "" -- ./marker.sh
+cachet log -n 3 > log.txt
+tail -n 1 log.txt | grep -q "hit.*marker.sh" || fail "log's last line is not the hit: $(cat log.txt)"
+grep -q "miss (new step).*marker.sh" log.txt || cachet log -n 50 | grep -q "miss (new step).*marker.sh" ||
+    fail "log does not show the miss with its reason"
+cachet log -n 50 | grep -q "miss (inputs changed).*usefoo" || fail "log does not show the inputs-changed miss"
+[ "$(cachet log -n 2 | wc -l)" -eq 2 ] || fail "log -n 2 printed another number of lines"
+cachet log --json -n 5 | python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+assert len(rows) == 5, rows
+assert rows[-1]["result"] == "hit", rows[-1]
+assert all(isinstance(r["duration_ms"], int) for r in rows)'
+cachet log -n 100 | grep -q "secret" && fail "the log shows a secret-looking value"
+true
