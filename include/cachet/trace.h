@@ -22,7 +22,13 @@
 enum trace_event_kind {
 	/* A regular file opened for reading, or for writing without O_TRUNC
 	 * (O_APPEND, O_RDWR on an existing file). `id` is the fingerprint of the
-	 * file the step got (fstat of its descriptor at the syscall's exit). */
+	 * file the step got (fstat of its descriptor at the syscall's exit).
+	 * Also emitted, with `id` from lstat at entry, just before the TOUCH of
+	 * a first change that keeps an existing regular file's bytes: a write
+	 * open without O_TRUNC, rename (source; with RENAME_EXCHANGE both),
+	 * link (source, no TOUCH), chmod, utimes, *setxattr, *removexattr,
+	 * truncate to a non-zero length. The output then depends on those
+	 * bytes, and the TOUCH carries their digest (has_pre_digest). */
 	TRACE_READ,
 	/* A file executed: the program of a successful execve/execveat, its ELF
 	 * interpreter (PT_INTERP) and any #! interpreter, which the kernel opens
@@ -30,12 +36,18 @@ enum trace_event_kind {
 	TRACE_EXEC,
 	/* A lookup whose outcome matters but whose content was not read: stat
 	 * family, access family, a failed open, a failed execve (PATH search),
-	 * chdir. `err` is the errno the step got, 0 when the path existed. */
+	 * chdir. `err` is the errno the step got, 0 when the path existed.
+	 * Successful opens of anything but a regular file (a directory, O_PATH,
+	 * the directory of an O_TMPFILE, a FIFO) are PROBEs with err 0; a failed
+	 * O_CREAT|O_EXCL open is a PROBE with EEXIST. */
 	TRACE_PROBE,
 	/* A directory read with getdents/getdents64 (one event per directory
 	 * descriptor, at its first read). */
 	TRACE_LIST,
-	/* readlink/readlinkat: `err` is 0 or the errno the step got. */
+	/* readlink/readlinkat: `err` is 0 or the errno of the same readlink,
+	 * repeated by the tracer at the call's entry (cc1 makes ~1,500 of them
+	 * per compile; skipping their exit stops saves a third of all stops).
+	 * Only a concurrent change of the link could make the two differ. */
 	TRACE_READLINK,
 	/* The step's first change to a path: an open that creates or truncates
 	 * or writes it, creat, mkdir, mknod, symlink, link (new name), rename
@@ -106,7 +118,11 @@ struct trace_result {
 /* Runs spec under the tracer and waits for the whole process tree to end.
  * Returns 0 when the command ran (whatever its status), -1 if tracing could
  * not be set up at all (ptrace or seccomp not permitted, fork failed): then
- * no child is left running and the caller may run the command untraced. */
+ * no child is left running and the caller may run the command untraced.
+ * It waits with waitpid(-1, __WALL): the caller must not have other
+ * children that it waits for meanwhile (they would be reaped here), nor
+ * ignore SIGCHLD. Call it from one thread; the tracer thread's CPU affinity
+ * is changed during the run and restored afterwards. */
 int trace_run(const struct trace_spec *spec, struct trace_result *out, struct error *e);
 
 void trace_result_free(struct trace_result *r);

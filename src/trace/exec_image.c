@@ -1,0 +1,116 @@
+#include "trace/exec_image.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int spacetab(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+int shebang_interpreter(const char *buf, size_t len, char *interp, size_t cap)
+{
+	if (len > EXEC_HEAD_LEN)
+		len = EXEC_HEAD_LEN;
+	if (len < 2 || buf[0] != '#' || buf[1] != '!')
+		return 0;
+	/* The line ends at a newline or NUL (strnchr stops at NUL). */
+	size_t end = 2;
+	while (end < len && buf[end] != '\n' && buf[end] != '\0')
+		end++;
+	/* The kernel's buffer is zero-filled past the end of a short file. */
+	int terminated = end < len || len < EXEC_HEAD_LEN;
+	size_t p = 2;
+	while (p < end && spacetab(buf[p]))
+		p++;
+	if (p == end)
+		return 0;
+	size_t q = p;
+	while (q < end && !spacetab(buf[q]))
+		q++;
+	/* Without a line end within the buffer the kernel accepts the line only
+	 * if the interpreter name itself ends inside it. */
+	if (!terminated && q == end)
+		return 0;
+	if (q - p >= cap)
+		return 0;
+	memcpy(interp, buf + p, q - p);
+	interp[q - p] = '\0';
+	return 1;
+}
+
+long exec_image_read_head(const char *path, char *buf)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -1;
+	}
+	ssize_t n = pread(fd, buf, EXEC_HEAD_LEN, 0);
+	close(fd);
+	return n;
+}
+
+static int read_exact(int fd, void *buf, size_t len, unsigned long long off)
+{
+	ssize_t n = pread(fd, buf, len, (off_t)off);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+static int read_interp(int fd, unsigned long long off, unsigned long long size, char *out,
+                       size_t cap)
+{
+	if (size == 0 || size > cap)
+		return -1;
+	if (read_exact(fd, out, (size_t)size, off) < 0)
+		return -1;
+	out[size - 1] = '\0'; /* the segment includes its NUL */
+	return 1;
+}
+
+int elf_interpreter(int fd, char *out, size_t cap)
+{
+	unsigned char ident[EI_NIDENT];
+	if (read_exact(fd, ident, sizeof ident, 0) < 0)
+		return 0;
+	if (memcmp(ident, ELFMAG, SELFMAG) != 0 || ident[EI_DATA] != ELFDATA2LSB)
+		return 0;
+	if (ident[EI_CLASS] == ELFCLASS64) {
+		Elf64_Ehdr eh;
+		if (read_exact(fd, &eh, sizeof eh, 0) < 0)
+			return -1;
+		if (eh.e_phentsize != sizeof(Elf64_Phdr))
+			return 0;
+		for (unsigned i = 0; i < eh.e_phnum; i++) {
+			Elf64_Phdr ph;
+			if (read_exact(fd, &ph, sizeof ph,
+			               eh.e_phoff + (unsigned long long)i * sizeof ph) < 0)
+				return -1;
+			if (ph.p_type == PT_INTERP)
+				return read_interp(fd, ph.p_offset, ph.p_filesz, out, cap);
+		}
+		return 0;
+	}
+	if (ident[EI_CLASS] == ELFCLASS32) {
+		Elf32_Ehdr eh;
+		if (read_exact(fd, &eh, sizeof eh, 0) < 0)
+			return -1;
+		if (eh.e_phentsize != sizeof(Elf32_Phdr))
+			return 0;
+		for (unsigned i = 0; i < eh.e_phnum; i++) {
+			Elf32_Phdr ph;
+			if (read_exact(fd, &ph, sizeof ph,
+			               eh.e_phoff + (unsigned long long)i * sizeof ph) < 0)
+				return -1;
+			if (ph.p_type == PT_INTERP)
+				return read_interp(fd, ph.p_offset, ph.p_filesz, out, cap);
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,226 @@
+#include "trace/seccomp_filter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef __X32_SYSCALL_BIT
+#define __X32_SYSCALL_BIT 0x40000000
+#endif
+/* Syscalls newer than the build host's headers. */
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+#ifndef __NR_setxattrat
+#define __NR_setxattrat 463
+#endif
+#ifndef __NR_removexattrat
+#define __NR_removexattrat 466
+#endif
+#ifndef __NR_open_tree_attr
+#define __NR_open_tree_attr 467
+#endif
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+/* Little-endian halves of a 64-bit syscall argument. */
+#define ARG_LO(i) ((unsigned)offsetof(struct seccomp_data, args[i]))
+#define ARG_HI(i) ((unsigned)offsetof(struct seccomp_data, args[i]) + 4)
+
+#define RET_TRACE (SECCOMP_RET_TRACE | FILTER_DATA_SYSCALL)
+
+/* Traced whatever their arguments: every one carries a path, changes how
+ * paths resolve, or makes the step uncacheable. */
+static const int always_traced[] = {
+    __NR_open,           __NR_openat,      __NR_openat2,      __NR_creat,
+    __NR_stat,           __NR_lstat,       __NR_access,       __NR_faccessat,
+    __NR_faccessat2,     __NR_readlink,    __NR_readlinkat,   __NR_execve,
+    __NR_execveat,       __NR_getdents,    __NR_getdents64,   __NR_chdir,
+    __NR_fchdir,         __NR_rename,      __NR_renameat,     __NR_renameat2,
+    __NR_link,           __NR_linkat,      __NR_symlink,      __NR_symlinkat,
+    __NR_unlink,         __NR_unlinkat,    __NR_rmdir,        __NR_mkdir,
+    __NR_mkdirat,        __NR_mknod,       __NR_mknodat,      __NR_truncate,
+    __NR_ftruncate,      __NR_chmod,       __NR_fchmod,       __NR_fchmodat,
+    __NR_fchmodat2,      __NR_utime,       __NR_utimes,       __NR_futimesat,
+    __NR_utimensat,      __NR_setxattr,    __NR_lsetxattr,    __NR_fsetxattr,
+    __NR_setxattrat,     __NR_removexattr, __NR_lremovexattr, __NR_fremovexattr,
+    __NR_removexattrat,  __NR_connect,     __NR_setns,        __NR_chroot,
+    __NR_mount,          __NR_umount2,     __NR_pivot_root,   __NR_open_tree,
+    __NR_move_mount,     __NR_fsmount,     __NR_fspick,       __NR_mount_setattr,
+    __NR_open_tree_attr, __NR_ptrace,      __NR_clone3,       __NR_open_by_handle_at,
+};
+
+/* Reads of fd 0 (argument index of the source descriptor), traced only
+ * when stdin is a stream. */
+static const struct {
+	int nr, arg;
+} stdin_reads[] = {
+    {__NR_read, 0},     {__NR_readv, 0},   {__NR_pread64, 0},  {__NR_preadv, 0},
+    {__NR_preadv2, 0},  {__NR_splice, 0},  {__NR_sendfile, 1}, {__NR_copy_file_range, 0},
+    {__NR_recvfrom, 0}, {__NR_recvmsg, 0},
+};
+
+static void put(struct seccomp_program *p, struct sock_filter f)
+{
+	if (p->len >= FILTER_MAX_INSNS)
+		abort(); /* a programming error: the table above outgrew the array */
+	p->insns[p->len++] = f;
+}
+
+static void ld(struct seccomp_program *p, unsigned off)
+{
+	put(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, off));
+}
+
+static void ret(struct seccomp_program *p, unsigned v)
+{
+	put(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, v));
+}
+
+/* `if (A == k) goto next; else skip n` : emits a jeq whose false branch is
+ * patched by block_end. */
+static unsigned short block_begin(struct seccomp_program *p, int nr)
+{
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 0));
+	return (unsigned short)(p->len - 1);
+}
+
+static void block_end(struct seccomp_program *p, unsigned short at)
+{
+	unsigned span = p->len - at - 1u;
+	if (span > 255)
+		abort();
+	p->insns[at].jf = (unsigned char)span;
+}
+
+/* Every block below ends in a return on every path, so that the
+ * accumulator (overwritten by argument loads) never flows into the next
+ * block's nr comparison. */
+static void block_trace(struct seccomp_program *p, int nr)
+{
+	unsigned short b = block_begin(p, nr);
+	ret(p, RET_TRACE);
+	block_end(p, b);
+}
+
+/* Trace when (low word of arg i) & mask != 0. */
+static void block_trace_if_bits(struct seccomp_program *p, int nr, int arg, unsigned mask)
+{
+	unsigned short b = block_begin(p, nr);
+	ld(p, ARG_LO(arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1));
+	ret(p, RET_TRACE);
+	ret(p, SECCOMP_RET_ALLOW);
+	block_end(p, b);
+}
+
+/* Trace when the low word of arg i equals k (an int argument: the kernel
+ * uses the low 32 bits only). */
+static void block_trace_if_eq(struct seccomp_program *p, int nr, int arg, unsigned k)
+{
+	unsigned short b = block_begin(p, nr);
+	ld(p, ARG_LO(arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, 0, 1));
+	ret(p, RET_TRACE);
+	ret(p, SECCOMP_RET_ALLOW);
+	block_end(p, b);
+}
+
+/* Trace unless the 64-bit pointer arg i is NULL. */
+static void block_trace_if_nonnull(struct seccomp_program *p, int nr, int arg)
+{
+	unsigned short b = block_begin(p, nr);
+	ld(p, ARG_LO(arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
+	ld(p, ARG_HI(arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
+	ret(p, RET_TRACE);
+	ret(p, SECCOMP_RET_ALLOW);
+	block_end(p, b);
+}
+
+/* newfstatat/statx. Allowed only when provably a stat of a descriptor:
+ * AT_EMPTY_PATH with a NULL path (Linux >= 6.11 accepts that). AT_EMPTY_PATH
+ * with a non-NULL path is traced: the filter cannot see the string, and
+ * AT_EMPTY_PATH with a non-empty name is an ordinary lookup relative to
+ * dirfd. glibc's fstat() passes "" and so still stops once (the tracer
+ * resumes it without an exit stop). */
+static void block_stat(struct seccomp_program *p, int nr, int path_arg, int flags_arg)
+{
+	unsigned short b = block_begin(p, nr);
+	ld(p, ARG_LO(flags_arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, AT_EMPTY_PATH, 0, 4));
+	ld(p, ARG_LO(path_arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
+	ld(p, ARG_HI(path_arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
+	ret(p, RET_TRACE);
+	ret(p, SECCOMP_RET_ALLOW);
+	block_end(p, b);
+}
+
+void seccomp_filter_build(struct seccomp_program *p, int stdin_is_stream)
+{
+	p->len = 0;
+	/* The architecture first: a 32-bit int 0x80 call from this process uses
+	 * other syscall numbers, and the table below would misread them. */
+	ld(p, (unsigned)offsetof(struct seccomp_data, arch));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+	ret(p, SECCOMP_RET_TRACE | FILTER_DATA_ARCH);
+	ld(p, (unsigned)offsetof(struct seccomp_data, nr));
+	/* x32 calls pass the arch check with their own numbering. */
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, __X32_SYSCALL_BIT, 0, 1));
+	ret(p, SECCOMP_RET_TRACE | FILTER_DATA_X32);
+	/* io_uring would run opens and renames without any syscall we see;
+	 * ENOSYS makes liburing users fall back to plain syscalls. */
+	unsigned short b = block_begin(p, __NR_io_uring_setup);
+	ret(p, SECCOMP_RET_ERRNO | ENOSYS);
+	block_end(p, b);
+
+	for (size_t i = 0; i < sizeof always_traced / sizeof always_traced[0]; i++)
+		block_trace(p, always_traced[i]);
+	block_stat(p, __NR_newfstatat, 1, 3);
+	block_stat(p, __NR_statx, 1, 2);
+	block_trace_if_eq(p, __NR_prctl, 0, PR_SET_SECCOMP);
+	block_trace_if_eq(p, __NR_seccomp, 0, SECCOMP_SET_MODE_FILTER);
+	/* clone(): the low byte is the exit signal, so CLONE_NEWTIME (0x80)
+	 * cannot be asked for there. */
+	block_trace_if_bits(p, __NR_clone, 0,
+	                    CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+	                        CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP);
+	block_trace_if_bits(p, __NR_unshare, 0,
+	                    CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+	                        CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME);
+	/* sendto with a destination address reaches a host without connect(). */
+	block_trace_if_nonnull(p, __NR_sendto, 4);
+	if (stdin_is_stream)
+		for (size_t i = 0; i < sizeof stdin_reads / sizeof stdin_reads[0]; i++)
+			block_trace_if_eq(p, stdin_reads[i].nr, stdin_reads[i].arg, 0);
+	/* Everything else runs untouched. The kernel caches this verdict per
+	 * syscall number (the path to it reads only arch and nr), so untraced
+	 * calls do not even run the program. */
+	ret(p, SECCOMP_RET_ALLOW);
+}
+
+int seccomp_filter_install(const struct seccomp_program *prog)
+{
+	struct sock_fprog fprog = {.len = prog->len, .filter = (struct sock_filter *)prog->insns};
+	/* SPEC_ALLOW: without it some kernels force the speculative store
+	 * bypass mitigation on every filtered process, slowing the step down
+	 * for no reason of its own. */
+#ifdef SECCOMP_FILTER_FLAG_SPEC_ALLOW
+	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW,
+	            &fprog) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -1;
+#endif
+	return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog);
+}

@@ -1,0 +1,856 @@
+/*
+ * Syscall stops -> events. syscall_entry runs at the seccomp stop, before
+ * the kernel executes the call: it reads the arguments, resolves paths as
+ * the tracee would, records changes (TRACE_TOUCH must describe the state
+ * before the call) and decides whether the exit stop is worth its cost.
+ * syscall_exit records outcomes (errno, the descriptor an open returned).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cachet/digest.h"
+#include "cachet/path.h"
+#include "trace/classify.h"
+#include "trace/exec_image.h"
+#include "trace/tracer.h"
+
+#ifndef __X32_SYSCALL_BIT
+#define __X32_SYSCALL_BIT 0x40000000
+#endif
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+#ifndef __NR_setxattrat
+#define __NR_setxattrat 463
+#endif
+#ifndef __NR_removexattrat
+#define __NR_removexattrat 466
+#endif
+#ifndef __NR_open_tree_attr
+#define __NR_open_tree_attr 467
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+
+/* ---- paths ---------------------------------------------------------- */
+
+static const char *const always_ignored[] = {"/proc", "/sys", "/dev"};
+
+static int is_ignored(const struct tracer *tr, const char *path)
+{
+	for (size_t i = 0; i < sizeof always_ignored / sizeof always_ignored[0]; i++)
+		if (path_is_under(path, always_ignored[i]))
+			return 1;
+	const char *const *roots = tr->spec->ignore_roots;
+	for (size_t i = 0; roots && roots[i]; i++)
+		if (path_is_under(path, roots[i]))
+			return 1;
+	return 0;
+}
+
+/* The tracee's cwd, re-read from /proc only after some chdir. */
+static const char *cwd_of(struct tracer *tr, struct tracee *t)
+{
+	if (t->cwd_gen == tr->cwd_gen && t->cwd[0] == '/')
+		return t->cwd;
+	if (tracee_fd_path(t->tid, -1, t->cwd, sizeof t->cwd) < 0 || t->cwd[0] != '/') {
+		t->cwd[0] = '\0';
+		t->cwd_gen = 0;
+		return NULL;
+	}
+	t->cwd_gen = tr->cwd_gen;
+	return t->cwd;
+}
+
+/* out = base "/" rel (rel alone when absolute or base is NULL), tidied. */
+static int join(char *out, const char *base, const char *rel)
+{
+	size_t b = base && rel[0] != '/' ? strlen(base) : 0, r = strlen(rel);
+	if (b + r + 2 > TRACE_PATHBUF)
+		return -1;
+	if (b) {
+		memcpy(out, base, b);
+		out[b] = '/';
+		memcpy(out + b + 1, rel, r + 1);
+	} else {
+		memcpy(out, rel, r + 1);
+	}
+	path_tidy(out);
+	return 0;
+}
+
+/* Maps descriptor and cwd magic links (/proc/self/fd/N, /dev/fd/N,
+ * /proc/self/cwd/...) to what they point at in the tracee, then applies the
+ * ignored roots. Returns 1 to record, 0 for an ignored path (still in
+ * path), -1 when nothing sensible is named (a pipe, a closed descriptor). */
+static int demagic(struct tracer *tr, struct tracee *t, char *path, int follow_last)
+{
+	struct magic_ref m;
+	classify_magic_path(path, &m);
+	/* Without follow, a bare magic link is the link itself, under /proc
+	 * or /dev: ignored below. */
+	if (m.kind != MAGIC_NONE && (m.rest[0] || follow_last)) {
+		pid_t pid = m.pid ? m.pid : t->tid;
+		if (tracee_fd_path(pid, m.kind == MAGIC_FD ? m.fd : -1, tr->tmp, sizeof tr->tmp) <
+		        0 ||
+		    tr->tmp[0] != '/')
+			return -1;
+		size_t a = strlen(tr->tmp), b = strlen(m.rest);
+		if (a + b + 1 > TRACE_PATHBUF)
+			return -1;
+		memcpy(tr->tmp2, tr->tmp, a);
+		memcpy(tr->tmp2 + a, m.rest, b + 1);
+		memcpy(path, tr->tmp2, a + b + 1);
+		path_tidy(path);
+	}
+	return is_ignored(tr, path) ? 0 : 1;
+}
+
+/* Resolves (dirfd, raw) the way the tracee's lookup starts: against its cwd
+ * or the directory dirfd names. Result in out (never tr->tmp/tmp2);
+ * return value as for demagic. */
+static int resolve_at(struct tracer *tr, struct tracee *t, int dirfd, const char *raw,
+                      int follow_last, char *out)
+{
+	const char *base = NULL;
+	if (raw[0] != '/') {
+		if (dirfd == AT_FDCWD) {
+			base = cwd_of(tr, t);
+		} else if (tracee_fd_path(t->tid, dirfd, tr->tmp, sizeof tr->tmp) == 0) {
+			base = tr->tmp;
+		}
+		/* A deleted directory's link reads "/x (deleted)": lookups in it
+		 * fail anyway, and recording the text is harmless. */
+		if (!base || base[0] != '/')
+			return -1;
+	}
+	if (join(out, base, raw) < 0)
+		return -1;
+	return demagic(tr, t, out, follow_last);
+}
+
+/* The file a descriptor of the tracee refers to. */
+static int fd_target(struct tracer *tr, struct tracee *t, int fd, char *out)
+{
+	if (tracee_fd_path(t->tid, fd, out, TRACE_PATHBUF) < 0 || out[0] != '/')
+		return -1;
+	return is_ignored(tr, out) ? 0 : 1;
+}
+
+/* Replaces path by the file that its final-component symlinks lead to: an
+ * open without O_NOFOLLOW writes (or creates) the target, and the target is
+ * the output. Same return values as demagic. */
+static int follow_final(struct tracer *tr, char *path)
+{
+	for (int i = 0; i < 40; i++) {
+		struct stat st;
+		if (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode))
+			break;
+		ssize_t n = readlink(path, tr->tmp, sizeof tr->tmp - 1);
+		if (n <= 0)
+			break;
+		tr->tmp[n] = '\0';
+		if (tr->tmp[0] == '/') {
+			memcpy(tr->tmp2, tr->tmp, (size_t)n + 1);
+		} else {
+			const char *slash = strrchr(path, '/');
+			size_t d = slash ? (size_t)(slash - path) : 0;
+			if (d + (size_t)n + 2 > TRACE_PATHBUF)
+				return -1;
+			memcpy(tr->tmp2, path, d);
+			tr->tmp2[d] = '/';
+			memcpy(tr->tmp2 + d + 1, tr->tmp, (size_t)n + 1);
+		}
+		strcpy(path, tr->tmp2);
+		path_tidy(path);
+	}
+	return is_ignored(tr, path) ? 0 : 1;
+}
+
+static int read_str(struct tracee *t, uint64_t addr, char *out)
+{
+	if (!addr)
+		return -1;
+	return tracee_read_string(t->tid, addr, out, PATH_MAX);
+}
+
+/* ---- events --------------------------------------------------------- */
+
+static void emit(struct tracer *tr, struct tracee *t, enum trace_event_kind kind, unsigned flags,
+                 int err, const char *path, const struct stat *st)
+{
+	struct trace_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.kind = kind;
+	ev.flags = flags;
+	ev.err = err;
+	ev.pid = t->tid;
+	ev.path = (char *)path;
+	if (st)
+		file_id_from_stat(st, &ev.id);
+	event_log_add(&tr->log, &ev);
+}
+
+/* The first change of path. keeps_content: the call leaves the old bytes
+ * in place or moves them elsewhere (append, chmod, rename's source...), so
+ * the output depends on them: they are read, and hashed now, while they
+ * still exist. */
+static void touch(struct tracer *tr, struct tracee *t, const char *path, int keeps_content)
+{
+	if (event_log_was_touched(&tr->log, path))
+		return;
+	struct trace_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.kind = TRACE_TOUCH;
+	ev.pid = t->tid;
+	ev.path = (char *)path;
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		ev.pre_exists = 1;
+		file_id_from_stat(&st, &ev.pre_id);
+		if (S_ISREG(st.st_mode)) {
+			if (keeps_content)
+				emit(tr, t, TRACE_READ, 0, 0, path, &st);
+			struct error e;
+			if (event_log_was_read(&tr->log, path) &&
+			    digest_file(path, &ev.pre_digest, NULL, &e) == 0)
+				ev.has_pre_digest = 1;
+		}
+	}
+	event_log_touch(&tr->log, &ev);
+}
+
+/* The source of a hard link: its bytes live on under the new name. */
+static void read_pre(struct tracer *tr, struct tracee *t, const char *path)
+{
+	struct stat st;
+	if (event_log_was_touched(&tr->log, path) || lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	emit(tr, t, TRACE_READ, 0, 0, path, &st);
+}
+
+void tracer_mark_uncacheable(struct tracer *tr, const char *reason)
+{
+	if (!tr->uncacheable)
+		tr->uncacheable = reason;
+}
+
+/* ---- entry handlers ------------------------------------------------- */
+
+static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
+                              uint64_t oflags, uint64_t resolve)
+{
+	struct pending *p = &t->p;
+	struct open_class c;
+	classify_open(oflags, resolve, &c);
+	if (read_str(t, addr, tr->raw) < 0 || !tr->raw[0])
+		return RESUME_CONT;
+	if (resolve_at(tr, t, dirfd, tr->raw, c.follow_last, p->path) <= 0)
+		return RESUME_CONT;
+	p->has_path = 1;
+	p->flags = c.flags;
+	struct stat st;
+	switch (c.kind) {
+	case OPEN_KIND_READ:
+		p->what = PEND_OPEN_READ;
+		break;
+	case OPEN_KIND_PATH:
+	case OPEN_KIND_TMPFILE:
+		/* O_TMPFILE names no file until linkat gives it one (a TOUCH
+		 * then); the directory is a lookup. */
+		p->what = PEND_PROBE;
+		break;
+	case OPEN_KIND_CREATE:
+		/* O_RDONLY|O_CREAT on an existing file changes nothing. */
+		if ((c.follow_last ? stat(p->path, &st) : lstat(p->path, &st)) == 0) {
+			p->what = PEND_OPEN_READ;
+			break;
+		}
+		/* it creates the file: */
+		__attribute__((fallthrough));
+	case OPEN_KIND_WRITE:
+		strcpy(tr->path2, p->path);
+		if (!c.follow_last || follow_final(tr, tr->path2) > 0)
+			touch(tr, t, tr->path2, c.kind == OPEN_KIND_WRITE && c.keeps_content);
+		p->what = PEND_OPEN_WRITE;
+		break;
+	}
+	return RESUME_SYSCALL;
+}
+
+/* stat family and access family. */
+static enum resume entry_probe(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
+                               uint64_t at_flags, unsigned extra)
+{
+	struct pending *p = &t->p;
+	/* NULL or "" (with AT_EMPTY_PATH: a stat of dirfd; without: ENOENT
+	 * whatever the file system holds): no lookup to record. */
+	if (read_str(t, addr, tr->raw) < 0 || !tr->raw[0])
+		return RESUME_CONT;
+	unsigned flags = classify_at_flags(at_flags) | extra;
+	if (resolve_at(tr, t, dirfd, tr->raw, !(flags & TRACE_F_NOFOLLOW), p->path) <= 0)
+		return RESUME_CONT;
+	p->what = PEND_PROBE;
+	p->flags = flags;
+	p->has_path = 1;
+	return RESUME_SYSCALL;
+}
+
+/* readlink: the outcome is taken at entry, by the same readlink of the
+ * resolved path from the tracer, without an exit stop. cc1's realpath()
+ * makes ~1,500 readlinks per compile, nearly all failing with EINVAL: the
+ * exit stops would be a third of all stops. The tracer shares the step's
+ * uid, root and mounts (anything else makes the step uncacheable), so only
+ * a concurrent change of the link between the two lookups could make them
+ * differ, and src/key takes a READLINK's value after the run anyway. */
+static enum resume entry_readlink(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr)
+{
+	if (read_str(t, addr, tr->raw) < 0)
+		return RESUME_CONT;
+	/* readlinkat(fd, "") reads the symlink an O_PATH|O_NOFOLLOW fd holds. */
+	int rc = tr->raw[0] ? resolve_at(tr, t, dirfd, tr->raw, 0, tr->path2)
+	                    : fd_target(tr, t, dirfd, tr->path2);
+	if (rc <= 0)
+		return RESUME_CONT;
+	int err = readlink(tr->path2, tr->tmp, sizeof tr->tmp) < 0 ? errno : 0;
+	emit(tr, t, TRACE_READLINK, TRACE_F_NOFOLLOW, err, tr->path2, NULL);
+	return RESUME_CONT;
+}
+
+static void entry_getdents(struct tracer *tr, struct tracee *t, int fd)
+{
+	/* One LIST per directory: the log drops the repeats. */
+	if (fd_target(tr, t, fd, tr->path2) > 0)
+		emit(tr, t, TRACE_LIST, 0, 0, tr->path2, NULL);
+}
+
+static enum resume entry_exec(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
+                              uint64_t at_flags)
+{
+	struct pending *p = &t->p;
+	/* Always pending, even for an ignored path: a script in the private
+	 * TMPDIR still has an interpreter to record. */
+	p->what = PEND_EXEC;
+	p->flags = TRACE_F_EXECUTE | classify_at_flags(at_flags);
+	p->path[0] = '\0';
+	if (read_str(t, addr, tr->raw) == 0) {
+		int rc = classify_is_fd_op(at_flags, 0, !tr->raw[0])
+		             ? fd_target(tr, t, dirfd, p->path)
+		             : resolve_at(tr, t, dirfd, tr->raw, !(p->flags & TRACE_F_NOFOLLOW),
+		                          p->path);
+		p->has_path = rc > 0;
+		if (rc < 0)
+			p->path[0] = '\0';
+	}
+	return RESUME_SYSCALL;
+}
+
+static enum resume entry_chdir(struct tracer *tr, struct tracee *t, uint64_t addr)
+{
+	struct pending *p = &t->p;
+	p->what = PEND_CHDIR;
+	p->flags = TRACE_F_DIRECTORY;
+	if (read_str(t, addr, tr->raw) == 0 && tr->raw[0])
+		p->has_path = resolve_at(tr, t, AT_FDCWD, tr->raw, 1, p->path) > 0;
+	return RESUME_SYSCALL;
+}
+
+static enum resume entry_rename(struct tracer *tr, struct tracee *t, int olddir, uint64_t oldp,
+                                int newdir, uint64_t newp, uint64_t flags)
+{
+	struct rename_class rc;
+	classify_rename(flags, &rc);
+	if (read_str(t, oldp, tr->raw) < 0 || read_str(t, newp, tr->raw2) < 0)
+		return RESUME_CONT;
+	/* Both names are resolved before either is touched: hashing the
+	 * source must not move scratch space under the target. The pending
+	 * buffer is free: nothing is pending. */
+	int r1 = tr->raw[0] ? resolve_at(tr, t, olddir, tr->raw, 0, t->p.path) : -1;
+	int r2 = tr->raw2[0] ? resolve_at(tr, t, newdir, tr->raw2, 0, tr->path2) : -1;
+	if (r1 > 0)
+		touch(tr, t, t->p.path, rc.old_keeps);
+	if (r2 > 0)
+		touch(tr, t, tr->path2, rc.new_keeps);
+	return RESUME_CONT;
+}
+
+static enum resume entry_link(struct tracer *tr, struct tracee *t, int olddir, uint64_t oldp,
+                              int newdir, uint64_t newp, uint64_t flags)
+{
+	if (read_str(t, oldp, tr->raw) < 0 || read_str(t, newp, tr->raw2) < 0)
+		return RESUME_CONT;
+	/* linkat(fd, "", AT_EMPTY_PATH) names an O_TMPFILE file ("/d/#123
+	 * (deleted)" in /proc): no such path, so read_pre finds nothing. */
+	int r1 =
+	    classify_is_fd_op(flags, 0, !tr->raw[0])
+	        ? fd_target(tr, t, olddir, t->p.path)
+	        : resolve_at(tr, t, olddir, tr->raw, (flags & AT_SYMLINK_FOLLOW) != 0, t->p.path);
+	int r2 = tr->raw2[0] ? resolve_at(tr, t, newdir, tr->raw2, 0, tr->path2) : -1;
+	if (r1 > 0)
+		read_pre(tr, t, t->p.path);
+	if (r2 > 0)
+		touch(tr, t, tr->path2, 0);
+	return RESUME_CONT;
+}
+
+static enum resume change_fd(struct tracer *tr, struct tracee *t, int fd, int keeps)
+{
+	if (fd_target(tr, t, fd, t->p.path) > 0)
+		touch(tr, t, t->p.path, keeps);
+	return RESUME_CONT;
+}
+
+/* A change of the name at (dirfd, addr); follow: the call acts on the
+ * target of a final symlink (chmod, truncate) rather than the link. */
+static enum resume change_at(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
+                             int follow, int keeps)
+{
+	if (read_str(t, addr, tr->raw) < 0 || !tr->raw[0])
+		return RESUME_CONT;
+	if (resolve_at(tr, t, dirfd, tr->raw, follow, t->p.path) <= 0)
+		return RESUME_CONT;
+	if (follow && follow_final(tr, t->p.path) <= 0)
+		return RESUME_CONT;
+	touch(tr, t, t->p.path, keeps);
+	return RESUME_CONT;
+}
+
+/* fchmodat2, setxattrat, removexattrat: AT_ flags, AT_EMPTY_PATH = the fd. */
+static enum resume change_at_flags(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
+                                   uint64_t at_flags, int keeps)
+{
+	if (addr && read_str(t, addr, tr->raw) < 0)
+		return RESUME_CONT;
+	if (classify_is_fd_op(at_flags, addr == 0, addr && !tr->raw[0]))
+		return change_fd(tr, t, dirfd, keeps);
+	return change_at(tr, t, dirfd, addr, !(at_flags & AT_SYMLINK_NOFOLLOW), keeps);
+}
+
+enum times_kind { TIMES_UTIMBUF, TIMES_TIMEVAL, TIMES_TIMESPEC };
+
+/* utime, utimes, futimesat, utimensat: a change that keeps the content,
+ * plus TRACE_SET_MTIME when the mtime given is explicit. */
+static enum resume entry_utimes(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
+                                uint64_t times, enum times_kind kind, uint64_t at_flags)
+{
+	int sets = 0;
+	if (times) {
+		if (kind == TIMES_TIMESPEC) {
+			struct timespec ts[2];
+			if (tracee_read(t->tid, times, ts, sizeof ts) == 0)
+				sets = classify_utimens_sets_mtime(ts);
+		} else {
+			sets = 1; /* utime/utimes have no UTIME_NOW/OMIT */
+		}
+	}
+	if (addr && read_str(t, addr, tr->raw) < 0)
+		return RESUME_CONT;
+	int fd_op = kind == TIMES_TIMESPEC
+	                ? classify_is_fd_op(at_flags, addr == 0, addr && !tr->raw[0])
+	                : addr == 0; /* futimesat(fd, NULL, ...) */
+	int rc;
+	if (fd_op) {
+		rc = fd_target(tr, t, dirfd, t->p.path);
+	} else {
+		if (!tr->raw[0])
+			return RESUME_CONT;
+		int follow = !(at_flags & AT_SYMLINK_NOFOLLOW);
+		rc = resolve_at(tr, t, dirfd, tr->raw, follow, t->p.path);
+		if (rc > 0 && follow)
+			rc = follow_final(tr, t->p.path);
+	}
+	if (rc <= 0)
+		return RESUME_CONT;
+	touch(tr, t, t->p.path, 1);
+	if (sets)
+		emit(tr, t, TRACE_SET_MTIME, 0, 0, t->p.path, NULL);
+	return RESUME_CONT;
+}
+
+static enum resume entry_connect(struct tracer *tr, struct tracee *t, uint64_t addr, uint64_t len)
+{
+	struct pending *p = &t->p;
+	unsigned char sa[sizeof(struct sockaddr_un) + 1];
+	size_t n = len < sizeof sa - 1 ? (size_t)len : sizeof sa - 1;
+	if (!addr || n < sizeof(sa_family_t) || tracee_read(t->tid, addr, sa, n) < 0)
+		return RESUME_CONT;
+	sa[n] = '\0';
+	switch (classify_sockaddr(sa, n)) {
+	case NET_LOCAL:
+		return RESUME_CONT;
+	case NET_UNIX: {
+		/* A socket under an ignored root (the private TMPDIR) joins
+		 * processes of the step itself. */
+		const char *sun = (const char *)sa + offsetof(struct sockaddr_un, sun_path);
+		if (resolve_at(tr, t, AT_FDCWD, sun, 1, p->path) == 0)
+			return RESUME_CONT;
+		break;
+	}
+	case NET_REMOTE:
+		break;
+	}
+	p->what = PEND_CONNECT;
+	p->reason = "network connection";
+	return RESUME_SYSCALL;
+}
+
+static enum resume pend_uncacheable(struct tracee *t, const char *reason)
+{
+	t->p.what = PEND_UNCACHEABLE;
+	t->p.reason = reason;
+	return RESUME_SYSCALL;
+}
+
+static void entry_stdin_read(struct tracer *tr, struct tracee *t)
+{
+	struct stat st;
+	if (!tr->have_stdin_id || tr->uncacheable)
+		return;
+	/* Only while fd 0 is still the step's original stdin: a shell that
+	 * redirected `< file` reads a file, which is an ordinary READ. */
+	if (tracee_fd_stat(t->tid, 0, &st) == 0 && st.st_dev == tr->stdin_dev &&
+	    st.st_ino == tr->stdin_ino)
+		tracer_mark_uncacheable(tr, "reads stdin stream");
+}
+
+enum resume syscall_entry(struct tracer *tr, struct tracee *t,
+                          const struct __ptrace_syscall_info *si)
+{
+	if (si->op != PTRACE_SYSCALL_INFO_SECCOMP)
+		return RESUME_CONT;
+	if (si->arch != AUDIT_ARCH_X86_64) {
+		tracer_mark_uncacheable(tr, "32-bit syscall");
+		return RESUME_CONT;
+	}
+	uint64_t nr = si->seccomp.nr;
+	if (nr & __X32_SYSCALL_BIT) {
+		tracer_mark_uncacheable(tr, "x32 syscall");
+		return RESUME_CONT;
+	}
+	const uint64_t *a = si->seccomp.args;
+	struct pending *p = &t->p;
+	p->what = PEND_NONE;
+	p->flags = 0;
+	p->has_path = 0;
+	p->reason = NULL;
+
+	switch (nr) {
+	case __NR_open:
+		return entry_open(tr, t, AT_FDCWD, a[0], a[1], 0);
+	case __NR_openat:
+		return entry_open(tr, t, (int)a[0], a[1], a[2], 0);
+	case __NR_creat:
+		return entry_open(tr, t, AT_FDCWD, a[0], O_CREAT | O_WRONLY | O_TRUNC, 0);
+	case __NR_openat2: {
+		struct open_how how;
+		memset(&how, 0, sizeof how);
+		size_t n = a[3] < sizeof how ? (size_t)a[3] : sizeof how;
+		if (n < sizeof how.flags || tracee_read(t->tid, a[2], &how, n) < 0)
+			return RESUME_CONT;
+		return entry_open(tr, t, (int)a[0], a[1], how.flags, how.resolve);
+	}
+	case __NR_stat:
+		return entry_probe(tr, t, AT_FDCWD, a[0], 0, 0);
+	case __NR_lstat:
+		return entry_probe(tr, t, AT_FDCWD, a[0], AT_SYMLINK_NOFOLLOW, 0);
+	case __NR_newfstatat:
+		return entry_probe(tr, t, (int)a[0], a[1], a[3], 0);
+	case __NR_statx:
+		return entry_probe(tr, t, (int)a[0], a[1], a[2], 0);
+	case __NR_access:
+		return entry_probe(tr, t, AT_FDCWD, a[0], 0, classify_access_mode(a[1]));
+	case __NR_faccessat: /* the syscall has no flags argument */
+		return entry_probe(tr, t, (int)a[0], a[1], 0, classify_access_mode(a[2]));
+	case __NR_faccessat2:
+		return entry_probe(tr, t, (int)a[0], a[1], a[3], classify_access_mode(a[2]));
+	case __NR_readlink:
+		return entry_readlink(tr, t, AT_FDCWD, a[0]);
+	case __NR_readlinkat:
+		return entry_readlink(tr, t, (int)a[0], a[1]);
+	case __NR_getdents:
+	case __NR_getdents64:
+		entry_getdents(tr, t, (int)a[0]);
+		return RESUME_CONT;
+	case __NR_execve:
+		return entry_exec(tr, t, AT_FDCWD, a[0], 0);
+	case __NR_execveat:
+		return entry_exec(tr, t, (int)a[0], a[1], a[4]);
+	case __NR_chdir:
+		return entry_chdir(tr, t, a[0]);
+	case __NR_fchdir:
+		p->what = PEND_CHDIR;
+		return RESUME_SYSCALL;
+	case __NR_rename:
+		return entry_rename(tr, t, AT_FDCWD, a[0], AT_FDCWD, a[1], 0);
+	case __NR_renameat:
+		return entry_rename(tr, t, (int)a[0], a[1], (int)a[2], a[3], 0);
+	case __NR_renameat2:
+		return entry_rename(tr, t, (int)a[0], a[1], (int)a[2], a[3], a[4]);
+	case __NR_link: /* link(2) does not follow a symlink source on Linux */
+		return entry_link(tr, t, AT_FDCWD, a[0], AT_FDCWD, a[1], 0);
+	case __NR_linkat:
+		return entry_link(tr, t, (int)a[0], a[1], (int)a[2], a[3], a[4]);
+	case __NR_symlink:
+		return change_at(tr, t, AT_FDCWD, a[1], 0, 0);
+	case __NR_symlinkat:
+		return change_at(tr, t, (int)a[1], a[2], 0, 0);
+	case __NR_unlink:
+	case __NR_rmdir:
+	case __NR_mkdir:
+	case __NR_mknod:
+		return change_at(tr, t, AT_FDCWD, a[0], 0, 0);
+	case __NR_unlinkat:
+	case __NR_mkdirat:
+	case __NR_mknodat:
+		return change_at(tr, t, (int)a[0], a[1], 0, 0);
+	case __NR_truncate: /* a shorter file keeps a prefix of the old bytes */
+		return change_at(tr, t, AT_FDCWD, a[0], 1, (int64_t)a[1] > 0);
+	case __NR_ftruncate:
+		return change_fd(tr, t, (int)a[0], (int64_t)a[1] > 0);
+	case __NR_chmod:
+		return change_at(tr, t, AT_FDCWD, a[0], 1, 1);
+	case __NR_fchmodat:
+		return change_at(tr, t, (int)a[0], a[1], 1, 1);
+	case __NR_fchmodat2:
+		return change_at_flags(tr, t, (int)a[0], a[1], a[3], 1);
+	case __NR_fchmod:
+	case __NR_fsetxattr:
+	case __NR_fremovexattr:
+		return change_fd(tr, t, (int)a[0], 1);
+	case __NR_utime:
+		return entry_utimes(tr, t, AT_FDCWD, a[0], a[1], TIMES_UTIMBUF, 0);
+	case __NR_utimes:
+		return entry_utimes(tr, t, AT_FDCWD, a[0], a[1], TIMES_TIMEVAL, 0);
+	case __NR_futimesat:
+		return entry_utimes(tr, t, (int)a[0], a[1], a[2], TIMES_TIMEVAL, 0);
+	case __NR_utimensat:
+		return entry_utimes(tr, t, (int)a[0], a[1], a[2], TIMES_TIMESPEC, a[3]);
+	case __NR_setxattr:
+	case __NR_removexattr:
+		return change_at(tr, t, AT_FDCWD, a[0], 1, 1);
+	case __NR_lsetxattr:
+	case __NR_lremovexattr:
+		return change_at(tr, t, AT_FDCWD, a[0], 0, 1);
+	case __NR_setxattrat:
+	case __NR_removexattrat:
+		return change_at_flags(tr, t, (int)a[0], a[1], a[2], 1);
+	case __NR_connect:
+		return entry_connect(tr, t, a[1], a[2]);
+	case __NR_sendto:
+		return entry_connect(tr, t, a[4], a[5]);
+	case __NR_clone:
+		if (!classify_new_namespace(a[0], 1))
+			return RESUME_CONT;
+		return pend_uncacheable(t, "new namespace");
+	case __NR_unshare:
+		if (!classify_new_namespace(a[0], 0))
+			return RESUME_CONT;
+		return pend_uncacheable(t, "new namespace");
+	case __NR_clone3: {
+		uint64_t flags;
+		/* glibc creates every thread with clone3: one cheap stop each. */
+		if (a[1] < sizeof flags || tracee_read(t->tid, a[0], &flags, sizeof flags) < 0 ||
+		    !classify_new_namespace(flags, 0))
+			return RESUME_CONT;
+		return pend_uncacheable(t, "new namespace");
+	}
+	case __NR_setns:
+		return pend_uncacheable(t, "new namespace");
+	case __NR_chroot:
+		return pend_uncacheable(t, "chroot");
+	case __NR_open_tree:
+	case __NR_open_tree_attr:
+		/* Without OPEN_TREE_CLONE it is an O_PATH open, not a mount. */
+		if (!(a[2] & OPEN_TREE_CLONE))
+			return RESUME_CONT;
+		return pend_uncacheable(t, "mount");
+	case __NR_mount:
+	case __NR_umount2:
+	case __NR_pivot_root:
+	case __NR_move_mount:
+	case __NR_fsmount:
+	case __NR_fspick:
+	case __NR_mount_setattr:
+		return pend_uncacheable(t, "mount");
+	case __NR_ptrace:
+		/* Even a failed attempt: the tool behaves differently under a
+		 * tracer (LeakSanitizer, gdb) than in a plain run. */
+		tracer_mark_uncacheable(tr, "ptrace by the step");
+		return RESUME_CONT;
+	case __NR_seccomp:
+		if (a[0] != SECCOMP_SET_MODE_FILTER)
+			return RESUME_CONT;
+		return pend_uncacheable(t, "foreign seccomp filter");
+	case __NR_prctl:
+		if (a[0] != PR_SET_SECCOMP || a[1] != SECCOMP_MODE_FILTER)
+			return RESUME_CONT;
+		return pend_uncacheable(t, "foreign seccomp filter");
+	case __NR_open_by_handle_at:
+		tracer_mark_uncacheable(tr, "open by handle");
+		return RESUME_CONT;
+	case __NR_read:
+	case __NR_readv:
+	case __NR_pread64:
+	case __NR_preadv:
+	case __NR_preadv2:
+	case __NR_splice:
+	case __NR_sendfile:
+	case __NR_copy_file_range:
+	case __NR_recvfrom:
+	case __NR_recvmsg:
+		entry_stdin_read(tr, t);
+		return RESUME_CONT;
+	default:
+		return RESUME_CONT;
+	}
+}
+
+/* ---- exit ----------------------------------------------------------- */
+
+void syscall_exit(struct tracer *tr, struct tracee *t, const struct __ptrace_syscall_info *si)
+{
+	struct pending *p = &t->p;
+	enum pending_what what = p->what;
+	p->what = PEND_NONE;
+	if (si->op != PTRACE_SYSCALL_INFO_EXIT || what == PEND_NONE)
+		return;
+	int64_t rv = si->exit.rval;
+	/* Interrupted and about to be restarted: the restart stops at entry
+	 * again and its outcome is the one the step sees. */
+	if (classify_is_restart(rv))
+		return;
+	int err = si->exit.is_error ? (int)-rv : 0;
+	struct stat st;
+	switch (what) {
+	case PEND_NONE:
+		break;
+	case PEND_OPEN_READ:
+		if (err)
+			emit(tr, t, TRACE_PROBE, p->flags, err, p->path, NULL);
+		else if (tracee_fd_stat(t->tid, (int)rv, &st) == 0 && S_ISREG(st.st_mode))
+			emit(tr, t, TRACE_READ, p->flags, 0, p->path, &st);
+		else /* a directory (listed through getdents), FIFO, device */
+			emit(tr, t, TRACE_PROBE, p->flags, 0, p->path, NULL);
+		break;
+	case PEND_OPEN_WRITE:
+		if (err)
+			emit(tr, t, TRACE_PROBE, p->flags, err, p->path, NULL);
+		break;
+	case PEND_PROBE:
+		emit(tr, t, TRACE_PROBE, p->flags, err, p->path, NULL);
+		break;
+	case PEND_EXEC: /* success never gets here: see syscall_exec_done */
+		if (err && p->has_path)
+			emit(tr, t, TRACE_PROBE, p->flags, err, p->path, NULL);
+		break;
+	case PEND_CHDIR:
+		if (p->has_path)
+			emit(tr, t, TRACE_PROBE, p->flags, err, p->path, NULL);
+		if (!err)
+			tr->cwd_gen++;
+		break;
+	case PEND_UNCACHEABLE:
+		if (!err)
+			tracer_mark_uncacheable(tr, p->reason);
+		break;
+	case PEND_CONNECT:
+		if (!err || err == EINPROGRESS)
+			tracer_mark_uncacheable(tr, p->reason);
+		break;
+	}
+}
+
+/* ---- exec ----------------------------------------------------------- */
+
+static void emit_stat(struct tracer *tr, struct tracee *t, enum trace_event_kind kind,
+                      const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) == 0)
+		emit(tr, t, kind, 0, 0, path, &st);
+}
+
+/* The "#!" chain from path: each script is READ, each interpreter EXEC
+ * (the kernel opens them with no syscall of the step's). Uses tr->raw2,
+ * tr->path2 and tr->path3. */
+static void exec_scripts(struct tracer *tr, struct tracee *t, const char *path, int record)
+{
+	char head[EXEC_HEAD_LEN];
+	const char *cur = path;
+	/* The kernel allows 4 levels of interpreters (BINPRM_MAX_RECURSION). */
+	for (int depth = 0; depth < 5; depth++) {
+		long n = exec_image_read_head(cur, head);
+		if (n < 2 || !shebang_interpreter(head, (size_t)n, tr->raw2, PATH_MAX))
+			break;
+		if (record)
+			emit_stat(tr, t, TRACE_READ, cur);
+		/* The kernel opens the interpreter name as given: relative to the
+		 * cwd when it is relative. */
+		int rc = resolve_at(tr, t, AT_FDCWD, tr->raw2, 1, tr->path3);
+		if (rc < 0)
+			break;
+		record = rc > 0;
+		if (record)
+			emit_stat(tr, t, TRACE_EXEC, tr->path3);
+		strcpy(tr->path2, tr->path3);
+		cur = tr->path2;
+	}
+}
+
+void syscall_exec_done(struct tracer *tr, struct tracee *t)
+{
+	struct pending *p = &t->p;
+	int known = p->what == PEND_EXEC && p->path[0];
+	int record = known && p->has_path;
+	p->what = PEND_NONE;
+	char exe[64];
+	snprintf(exe, sizeof exe, "/proc/%d/exe", (int)t->tid);
+	struct stat exe_st;
+	int have_exe = stat(exe, &exe_st) == 0;
+	if (have_exe && classify_setuid_mode(exe_st.st_mode))
+		tracer_mark_uncacheable(tr, "setuid executable");
+	if (!known) {
+		/* No entry stop seen (cannot happen with the filter above, but a
+		 * missing EXEC would be a silent hole): take the kernel's word. */
+		ssize_t n = readlink(exe, p->path, sizeof p->path - 1);
+		if (n <= 0)
+			return;
+		p->path[n] = '\0';
+		record = !is_ignored(tr, p->path);
+	}
+	/* The program itself: a script's own bytes, else the binary the
+	 * kernel mapped (/proc/PID/exe: immune to a rename since). */
+	if (record) {
+		char head[EXEC_HEAD_LEN];
+		long n = exec_image_read_head(p->path, head);
+		struct stat st;
+		if (n >= 2 && shebang_interpreter(head, (size_t)n, tr->raw2, PATH_MAX))
+			emit_stat(tr, t, TRACE_EXEC, p->path);
+		else if (have_exe)
+			emit(tr, t, TRACE_EXEC, 0, 0, p->path, &exe_st);
+		else if (stat(p->path, &st) == 0)
+			emit(tr, t, TRACE_EXEC, 0, 0, p->path, &st);
+	}
+	exec_scripts(tr, t, p->path, record);
+	/* The ELF interpreter (ld.so) of the final program. */
+	int fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	int rc = elf_interpreter(fd, tr->raw2, PATH_MAX);
+	close(fd);
+	if (rc == 1 && resolve_at(tr, t, AT_FDCWD, tr->raw2, 1, tr->path3) > 0)
+		emit_stat(tr, t, TRACE_EXEC, tr->path3);
+}

@@ -1,0 +1,233 @@
+#include "trace/tracee.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "cachet/buf.h"
+
+#define PAGE 4096u
+
+static size_t slot_of(pid_t tid, size_t cap)
+{
+	return ((size_t)(unsigned)tid * 0x9E3779B1u) & (cap - 1);
+}
+
+void tracee_table_init(struct tracee_table *t)
+{
+	t->cap = 64;
+	t->n = 0;
+	t->slots = xcalloc(t->cap, sizeof *t->slots);
+}
+
+void tracee_table_free(struct tracee_table *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->slots[i]);
+	free(t->slots);
+	memset(t, 0, sizeof *t);
+}
+
+struct tracee *tracee_find(const struct tracee_table *t, pid_t tid)
+{
+	for (size_t i = slot_of(tid, t->cap);; i = (i + 1) & (t->cap - 1)) {
+		struct tracee *r = t->slots[i];
+		if (!r)
+			return NULL;
+		if (r->tid == tid)
+			return r;
+	}
+}
+
+static void insert(struct tracee_table *t, struct tracee *r)
+{
+	size_t i = slot_of(r->tid, t->cap);
+	while (t->slots[i])
+		i = (i + 1) & (t->cap - 1);
+	t->slots[i] = r;
+	t->n++;
+}
+
+static void grow(struct tracee_table *t)
+{
+	struct tracee **old = t->slots;
+	size_t oldcap = t->cap;
+	t->cap *= 2;
+	t->n = 0;
+	t->slots = xcalloc(t->cap, sizeof *t->slots);
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			insert(t, old[i]);
+	free(old);
+}
+
+struct tracee *tracee_add(struct tracee_table *t, pid_t tid)
+{
+	if ((t->n + 1) * 2 > t->cap)
+		grow(t);
+	struct tracee *r = xmalloc(sizeof *r);
+	r->tid = tid;
+	r->started = 0;
+	r->cwd_gen = 0;
+	r->cwd[0] = '\0';
+	r->p.what = PEND_NONE;
+	r->p.has_path = 0;
+	insert(t, r);
+	return r;
+}
+
+/* Removes slot i and re-inserts the rest of its probe run (linear probing
+ * has no tombstones this way). Returns the removed record. */
+static struct tracee *take_slot(struct tracee_table *t, size_t i)
+{
+	struct tracee *r = t->slots[i];
+	t->slots[i] = NULL;
+	t->n--;
+	for (size_t j = (i + 1) & (t->cap - 1); t->slots[j]; j = (j + 1) & (t->cap - 1)) {
+		struct tracee *m = t->slots[j];
+		t->slots[j] = NULL;
+		t->n--;
+		insert(t, m);
+	}
+	return r;
+}
+
+static struct tracee *detach(struct tracee_table *t, pid_t tid)
+{
+	for (size_t i = slot_of(tid, t->cap);; i = (i + 1) & (t->cap - 1)) {
+		struct tracee *r = t->slots[i];
+		if (!r)
+			return NULL;
+		if (r->tid == tid)
+			return take_slot(t, i);
+	}
+}
+
+void tracee_remove(struct tracee_table *t, pid_t tid)
+{
+	free(detach(t, tid));
+}
+
+struct tracee *tracee_rekey(struct tracee_table *t, pid_t old_tid, pid_t new_tid)
+{
+	struct tracee *r = detach(t, old_tid);
+	if (!r)
+		return NULL;
+	free(detach(t, new_tid));
+	r->tid = new_tid;
+	insert(t, r);
+	return r;
+}
+
+/* process_vm_readv needs the same permission as ptrace attach, which the
+ * tracer has; /proc/<tid>/mem is the fallback for kernels or sandboxes where
+ * it fails (ENOSYS, EPERM under some LSMs). */
+static int read_proc_mem(pid_t tid, uint64_t addr, void *out, size_t len)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/mem", (int)tid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t r = pread(fd, out, len, (off_t)addr);
+	close(fd);
+	return r == (ssize_t)len ? 0 : -1;
+}
+
+int tracee_read(pid_t tid, uint64_t addr, void *out, size_t len)
+{
+	struct iovec local = {out, len}, remote = {(void *)(uintptr_t)addr, len};
+	ssize_t r = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+	if (r == (ssize_t)len)
+		return 0;
+	if (r < 0 && (errno == ENOSYS || errno == EPERM))
+		return read_proc_mem(tid, addr, out, len);
+	return -1;
+}
+
+int tracee_read_string(pid_t tid, uint64_t addr, char *out, size_t cap)
+{
+	size_t got = 0;
+	while (got + 1 < cap) {
+		uint64_t at = addr + got;
+		size_t chunk = PAGE - (size_t)(at % PAGE);
+		if (chunk > cap - 1 - got)
+			chunk = cap - 1 - got;
+		if (tracee_read(tid, at, out + got, chunk) < 0)
+			return -1;
+		char *nul = memchr(out + got, '\0', chunk);
+		if (nul)
+			return 0;
+		got += chunk;
+	}
+	return -1;
+}
+
+int tracee_fd_path(pid_t tid, int fd, char *out, size_t cap)
+{
+	char p[64];
+	if (fd < 0)
+		snprintf(p, sizeof p, "/proc/%d/cwd", (int)tid);
+	else
+		snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)tid, fd);
+	ssize_t n = readlink(p, out, cap - 1);
+	if (n < 0 || (size_t)n >= cap - 1)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
+int tracee_fd_stat(pid_t tid, int fd, void *statbuf)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)tid, fd);
+	return stat(p, statbuf);
+}
+
+/* The text of /proc/<tid>/stat after "(comm) ", which may itself hold
+ * spaces and parentheses. */
+static const char *stat_fields(pid_t tid, char *b, size_t cap)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/stat", (int)tid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	ssize_t n = read(fd, b, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	b[n] = '\0';
+	char *rp = strrchr(b, ')');
+	if (!rp || rp[1] != ' ')
+		return NULL;
+	return rp + 2;
+}
+
+int tracee_cpu(pid_t tid)
+{
+	char b[1024];
+	const char *s = stat_fields(tid, b, sizeof b);
+	if (!s)
+		return -1;
+	/* s is field 3 (state); "processor" is field 39. */
+	for (int field = 3; field < 39; field++) {
+		s = strchr(s, ' ');
+		if (!s)
+			return -1;
+		s++;
+	}
+	return atoi(s);
+}
+
+char tracee_state(pid_t tid)
+{
+	char b[1024];
+	const char *s = stat_fields(tid, b, sizeof b);
+	return s ? s[0] : 0;
+}

@@ -1,0 +1,85 @@
+/*
+ * Per-process (per-thread: ptrace traces tids) state of the tracer, and the
+ * primitives that read a tracee: its memory (process_vm_readv), its cwd and
+ * descriptors (the /proc magic links, read from the tracer's side).
+ */
+#ifndef CACHET_TRACE_TRACEE_H
+#define CACHET_TRACE_TRACEE_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Room for a cwd joined with a PATH_MAX relative path. */
+#define TRACE_PATHBUF (2 * PATH_MAX + 2)
+
+/* What a syscall-exit stop of this tracee has to finish. */
+enum pending_what {
+	PEND_NONE,
+	PEND_OPEN_READ,   /* READ of a regular file, PROBE otherwise or on error */
+	PEND_OPEN_WRITE,  /* the TOUCH was at entry; an error becomes a PROBE */
+	PEND_PROBE,       /* stat/access family, O_TMPFILE directory: PROBE */
+	PEND_EXEC,        /* error: PROBE; success arrives as PTRACE_EVENT_EXEC */
+	PEND_CHDIR,       /* PROBE of the directory; cwd generation bump */
+	PEND_UNCACHEABLE, /* `reason` if the call succeeded */
+	PEND_CONNECT,     /* `reason` if it succeeded or returned EINPROGRESS */
+};
+
+struct pending {
+	enum pending_what what;
+	unsigned flags;     /* TRACE_F_* of the event */
+	int has_path;       /* path holds a recorded (not ignored) path */
+	const char *reason; /* PEND_UNCACHEABLE, PEND_CONNECT */
+	char path[TRACE_PATHBUF];
+};
+
+struct tracee {
+	pid_t tid;
+	/* 0 until its first stop: a child attached through TRACEFORK/CLONE
+	 * first reports a PTRACE_EVENT_STOP that is not a group-stop. */
+	int started;
+	/* The cached cwd is valid while cwd_gen equals the tracer's generation,
+	 * which any chdir/fchdir of any tracee bumps (threads and CLONE_FS
+	 * children share their cwd). 0 = never read. */
+	unsigned cwd_gen;
+	char cwd[TRACE_PATHBUF];
+	struct pending p;
+};
+
+struct tracee_table {
+	struct tracee **slots;
+	size_t cap, n;
+};
+
+void tracee_table_init(struct tracee_table *t);
+void tracee_table_free(struct tracee_table *t);
+struct tracee *tracee_find(const struct tracee_table *t, pid_t tid);
+/* Creates the record (started = 0, no cwd); tid must not be present. */
+struct tracee *tracee_add(struct tracee_table *t, pid_t tid);
+void tracee_remove(struct tracee_table *t, pid_t tid);
+/* Re-keys the record of old_tid as new_tid, replacing any record of new_tid
+ * (an exec from a non-leader thread takes over the leader's tid). */
+struct tracee *tracee_rekey(struct tracee_table *t, pid_t old_tid, pid_t new_tid);
+
+/* Reads len bytes at addr. 0, or -1 when any byte is unreadable. */
+int tracee_read(pid_t tid, uint64_t addr, void *out, size_t len);
+/* Reads a NUL-terminated string at addr into out (cap bytes). 0, or -1 when
+ * unreadable or longer than cap - 1. Reads in chunks that never cross a
+ * page boundary, so a string ending just before an unmapped page reads. */
+int tracee_read_string(pid_t tid, uint64_t addr, char *out, size_t cap);
+
+/* readlink of /proc/<tid>/fd/<fd> (or /proc/<tid>/cwd when fd < 0) into
+ * out. 0, or -1 (closed descriptor, gone process, too long). */
+int tracee_fd_path(pid_t tid, int fd, char *out, size_t cap);
+/* stat of /proc/<tid>/fd/<fd>: the file behind the descriptor. */
+int tracee_fd_stat(pid_t tid, int fd, void *statbuf);
+
+/* The CPU the tracee last ran on (/proc/<tid>/stat "processor"), or -1. */
+int tracee_cpu(pid_t tid);
+
+/* The process state letter from /proc/<tid>/stat ('R', 'S', 'Z', ...), or 0
+ * when the process is gone. */
+char tracee_state(pid_t tid);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * The state of one trace_run, shared by the stop loop (tracer.c) and the
+ * syscall handlers (syscalls.c).
+ */
+#ifndef CACHET_TRACE_TRACER_H
+#define CACHET_TRACE_TRACER_H
+
+#include <sched.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+
+#include "cachet/trace.h"
+#include "trace/events.h"
+#include "trace/tracee.h"
+
+struct tracer {
+	const struct trace_spec *spec;
+	struct event_log log;
+	struct tracee_table tracees;
+	const char *uncacheable; /* first reason found */
+	size_t nstops;
+	/* Bumped by every chdir/fchdir exit: each tracee re-reads its cwd on
+	 * its next relative lookup. */
+	unsigned cwd_gen;
+	/* The original stdin, to recognise reads of it (stdin_is_stream). */
+	int have_stdin_id;
+	dev_t stdin_dev;
+	ino_t stdin_ino;
+	/* The tracer's own CPU affinity: restored at the end. */
+	int can_pin;
+	int pinned_cpu; /* -1: not pinned */
+	cpu_set_t saved_affinity;
+	/* Scratch buffers for one stop: raw strings from the tracee and
+	 * resolved paths. Never live across stops. */
+	char raw[TRACE_PATHBUF];   /* first string argument */
+	char raw2[TRACE_PATHBUF];  /* second string argument, #! interpreter */
+	char tmp[TRACE_PATHBUF];   /* inside path resolution only */
+	char tmp2[TRACE_PATHBUF];  /* inside path resolution only */
+	char path2[TRACE_PATHBUF]; /* a second resolved path */
+	char path3[TRACE_PATHBUF]; /* a third (exec's interpreter chain) */
+};
+
+enum resume {
+	RESUME_CONT,    /* PTRACE_CONT: no exit stop */
+	RESUME_SYSCALL, /* PTRACE_SYSCALL: stop again at the syscall's exit */
+};
+
+/* A seccomp stop: classify, record what is known at entry, and say whether
+ * the exit is needed (t->p then says what to finish). */
+enum resume syscall_entry(struct tracer *tr, struct tracee *t,
+                          const struct __ptrace_syscall_info *si);
+/* The syscall-exit stop that syscall_entry asked for. */
+void syscall_exit(struct tracer *tr, struct tracee *t, const struct __ptrace_syscall_info *si);
+/* PTRACE_EVENT_EXEC: t (already re-keyed to the thread-group leader's tid)
+ * has a new program. */
+void syscall_exec_done(struct tracer *tr, struct tracee *t);
+
+void tracer_mark_uncacheable(struct tracer *tr, const char *reason);
+
+#endif
