@@ -13,9 +13,12 @@
 #define EXIT_USAGE 2
 
 int cmd_run(int argc, char **argv);
+/* cmd_run for a cachet reached through a symlink named after the program. */
+int cmd_run_masquerade(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_clear(int argc, char **argv);
 int cmd_help(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_log(int argc, char **argv);

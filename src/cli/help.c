@@ -19,6 +19,7 @@ static const char general[] =
 	"  log      the last steps run through the cache\n"
 	"  stats    show what the cache has done (--json, -z to zero)\n"
 	"  clear    empty the cache\n"
+	"  diff     how two files or trees differ (ELF symbols and sections, ar, text)\n"
 	"  help     show help for a subcommand\n"
 	"\n"
 	"options:\n"
@@ -94,6 +95,19 @@ static const char log_help[] =
 	"its reason, duration, command (secret-looking values hidden). The log is\n"
 	"bounded by CACHET_LOG_SIZE bytes (default 1 MiB; one older generation kept).\n";
 
+static const char diff_help[] =
+	"usage: cachet diff [--json] [--max-lines N] A B\n"
+	"\n"
+	"Says how two files or directory trees differ. ELF files: symbols defined in\n"
+	"only one (name, section, binding), symbols whose size or section changed,\n"
+	"sections present in only one or whose contents differ (sizes, first differing\n"
+	"offset). ar archives: member by member, ELF members as above. Text: a unified\n"
+	"diff. Anything else: sizes and the first differing offset. Directories are\n"
+	"compared recursively; symlinks by target, never followed.\n"
+	"  --json          one JSON object (differ, summary, counts, entries)\n"
+	"  --max-lines N   at most N lines of each text diff (default 200)\n"
+	"Exit status: 0 identical, 1 different, 2 usage error or unreadable input.\n";
+
 static const char help_help[] = "usage: cachet help [SUBCOMMAND]\n";
 
 const char *cli_help_text(const char *subcommand)
@@ -108,6 +122,8 @@ const char *cli_help_text(const char *subcommand)
 		return clear_help;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
+	if (!strcmp(subcommand, "diff"))
+		return diff_help;
 	if (!strcmp(subcommand, "explain"))
 		return explain_help;
 	if (!strcmp(subcommand, "show"))

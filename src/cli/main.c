@@ -20,6 +20,7 @@ static const struct subcommand subcommands[] = {
 	{ "stats", cmd_stats },
 	{ "clear", cmd_clear },
 	{ "help", cmd_help },
+	{ "diff", cmd_diff },
 	{ "explain", cmd_explain },
 	{ "show", cmd_show },
 	{ "log", cmd_log },
@@ -35,7 +36,7 @@ static const struct subcommand *find_subcommand(const char *name)
 }
 
 /* `cachet ARGS` → `cachet run ARGS`: argv with "run" in front. */
-static int launch(int argc, char **argv, int first)
+static int launch(int argc, char **argv, int first, int masquerade)
 {
 	char **v = xmalloc((size_t)(argc - first + 3) * sizeof *v);
 	int n = 0;
@@ -44,7 +45,7 @@ static int launch(int argc, char **argv, int first)
 	for (int i = first; i < argc; i++)
 		v[n++] = argv[i];
 	v[n] = NULL;
-	return cmd_run(n, v);
+	return masquerade ? cmd_run_masquerade(n, v) : cmd_run(n, v);
 }
 
 int main(int argc, char **argv)
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
 	if (strcmp(me, "cachet") != 0 && strncmp(me, "cachet-", 7) != 0 &&
 	    strncmp(me, "lt-cachet", 9) != 0) {
 		argv[0] = (char *)me;
-		return launch(argc, argv, 0);
+		return launch(argc, argv, 0, 1);
 	}
 	if (argc < 2) {
 		fputs(cli_help_text(NULL), stderr);
@@ -74,10 +75,10 @@ int main(int argc, char **argv)
 		return cmd_run(argc, argv);
 	}
 	if (!strcmp(a, "--"))
-		return launch(argc, argv, 2);
+		return launch(argc, argv, 2, 0);
 	/* Subcommand names win; anything containing '/' is a command. */
 	const struct subcommand *c = strchr(a, '/') ? NULL : find_subcommand(a);
 	if (c)
 		return c->fn(argc - 1, argv + 1);
-	return launch(argc, argv, 1);
+	return launch(argc, argv, 1, 0);
 }

@@ -504,7 +504,19 @@ static int usage(void)
 	return EXIT_USAGE;
 }
 
+static int run_main(int argc, char **argv, int masquerade);
+
 int cmd_run(int argc, char **argv)
+{
+	return run_main(argc, argv, 0);
+}
+
+int cmd_run_masquerade(int argc, char **argv)
+{
+	return run_main(argc, argv, 1);
+}
+
+static int run_main(int argc, char **argv, int masquerade)
 {
 	struct run r;
 	memset(&r, 0, sizeof r);
@@ -527,8 +539,8 @@ int cmd_run(int argc, char **argv)
 			fputs(cli_help_text("run"), stdout);
 			return 0;
 		} else {
-			cli_error("run: unknown option '%s'", a);
-			return usage();
+			cli_error("unknown option '%s' (usage: cachet run [-v] [--] COMMAND [ARG...])", a);
+			return EXIT_USAGE;
 		}
 	}
 	if (i >= argc)
@@ -543,6 +555,11 @@ int cmd_run(int argc, char **argv)
 		cli_error("%s: %s", r.argv[0], err == ENOENT ? "command not found" : strerror(err));
 		return err == ENOENT ? 127 : 126;
 	}
+	/* Through a symlink named gcc, the compiler would look for itself on
+	 * PATH to find its installation and find cachet: give it its own path,
+	 * as ccache does. */
+	if (masquerade)
+		r.argv[0] = r.program;
 
 	if (env_flag("CACHET_DISABLE"))
 		run_direct(r.argv, r.program);
