@@ -34,30 +34,30 @@ enum compare_kind {
 	/* directories (items of the root entry, `name` is the path below the roots) */
 	CMP_ENTRY_MISSING_IN_B,
 	CMP_ENTRY_ONLY_IN_B,
-	CMP_TYPE_DIFFERS,      /* regular file in one, directory or symlink in the other */
-	CMP_SYMLINK_DIFFERS,   /* targets differ */
-	CMP_FILE_DIFFERS,      /* contents differ; `sub` has the details */
-	CMP_MODE_DIFFERS,      /* executable bit (only with compare_options.exec_bit) */
+	CMP_TYPE_DIFFERS,    /* regular file in one, directory or symlink in the other */
+	CMP_SYMLINK_DIFFERS, /* targets differ */
+	CMP_FILE_DIFFERS,    /* contents differ; `sub` has the details */
+	CMP_MODE_DIFFERS,    /* executable bit (only with compare_options.exec_bit) */
 	/* ar archives (`name` is the member name) */
 	CMP_MEMBER_MISSING_IN_B,
 	CMP_MEMBER_ONLY_IN_B,
-	CMP_MEMBER_DIFFERS,    /* contents differ; `sub` has the details */
+	CMP_MEMBER_DIFFERS,        /* contents differ; `sub` has the details */
 	CMP_MEMBER_HEADER_DIFFERS, /* date, uid, gid or mode in the member header */
 	CMP_MEMBER_ORDER_DIFFERS,
 	/* ELF */
 	CMP_ELF_HEADER_DIFFERS,  /* class, byte order, type, machine, flags, entry */
 	CMP_SYMBOL_MISSING_IN_B, /* defined (not SHN_UNDEF) in A only */
 	CMP_SYMBOL_ONLY_IN_B,
-	CMP_SYMBOL_CHANGED,      /* size, section, binding or type differs */
-	CMP_UNDEF_MISSING_IN_B,  /* undefined reference in A only */
+	CMP_SYMBOL_CHANGED,     /* size, section, binding or type differs */
+	CMP_UNDEF_MISSING_IN_B, /* undefined reference in A only */
 	CMP_UNDEF_ONLY_IN_B,
 	CMP_SECTION_MISSING_IN_B,
 	CMP_SECTION_ONLY_IN_B,
-	CMP_SECTION_DIFFERS,     /* type, flags, size or contents */
+	CMP_SECTION_DIFFERS, /* type, flags, size or contents */
 	/* contents */
-	CMP_TEXT_DIFFERS,        /* the entry's `diff` holds the unified diff */
-	CMP_BYTES_DIFFER,        /* sizes and first differing offset */
-	CMP_UNREADABLE,          /* looked like ELF or ar but could not be parsed */
+	CMP_TEXT_DIFFERS, /* the entry's `diff` holds the unified diff */
+	CMP_BYTES_DIFFER, /* sizes and first differing offset */
+	CMP_UNREADABLE,   /* looked like ELF or ar but could not be parsed */
 	CMP_KIND_COUNT
 };
 
@@ -69,7 +69,7 @@ enum compare_format {
 	CMP_FMT_AR,
 	CMP_FMT_TEXT,
 	CMP_FMT_BINARY,
-	CMP_FMT_OTHER,   /* FIFO, socket, device, or two different types */
+	CMP_FMT_OTHER, /* FIFO, socket, device, two different types, or only the mode differs */
 };
 
 /* Which of the numeric fields of an item are meaningful. */
@@ -79,33 +79,34 @@ enum compare_format {
 
 struct compare_item {
 	enum compare_kind kind;
-	char *name;      /* symbol, section, member or path; never NULL */
-	char *detail;    /* one complete line without newline, e.g.
-			  * "symbol entry_2 missing in B: GLOBAL FUNC in .text, 11 bytes" */
-	char *section;   /* symbols: section name (in A, else in B); else NULL */
-	char *binding;   /* symbols: "LOCAL", "GLOBAL", "WEAK", ...; else NULL */
-	char *type;      /* symbols: "FUNC", "OBJECT", ...; sections: "PROGBITS", ...; else NULL */
-	unsigned have;   /* CMP_HAVE_* */
+	char *name;    /* symbol, section, member or path; never NULL */
+	char *detail;  /* one complete line without newline, e.g.
+	                * "symbol entry_2 missing in B: GLOBAL FUNC in .text, 11 bytes" */
+	char *section; /* symbols: section name (in A, else in B); else NULL */
+	char *binding; /* symbols: "LOCAL", "GLOBAL", "WEAK", ...; else NULL */
+	char *type;    /* symbols: "FUNC", "OBJECT", ...; sections: "PROGBITS", ...; else NULL */
+	unsigned have; /* CMP_HAVE_* */
 	uint64_t size_a, size_b;
 	uint64_t offset; /* first differing byte, relative to the section for sections */
 	size_t sub;      /* CMP_FILE_DIFFERS, CMP_MEMBER_DIFFERS: index into entries;
-			  * SIZE_MAX otherwise */
+	                  * SIZE_MAX otherwise */
 };
 
 struct compare_entry {
-	char *path;       /* below the roots ("" for A and B themselves) */
-	char *member;     /* archive member name, or NULL */
-	unsigned depth;   /* 0, or one more than the archive holding the member */
+	char *path;     /* below the roots ("" for A and B themselves) */
+	char *member;   /* archive member name, or NULL */
+	unsigned depth; /* 0, or one more than the archive holding the member */
 	enum compare_format format;
-	char *summary;    /* one line, e.g. "1 symbol missing in B: entry_2; 1 section differs: .text" */
+	char *
+	    summary; /* one line, e.g. "1 symbol missing in B: entry_2; 1 section differs: .text" */
 	struct compare_item *items;
 	size_t nitems, alloc;
-	char *diff;       /* CMP_FMT_TEXT: the unified diff, bounded; else NULL */
+	char *diff; /* CMP_FMT_TEXT: the unified diff, bounded; else NULL */
 };
 
 struct compare_report {
 	int differ;
-	char *summary;    /* one line; "identical" when nothing differs */
+	char *summary; /* one line; "identical" when nothing differs */
 	char *label_a, *label_b;
 	struct compare_entry *entries;
 	size_t nentries, alloc;
@@ -117,7 +118,7 @@ struct compare_report {
 struct compare_options {
 	size_t max_diff_lines; /* output lines of one text diff; 0 means 200 */
 	size_t list_limit;     /* names listed per kind in summaries and renderings
-				* before "and N more"; 0 means 20 */
+	                        * before "and N more"; 0 means 20 */
 	int exec_bit;          /* also compare the owner-executable bit of files */
 	const char *label_a;   /* how A and B are named in diff headers; NULL: the paths */
 	const char *label_b;
@@ -131,13 +132,13 @@ struct compare_options {
  * parsed as the format it claims is a difference (CMP_UNREADABLE), not an
  * error. */
 int compare_paths(const char *a, const char *b, const struct compare_options *opt,
-		  struct compare_report *out, struct error *e);
+                  struct compare_report *out, struct error *e);
 
 /* Compares two contents in memory (captured stdout, a blob), dispatching on
  * content like compare_paths does for a regular file; `name` is used as the
  * path in the report. Never fails. `out` as for compare_paths. */
 void compare_buffers(const void *a, size_t alen, const void *b, size_t blen, const char *name,
-		     const struct compare_options *opt, struct compare_report *out);
+                     const struct compare_options *opt, struct compare_report *out);
 
 void compare_report_free(struct compare_report *r);
 

@@ -1,0 +1,88 @@
+/*
+ * Inside the comparison: the walk context, report building, and the
+ * per-format comparers. Each comparer adds items to one entry of the report
+ * (named by index: entries move when the array grows) and never prints.
+ */
+#ifndef CACHET_ELF_COMPARE_INTERNAL_H
+#define CACHET_ELF_COMPARE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cachet/compare.h"
+
+/* An archive inside an archive inside ... is compared as bytes past this. */
+#define CMP_MAX_NESTING 4
+
+struct cmp_ctx {
+	struct compare_report *rep;
+	size_t max_diff_lines;
+	int exec_bit;
+	/* The entry that collects directory-level items (the root entry), or
+	 * SIZE_MAX until one is needed. */
+	size_t container;
+	struct error *e;
+};
+
+/* ---- report.c ---- */
+
+void report_init(struct compare_report *r, const struct compare_options *opt, const char *label_a,
+                 const char *label_b);
+/* Appends an entry; returns its index. */
+size_t report_add_entry(struct compare_report *r, const char *path, const char *member,
+                        unsigned depth, enum compare_format format);
+/* Appends an item with the printf-formatted detail to entries[entry]. The
+ * pointer is valid until the next item is added to that entry. */
+struct compare_item *report_add_item(struct compare_report *r, size_t entry, enum compare_kind kind,
+                                     const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* (Re)builds entries[entry].summary from its items. */
+void report_finish_entry(struct compare_report *r, size_t entry);
+/* Drops the last entry (a container that found nothing). */
+void report_pop_entry(struct compare_report *r);
+/* Sets differ and the report's summary. */
+void report_finish(struct compare_report *r);
+
+/* ---- compare.c ---- */
+
+/* Compares two contents by what they hold (ELF, ar, text, else bytes).
+ * Returns 0 when identical, 1 when they differ, with *entry_out (if not NULL)
+ * set to the new entry. `path` and `member` name it in the report. */
+int compare_contents(struct cmp_ctx *c, const char *path, const char *member, unsigned depth,
+                     const unsigned char *a, size_t alen, const unsigned char *b, size_t blen,
+                     size_t *entry_out);
+
+/* Adds a CMP_BYTES_DIFFER item: sizes and the first differing offset.
+ * `prefix` (may be "") starts the detail. */
+void compare_bytes(struct cmp_ctx *c, size_t entry, const char *prefix, const unsigned char *a,
+                   size_t alen, const unsigned char *b, size_t blen);
+
+/* Offset of the first byte that differs in the common length, or the common
+ * length when one is a prefix of the other. */
+size_t first_difference(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen);
+
+/* Pairs two lists of names: the k-th occurrence of a name (within one class,
+ * when classes are given) in A with the k-th in B. peer_a[i] gets the index
+ * in B of A's i-th name, or SIZE_MAX; likewise peer_b. cls_a and cls_b may
+ * be NULL (one class). */
+void match_names(const char *const *names_a, const int *cls_a, size_t na,
+                 const char *const *names_b, const int *cls_b, size_t nb, size_t *peer_a,
+                 size_t *peer_b);
+
+/* ---- elf_compare.c, ar_compare.c ---- */
+
+/* Both return 0, or -1 after adding a CMP_UNREADABLE item when a side cannot
+ * be parsed (the caller then adds a byte comparison). */
+int elf_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
+                const unsigned char *b, size_t blen);
+int ar_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
+               const unsigned char *b, size_t blen);
+
+/* ---- text_compare.c ---- */
+
+/* Adds a CMP_TEXT_DIFFERS item and sets entries[entry].diff to a unified
+ * diff (3 lines of context) of at most max_lines lines, headed by the labels,
+ * with a "... N more lines" note when cut. */
+void text_compare(struct cmp_ctx *c, size_t entry, const char *label_a, const char *label_b,
+                  const unsigned char *a, size_t alen, const unsigned char *b, size_t blen);
+
+#endif
