@@ -99,6 +99,44 @@ struct trace_spec {
 	/* stdin is a pipe, socket or terminal: a read of fd 0 while it still
 	 * refers to that file makes the step uncacheable. */
 	int stdin_is_stream;
+
+	/* Variations of the conditions a step runs under, for `cachet repro`.
+	 * Zero (the default) changes nothing. They apply to the step's process
+	 * tree only, never to the tracer. */
+	int dirorder;            /* TRACE_DIRORDER_*: reorders what getdents returns */
+	unsigned dirorder_seed;  /* TRACE_DIRORDER_SHUFFLE: the shuffle's seed */
+	int aslr;                /* 1: set ADDR_NO_RANDOMIZE in the child's personality;
+	                          * -1: clear it (randomise); 0: inherit */
+	int max_cpus;            /* > 0: the child's affinity is cut to this many CPUs */
+	int set_umask;           /* the child's umask is `umask` ... */
+	unsigned umask;          /* ... instead of the caller's */
+
+	/* Called in the tracer at the entry of the step's first change to a
+	 * path (when its TRACE_TOUCH is made), before the kernel runs the call,
+	 * so the path still holds its state from before: `cachet repro` saves
+	 * it there. Called again, with TRACE_CHANGE_MOVES, whenever a later
+	 * rename moves the path away (its content survives under another
+	 * name). NULL: no callback. */
+	void (*before_change)(void *ctx, const char *path, unsigned how);
+	void *before_change_ctx;
+};
+
+/* trace_spec.dirorder. The reordering happens within the entries of one
+ * getdents call (a directory with more entries than the caller's buffer
+ * holds is reordered in chunks). Every record of a reordered buffer gets the
+ * d_off of the buffer's last record in kernel order: the position the next
+ * call continues from, so that a telldir/seekdir anywhere in the chunk never
+ * returns an entry twice (it may skip the rest of that chunk). */
+enum {
+	TRACE_DIRORDER_NONE = 0,
+	TRACE_DIRORDER_REVERSE = 1,
+	TRACE_DIRORDER_SHUFFLE = 2,
+};
+
+/* trace_spec.before_change `how`. */
+enum {
+	TRACE_CHANGE_KEEPS = 1 << 0, /* the call keeps the old bytes (append, chmod, rename) */
+	TRACE_CHANGE_MOVES = 1 << 1, /* a rename moves the path away with its content */
 };
 
 struct trace_result {

@@ -9,6 +9,19 @@
 #include "cachet/observe.h"
 #include "cachet/store.h"
 
+struct settings;
+struct step;
+
+/* The settings (settings.h), loaded on first use; NULL when a file or
+ * variable is bad, with the message from cli_settings_error(). */
+const struct settings *cli_settings(void);
+const char *cli_settings_error(void);
+
+/* step_init with the configured namespace and env_ignore: run, explain and
+ * repro must build the same key for the same command. */
+int cli_step_init(struct step *step, char *const *argv, const char *program,
+		  struct digest_cache *dc, struct error *e);
+
 /* Exit status for cachet's own usage errors. */
 #define EXIT_USAGE 2
 
@@ -22,6 +35,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_log(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 
 /* argv as one shell-quoted line with secret-looking values hidden (for
  * logs and reports). malloc'd. */

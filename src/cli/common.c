@@ -11,6 +11,9 @@
 
 #include "cachet/buf.h"
 #include "cachet/redact.h"
+#include "cachet/step.h"
+#include "cli/settings.h"
+#include <sys/stat.h>
 
 static void vreport(const char *fmt, va_list ap)
 {
@@ -48,8 +51,39 @@ int env_flag(const char *name)
 	       strcasecmp(v, "no") != 0;
 }
 
+static struct settings loaded_settings;
+static int settings_state; /* 0 not loaded, 1 loaded, -1 failed */
+static struct error settings_error;
+
+const struct settings *cli_settings(void)
+{
+	if (!settings_state)
+		settings_state = settings_load(&loaded_settings, &settings_error) == 0 ? 1 : -1;
+	return settings_state == 1 ? &loaded_settings : NULL;
+}
+
+const char *cli_settings_error(void)
+{
+	return settings_state == -1 ? settings_error.msg : NULL;
+}
+
+int cli_step_init(struct step *step, char *const *argv, const char *program,
+		  struct digest_cache *dc, struct error *e)
+{
+	extern char **environ;
+	const struct settings *st = cli_settings();
+	char **ignore = st ? settings_list(st, "env_ignore") : NULL;
+	int rc = step_init(step, argv, program, environ, (const char *const *)ignore,
+			   st ? settings_str(st, "namespace") : NULL, dc, e);
+	settings_list_free(ignore);
+	return rc;
+}
+
 char *cli_cache_dir(void)
 {
+	const struct settings *st = cli_settings();
+	if (st && settings_str(st, "dir"))
+		return xstrdup(settings_str(st, "dir"));
 	const char *dir = getenv("CACHET_DIR");
 	if (dir && *dir)
 		return xstrdup(dir);
@@ -64,6 +98,17 @@ char *cli_cache_dir(void)
 
 struct store *cli_open_store(unsigned flags, const char *consequence)
 {
+	const struct settings *st = cli_settings();
+	if (!st) {
+		cli_warn("configuration error%s%s: %s", consequence ? ", " : "",
+			 consequence ? consequence : "", cli_settings_error());
+		return NULL;
+	}
+	if (settings_bool(st, "read_only"))
+		flags |= STORE_READONLY;
+	int mask = settings_umask(st, "umask");
+	if (mask >= 0)
+		umask((mode_t)mask);
 	char *dir = cli_cache_dir();
 	struct store *s = NULL;
 	struct error e = { 0 };
@@ -72,6 +117,8 @@ struct store *cli_open_store(unsigned flags, const char *consequence)
 			 e.msg);
 		s = NULL;
 	}
+	if (s)
+		store_set_compression_level(s, (int)settings_int(st, "compression_level"));
 	free(dir);
 	return s;
 }
@@ -156,14 +203,9 @@ char *cli_command_line(char *const *argv)
 
 uint64_t cli_log_max_bytes(void)
 {
-	const char *v = getenv("CACHET_LOG_SIZE");
-	if (v && *v) {
-		char *end;
-		unsigned long long n = strtoull(v, &end, 10);
-		if (*end == '\0' && n > 0)
-			return n;
-	}
-	return STEP_LOG_DEFAULT_BYTES;
+	const struct settings *st = cli_settings();
+	uint64_t n = st ? settings_size(st, "log_size") : 0;
+	return n ? n : STEP_LOG_DEFAULT_BYTES;
 }
 
 void cli_format_time(int64_t unix_seconds, char *out, size_t cap)

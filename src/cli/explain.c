@@ -246,7 +246,7 @@ int cmd_explain(int argc, char **argv)
 	cli_digest_cache(s, &dc);
 	struct step step;
 	struct error e = { 0 };
-	if (step_init(&step, cmd, program, environ, NULL, getenv("CACHET_NAMESPACE"), &dc, &e) < 0) {
+	if (cli_step_init(&step, cmd, program, &dc, &e) < 0) {
 		cli_error("explain: %s", e.msg);
 		store_close(s);
 		free(program);

@@ -17,6 +17,7 @@ static const char general[] =
 	"  explain  say whether a command would hit, and if not, why\n"
 	"  show     say which step produced a file, with which programs\n"
 	"  log      the last steps run through the cache\n"
+	"  config   list, read or write settings\n"
 	"  stats    show what the cache has done (--json, -z to zero)\n"
 	"  clear    empty the cache\n"
 	"  diff     how two files or trees differ (ELF symbols and sections, ar, text)\n"
@@ -108,6 +109,15 @@ static const char diff_help[] =
 	"  --max-lines N   at most N lines of each text diff (default 200)\n"
 	"Exit status: 0 identical, 1 different, 2 usage error or unreadable input.\n";
 
+static const char config_help[] =
+	"usage: cachet config [--cache] [KEY [VALUE]]\n"
+	"\n"
+	"Without arguments, lists every setting with its value and where it came from.\n"
+	"With KEY, prints its value; with KEY VALUE, checks the value and writes it to\n"
+	"the user's file ${XDG_CONFIG_HOME:-~/.config}/cachet/cachet.conf, or with\n"
+	"--cache to $CACHET_DIR/cachet.conf (for settings a shared cache should carry).\n"
+	"Later sources win: default, the cache's file, the user's file, CACHET_<KEY>.\n";
+
 static const char help_help[] = "usage: cachet help [SUBCOMMAND]\n";
 
 const char *cli_help_text(const char *subcommand)
@@ -130,6 +140,8 @@ const char *cli_help_text(const char *subcommand)
 		return show_help;
 	if (!strcmp(subcommand, "log"))
 		return log_help;
+	if (!strcmp(subcommand, "config"))
+		return config_help;
 	return NULL;
 }
 

@@ -24,6 +24,7 @@ static const struct subcommand subcommands[] = {
 	{ "explain", cmd_explain },
 	{ "show", cmd_show },
 	{ "log", cmd_log },
+	{ "config", cmd_config },
 	{ NULL, NULL },
 };
 

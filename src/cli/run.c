@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@
 #include "cachet/record.h"
 #include "cachet/step.h"
 #include "cachet/trace.h"
+#include "cli/settings.h"
+#include "cli/step_env.h"
 #include "cli/tee.h"
 
 extern char **environ;
@@ -32,6 +35,8 @@ extern char **environ;
 #define MAX_PATHSETS 16
 
 struct run {
+	const struct settings *settings; /* NULL when the configuration is bad */
+	char **ignore_roots;    /* private TMPDIR, the cache, ignore_paths */
 	char **argv;            /* the command */
 	char *program;          /* resolved path */
 	int verbose;
@@ -84,7 +89,7 @@ static void report(struct run *r, const char *result, const char *reason)
 		write_all(2, b.data, b.len);
 		buf_free(&b);
 	}
-	const char *status_file = getenv("CACHET_STATUS_FILE");
+	const char *status_file = r->settings ? settings_str(r->settings, "status_file") : NULL;
 	if (status_file && *status_file) {
 		struct buf b;
 		buf_init(&b);
@@ -248,72 +253,6 @@ static int lookup(struct run *r, int *exit_code, int *had_pathsets)
 
 /* ---- the miss path ---- */
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
-static void remove_tree(const char *path)
-{
-	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static char *make_tmpdir(void)
-{
-	const char *base = getenv("TMPDIR");
-	if (!base || !*base || access(base, W_OK) < 0)
-		base = "/tmp";
-	char *tmpl = xasprintf("%s/cachet-step-XXXXXX", base);
-	if (!mkdtemp(tmpl)) {
-		free(tmpl);
-		return NULL;
-	}
-	/* The step's writes under it are not recorded; a canonical path makes
-	 * sure the tracer's resolved paths match it. */
-	char *real = realpath(tmpl, NULL);
-	free(tmpl);
-	return real;
-}
-
-/* The step's environment: the caller's, with a private TMPDIR and, unless
- * the user chose one, PYTHONPYCACHEPREFIX inside it, because Python trusts
- * its bytecode cache by mtime and size and would never read an edited
- * module whose mtime was restored. */
-static char **step_environment(const char *tmpdir)
-{
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **env = xmalloc((n + 3) * sizeof *env);
-	size_t k = 0;
-	int has_pycache = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!strncmp(environ[i], "TMPDIR=", 7))
-			continue;
-		if (!strncmp(environ[i], "PYTHONPYCACHEPREFIX=", 20))
-			has_pycache = 1;
-		env[k++] = xstrdup(environ[i]);
-	}
-	env[k++] = xasprintf("TMPDIR=%s", tmpdir);
-	if (!has_pycache)
-		env[k++] = xasprintf("PYTHONPYCACHEPREFIX=%s/pycache", tmpdir);
-	env[k] = NULL;
-	return env;
-}
-
-static void free_strv(char **v)
-{
-	for (char **p = v; p && *p; p++)
-		free(*p);
-	free(v);
-}
-
 static int store_result(struct run *r, struct record *rec, struct tee *t, int exit_code,
 			int64_t duration, struct error *e)
 {
@@ -397,6 +336,11 @@ static int run_untraced(struct run *r, char **env, struct tee *t, int *exec_errn
 	return status;
 }
 
+static char **ignore_roots(const struct run *r)
+{
+	return step_ignore_roots(r->settings, r->tmpdir, r->cache_dir);
+}
+
 static void miss(struct run *r, const char *reason) __attribute__((noreturn));
 static void miss(struct run *r, const char *reason)
 {
@@ -417,7 +361,7 @@ static void miss(struct run *r, const char *reason)
 		run_direct(r->argv, r->program);
 	}
 
-	const char *ignore[] = { r->tmpdir, r->cache_dir, NULL };
+	char **ignore = ignore_roots(r);
 	struct trace_spec spec = {
 		.file = r->program,
 		.argv = r->argv,
@@ -425,7 +369,7 @@ static void miss(struct run *r, const char *reason)
 		.stdin_fd = 0,
 		.stdout_fd = t.out_write,
 		.stderr_fd = t.err_write,
-		.ignore_roots = ignore,
+		.ignore_roots = (const char *const *)ignore,
 		.stdin_is_stream = r->step.stdin_kind == STEP_STDIN_STREAM,
 	};
 	struct trace_result tr;
@@ -475,7 +419,8 @@ static void miss(struct run *r, const char *reason)
 		free(name);
 	} else {
 		struct record rec;
-		if (record_run(tr.events, tr.nevents, ignore, r->store, &r->dc, &rec, &e) < 0) {
+		if (record_run(tr.events, tr.nevents, (const char *const *)ignore, r->store, &r->dc,
+			       &rec, &e) < 0) {
 			count_error(r, "cannot store the outputs", &e);
 		} else if (rec.not_storable) {
 			reason = rec.not_storable;
@@ -492,11 +437,25 @@ static void miss(struct run *r, const char *reason)
 	trace_result_free(&tr);
 	tee_free(&t);
 	free_strv(env);
+	free_strv(ignore);
 	remove_tree(r->tmpdir);
 	exit_like(r, status == -1 ? 1 << 8 : status);
 }
 
 /* ---- entry ---- */
+
+/* A command the user listed in uncacheable_commands (shell patterns,
+ * matched against the program's name and its full path). */
+static int uncacheable_command(const struct run *r)
+{
+	char **patterns = settings_list(r->settings, "uncacheable_commands");
+	int match = 0;
+	for (char **p = patterns; *p && !match; p++)
+		match = fnmatch(*p, path_basename(r->program), 0) == 0 ||
+			fnmatch(*p, r->program, 0) == 0 || fnmatch(*p, r->argv[0], 0) == 0;
+	settings_list_free(patterns);
+	return match;
+}
 
 static int usage(void)
 {
@@ -522,8 +481,12 @@ static int run_main(int argc, char **argv, int masquerade)
 	memset(&r, 0, sizeof r);
 	r.start_ms = now_ms();
 	r.stderr_at_line_start = 1;
-	r.verbose = env_flag("CACHET_VERBOSE");
-	r.recache = env_flag("CACHET_RECACHE");
+	/* A bad configuration must not break the build: say so, run uncached. */
+	r.settings = cli_settings();
+	if (!r.settings)
+		cli_warn("configuration error, running without the cache: %s", cli_settings_error());
+	r.verbose = r.settings && settings_bool(r.settings, "verbose");
+	r.recache = r.settings && settings_bool(r.settings, "recache");
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -561,7 +524,7 @@ static int run_main(int argc, char **argv, int masquerade)
 	if (masquerade)
 		r.argv[0] = r.program;
 
-	if (env_flag("CACHET_DISABLE"))
+	if (!r.settings || settings_bool(r.settings, "disable"))
 		run_direct(r.argv, r.program);
 	/* Under an outer cachet (or any tracer): a hit here would hide the
 	 * step's reads from the outer trace, and a nested trace cannot work. */
@@ -575,8 +538,14 @@ static int run_main(int argc, char **argv, int masquerade)
 	cli_digest_cache(r.store, &r.dc);
 
 	struct error e = { 0 };
-	const char *ns = getenv("CACHET_NAMESPACE");
-	if (step_init(&r.step, r.argv, r.program, environ, NULL, ns, &r.dc, &e) < 0) {
+	if (uncacheable_command(&r)) {
+		count(&r, "uncacheable", 1);
+		count(&r, "uncacheable: uncacheable_commands", 1);
+		report(&r, "uncacheable", "uncacheable_commands");
+		finish(&r);
+		run_direct(r.argv, r.program);
+	}
+	if (cli_step_init(&r.step, r.argv, r.program, &r.dc, &e) < 0) {
 		cli_warn("running without the cache: %s", e.msg);
 		count(&r, "errors", 1);
 		finish(&r);

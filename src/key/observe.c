@@ -167,7 +167,8 @@ static void value_of_listing(const char *path, const char *const *excluded, stru
 		n++;
 	}
 	closedir(dir);
-	qsort(names, n, sizeof *names, cmp_dirent);
+	if (n)
+		qsort(names, n, sizeof *names, cmp_dirent);
 	struct hasher h;
 	struct digest d;
 	if (hasher_init(&h, NULL) < 0)

@@ -96,7 +96,10 @@ static void compute_weak(struct step *s)
 	hasher_update_str(&h, s->platform);
 	hasher_update_str(&h, s->exe);
 	hasher_update(&h, s->exe_digest.b, DIGEST_LEN);
-	hasher_update_u64(&h, (uint64_t)s->stdin_kind);
+	/* Only a regular file on stdin is keyed, by content. A pipe or terminal
+	 * that the step never reads must not split keys (make -j hands its jobs
+	 * different pipes); one that it reads makes the run uncacheable. */
+	hasher_update_u64(&h, s->stdin_kind == STEP_STDIN_FILE);
 	if (s->stdin_kind == STEP_STDIN_FILE)
 		hasher_update(&h, s->stdin_digest.b, DIGEST_LEN);
 	hasher_final(&h, &s->weak);

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds cachet twice (normal, and ASan+UBSan) and
+# runs every test (unit and system) against each build with CTest.
+#
+#   scripts/test-all.sh
+#
+# Build directories: $BUILD_DIR (default build/) and $ASAN_BUILD_DIR
+# (default build-asan/). Extra ctest arguments: $CTEST_ARGS (e.g. "-R gcc").
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-$ROOT/build-asan}
+JOBS=$(nproc)
+
+"$ROOT/scripts/setup-debian.sh"
+
+failed=()
+run_suite() {
+    local name=$1 dir=$2
+    shift 2
+    echo "=== $name: configure and build in $dir"
+    cmake -S "$ROOT" -B "$dir" -G Ninja "$@"
+    ninja -C "$dir"
+    echo "=== $name: ctest"
+    # shellcheck disable=SC2086
+    if ! ctest --test-dir "$dir" -j "$JOBS" --output-on-failure ${CTEST_ARGS:-}; then
+        failed+=("$name")
+    fi
+}
+
+run_suite "normal build" "$BUILD_DIR"
+run_suite "ASan+UBSan build" "$ASAN_BUILD_DIR" -DCACHET_SANITIZE=ON
+
+if [ ${#failed[@]} -ne 0 ]; then
+    echo "=== FAILED: ${failed[*]}"
+    exit 1
+fi
+echo "=== all tests passed (normal and ASan+UBSan builds)"

@@ -1,0 +1,244 @@
+# Shared helpers for cachet's system tests. Sourced by every tests/system/t_*.sh:
+#
+#   source "$(dirname "$0")/lib.sh"
+#
+# Environment (set by tests/CMakeLists.txt, or by hand):
+#   CACHET_BIN           the cachet executable under test (required)
+#   CACHET_TEST_SCRATCH  where each test makes its private temp dir
+#                        (default: ${TMPDIR:-/tmp}/cachet-system-tests)
+#   CACHET_TEST_KEEP=1   keep the temp dir even when the test passes
+#
+# Each test gets its own directory $T with its own cache ($CACHET_DIR) and its
+# own status file ($CACHET_STATUS_FILE), so tests can run in parallel. On
+# success $T is removed; on failure it is kept and its path printed.
+#
+# Assertions read the JSON lines cachet appends to $CACHET_STATUS_FILE, never
+# cachet's stderr (except in the test of -v itself).
+
+set -euo pipefail
+
+if [ -z "${CACHET_BIN:-}" ]; then
+    echo "lib.sh: CACHET_BIN is not set (path to the cachet executable)" >&2
+    exit 1
+fi
+CACHET_BIN=$(realpath "$CACHET_BIN")
+if [ ! -x "$CACHET_BIN" ]; then
+    echo "lib.sh: CACHET_BIN=$CACHET_BIN is not an executable" >&2
+    exit 1
+fi
+export CACHET_BIN
+
+TEST_NAME=$(basename "$0" .sh)
+CACHET_TEST_SCRATCH=${CACHET_TEST_SCRATCH:-${TMPDIR:-/tmp}/cachet-system-tests}
+mkdir -p "$CACHET_TEST_SCRATCH"
+T=$(mktemp -d "$CACHET_TEST_SCRATCH/$TEST_NAME.XXXXXX")
+T=$(realpath "$T")
+
+export CACHET_DIR="$T/cache"
+export CACHET_STATUS_FILE="$T/status.jsonl"
+: > "$CACHET_STATUS_FILE"
+# The tests decide these per call; an outer value must not leak in.
+unset CACHET_DISABLE CACHET_RECACHE CACHET_VERBOSE
+unset PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX
+export LC_ALL=C
+# A test's steps never read the terminal or ctest's stdin; stdin tests set it
+# explicitly.
+exec </dev/null
+
+# Seconds one cachet call may take before the test reports it as hung.
+CACHET_CALL_TIMEOUT=${CACHET_CALL_TIMEOUT:-240}
+
+_lib_background_pids=()
+
+_lib_on_exit() {
+    local rc=$?
+    local pid
+    for pid in "${_lib_background_pids[@]}"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    if [ "$rc" -eq 0 ] && [ -z "${CACHET_TEST_KEEP:-}" ]; then
+        chmod -R u+w "$T" 2>/dev/null || true
+        rm -rf "$T"
+        echo "PASS: $TEST_NAME"
+    else
+        echo "$TEST_NAME: exit status $rc; files kept in $T" >&2
+        if [ -s "$CACHET_STATUS_FILE" ]; then
+            echo "last status lines:" >&2
+            tail -n 5 "$CACHET_STATUS_FILE" >&2
+        fi
+    fi
+}
+trap _lib_on_exit EXIT
+
+# Remembers a background pid so that the exit trap ends it.
+track_pid() {
+    _lib_background_pids+=("$1")
+}
+
+fail() {
+    # The line of the test script's top-level command that failed (helpers
+    # in lib.sh call fail from deeper frames).
+    local n=${#BASH_LINENO[@]}
+    local line=${BASH_LINENO[$((n - 2))]:-${BASH_LINENO[0]}}
+    echo "FAIL: $TEST_NAME (line $line): $*" >&2
+    exit 1
+}
+
+# Prints a section heading in the test log.
+section() {
+    echo "--- $TEST_NAME: $*"
+}
+
+# cachet with a hang guard. Usable with a prefix env assignment
+# (`CACHET_DISABLE=1 cachet run -- ...`): bash exports it to the child.
+cachet() {
+    timeout -k 10 "$CACHET_CALL_TIMEOUT" "$CACHET_BIN" "$@"
+}
+
+# ---- the status file -----------------------------------------------------
+
+status_count() {
+    wc -l < "$CACHET_STATUS_FILE" | tr -d ' '
+}
+
+# Prints field $1 of status line number $2 (1-based; default: the last one).
+status_field() {
+    python3 - "$CACHET_STATUS_FILE" "$1" "${2:-0}" <<'EOF'
+import json, sys
+path, field, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+lines = [l for l in open(path, encoding="utf-8", errors="replace").read().splitlines() if l.strip()]
+if not lines:
+    sys.exit("status file is empty")
+line = lines[n - 1] if n > 0 else lines[-1]
+try:
+    obj = json.loads(line)
+except ValueError as e:
+    sys.exit("status line is not JSON: %r (%s)" % (line, e))
+v = obj.get(field)
+print("" if v is None else v)
+EOF
+}
+
+last_result() { status_field result; }
+last_reason() { status_field reason; }
+
+# Checks that every line of the status file is a JSON object with the
+# specified fields and types.
+check_status_file_format() {
+    python3 - "$CACHET_STATUS_FILE" <<'EOF' || fail "malformed status file $CACHET_STATUS_FILE"
+import json, sys
+for i, line in enumerate(open(sys.argv[1]).read().splitlines(), 1):
+    o = json.loads(line)
+    assert isinstance(o, dict), "line %d is not an object" % i
+    assert o.get("result") in ("hit", "miss", "uncacheable"), "line %d: result %r" % (i, o.get("result"))
+    r = o.get("reason")
+    assert isinstance(r, str) or (r is None and o["result"] == "hit"), "line %d: reason %r" % (i, r)
+    d = o.get("duration_ms")
+    assert isinstance(d, int) and not isinstance(d, bool) and d >= 0, "line %d: duration_ms %r" % (i, d)
+EOF
+}
+
+# ---- running steps -------------------------------------------------------
+
+# step CMD...: runs `cachet run -- CMD...` and sets RC to its exit status.
+# Fails unless exactly one status line was appended.
+step() {
+    local before after
+    before=$(status_count)
+    set +e
+    cachet run -- "$@"
+    RC=$?
+    set -e
+    [ "$RC" -ne 124 ] || fail "cachet run -- $* timed out after ${CACHET_CALL_TIMEOUT}s"
+    after=$(status_count)
+    [ "$after" -eq $((before + 1)) ] ||
+        fail "cachet run -- $* appended $((after - before)) status lines, expected 1 (exit status $RC)"
+}
+
+# expect RESULT [REASON]: the last step's result, and its reason if given
+# (exact match; for "uncacheable" use expect_reason_contains).
+expect() {
+    local got reason
+    got=$(last_result)
+    reason=$(last_reason)
+    [ "$got" = "$1" ] || fail "expected result '$1', got '$got' (reason: '$reason')"
+    if [ $# -ge 2 ] && [ -n "$2" ]; then
+        [ "$reason" = "$2" ] || fail "expected reason '$2', got '$reason' (result: $got)"
+    fi
+}
+
+expect_reason_contains() {
+    local reason
+    reason=$(last_reason)
+    case "$reason" in
+        *"$1"*) ;;
+        *) fail "expected a reason containing '$1', got '$reason'" ;;
+    esac
+}
+
+# expect_rc N: the last step's exit status.
+expect_rc() {
+    [ "$RC" -eq "$1" ] || fail "expected exit status $1, got $RC"
+}
+
+# run_expect RESULT REASON -- CMD...: a successful step (exit 0) with that
+# result; REASON "" means any reason.
+run_expect() {
+    local result=$1 reason=$2
+    shift 2
+    [ "${1:-}" = "--" ] && shift
+    step "$@"
+    [ "$RC" -eq 0 ] || fail "cachet run -- $* exited $RC, expected 0"
+    expect "$result" "$reason"
+}
+
+# ---- file assertions -----------------------------------------------------
+
+# assert_content FILE TEXT: FILE holds exactly TEXT (trailing newlines of the
+# file are ignored, as by $(cat)).
+assert_content() {
+    [ -f "$1" ] || fail "$1: missing (expected content '$2')"
+    local got
+    got=$(cat "$1")
+    [ "$got" = "$2" ] || fail "$1: expected content '$2', got '$got'"
+}
+
+assert_same() {
+    cmp -s "$1" "$2" || fail "$1 and $2 differ"
+}
+
+assert_differ() {
+    ! cmp -s "$1" "$2" || fail "$1 and $2 are identical, expected them to differ"
+}
+
+assert_exists() { [ -e "$1" ] || [ -L "$1" ] || fail "$1: expected to exist"; }
+assert_absent() { [ ! -e "$1" ] && [ ! -L "$1" ] || fail "$1: expected to be absent"; }
+
+# assert_contains_bytes FILE STRING: the (binary) file contains STRING.
+assert_contains_bytes() {
+    grep -aqF -- "$2" "$1" || fail "$1 does not contain '$2'"
+}
+assert_lacks_bytes() {
+    ! grep -aqF -- "$2" "$1" || fail "$1 still contains '$2'"
+}
+
+# Sets $2's mtime back to that of $1 (the saved copy).
+restore_mtime() { touch -r "$1" "$2"; }
+
+# Prints a JSON integer field of `cachet stats --json`.
+stats_field() {
+    cachet stats --json | python3 -c '
+import json, sys
+o = json.load(sys.stdin)
+v = o[sys.argv[1]]
+assert isinstance(v, int) and not isinstance(v, bool), "%s is not an integer: %r" % (sys.argv[1], v)
+print(v)' "$1"
+}
+
+# A directory inside $T for the test's work; prints its path.
+workdir() {
+    local d="$T/${1:-work}"
+    mkdir -p "$d"
+    echo "$d"
+}
