@@ -185,6 +185,17 @@ int store_results_with_blob(struct store *s, const struct digest *blob,
 			    struct store_result_row **out, size_t *n, struct error *e);
 void store_result_rows_free(struct store_result_row *rows, size_t n);
 
+/* ---- steps found nondeterministic (cachet run --verify) ---- */
+
+/* Records that the step with this weak key gave different outputs on
+ * identical runs; summary says how (one line). */
+int store_mark_nondeterministic(struct store *s, const struct digest *weak, const char *summary,
+				struct error *e);
+/* 1 and (if summary_out) a malloc'd summary and the times seen, when the
+ * step is marked; 0 when not; -1 on error. */
+int store_nondeterministic(struct store *s, const struct digest *weak, char **summary_out,
+			   int64_t *count_out, struct error *e);
+
 /* ---- the step log: one line per step, bounded, cheap to append ---- */
 
 struct store_log_entry {

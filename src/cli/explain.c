@@ -269,6 +269,10 @@ int cmd_explain(int argc, char **argv)
 		print_json(&v);
 	else
 		print_text(&v);
+	char *nondet = NULL;
+	if (!json && store_nondeterministic(s, &step.weak, &nondet, NULL, &e) == 1)
+		printf("note: this step is marked nondeterministic (re-runs differed: %s)\n", nondet);
+	free(nondet);
 	int rc = v.hit ? 0 : 1;
 	explain_list_free(&v.items);
 	free(v.nearest);

@@ -39,8 +39,9 @@ static const char general[] =
 	"PATH through the cache.\n";
 
 static const char run_help[] =
-	"usage: cachet run [-v] [--] COMMAND [ARG...]\n"
-	"       cachet [-v] COMMAND [ARG...]\n"
+	"usage: cachet run [-v] [--verify] [--check CMD] [--require-symbols FILE]\n"
+	"                  [--] COMMAND [ARG...]\n"
+	"       cachet [OPTIONS] COMMAND [ARG...]\n"
 	"\n"
 	"Looks the step up by its argv, cwd, keyed environment, platform and the\n"
 	"executable's digest, then by every file-system fact a recorded run relied on.\n"
@@ -48,6 +49,15 @@ static const char run_help[] =
 	"the command runs traced, streaming its output, and a successful run is stored.\n"
 	"\n"
 	"  -v, --verbose   print 'cachet: hit' or 'cachet: miss (reason)' to stderr\n"
+	"  --verify        on a hit, run the step anyway and compare its outputs with the\n"
+	"                  cached ones (verify_rate does this for a fraction of hits); a\n"
+	"                  difference warns, is counted and marks the step nondeterministic\n"
+	"  --check CMD     after a miss, with the outputs in place, run CMD with /bin/sh;\n"
+	"                  if it fails nothing is stored and cachet exits with its status\n"
+	"  --require-symbols FILE\n"
+	"                  every name in FILE (one per line) must be defined (GLOBAL or\n"
+	"                  WEAK) by the ELF outputs; otherwise nothing is stored, the\n"
+	"                  missing names are listed and cachet exits 1\n"
 	"\n"
 	"Exit status: the command's (a command killed by a signal kills cachet with the\n"
 	"same signal); 127 when COMMAND is not found, 126 when it is not executable,\n"

@@ -25,6 +25,7 @@
 #include "cachet/record.h"
 #include "cachet/step.h"
 #include "cachet/trace.h"
+#include "cli/run_checks.h"
 #include "cli/settings.h"
 #include "cli/step_env.h"
 #include "cli/tee.h"
@@ -48,6 +49,13 @@ struct run {
 	char *tmpdir;
 	char *cache_dir;
 	int stderr_at_line_start;
+	/* checks (run_checks.h) */
+	int verify_forced;          /* --verify */
+	const char *check_cmd;      /* --check CMD */
+	const char *require_symbols; /* --require-symbols FILE */
+	int verifying;              /* this run re-runs a hit to compare */
+	struct result verify_cached; /* the cached result being verified */
+	int nondeterministic;       /* the step is marked nondeterministic */
 };
 
 /* ---- reporting ---- */
@@ -225,6 +233,15 @@ static int lookup(struct run *r, int *exit_code, int *had_pathsets)
 			result_free(&res);
 			continue;
 		}
+		if (verify_chosen(r->verify_forced, settings_rate(r->settings, "verify_rate"))) {
+			/* Sampled re-run: run the step for real and compare. */
+			r->verify_cached = res;
+			r->verifying = 1;
+			break;
+		}
+		if (r->nondeterministic)
+			cli_warn("warning: this step was found to give different outputs on identical "
+				 "runs (cachet show lists it); serving the cached result");
 		if (result_restore(&res, r->store, &e) < 0) {
 			count_error(r, "cannot restore outputs", &e);
 			result_free(&res);
@@ -336,6 +353,53 @@ static int run_untraced(struct run *r, char **env, struct tee *t, int *exec_errn
 	return status;
 }
 
+/* --check and --require-symbols, with the outputs in place. 0 when the
+ * run may be stored; else the wait status cachet exits with. */
+static int checks_refuse(struct run *r, const struct record *rec)
+{
+	if (r->check_cmd) {
+		int st = run_check_command(r->check_cmd);
+		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			cli_error("check failed (%s): %s; the result is not stored",
+				  st != -1 && WIFEXITED(st) ? "exit status" : "killed", r->check_cmd);
+			return st == -1 ? 1 << 8 : st;
+		}
+	}
+	if (r->require_symbols) {
+		char *missing = NULL;
+		int rc = check_required_symbols(r->require_symbols, &rec->result, &missing);
+		if (rc != 0) {
+			if (rc < 0)
+				cli_error("--require-symbols: %s", missing);
+			else
+				cli_error("required symbols missing from the outputs: %s; the result is not "
+					  "stored", missing);
+			free(missing);
+			return 1 << 8;
+		}
+	}
+	return 0;
+}
+
+/* A sampled re-run of a hit: compare with the cached result; on a
+ * mismatch warn, count, and mark the step. The fresh outputs stay. */
+static const char *verify(struct run *r, struct record *rec, struct tee *t, int exit_code)
+{
+	char *summary = NULL;
+	struct error e = { 0 };
+	if (verify_compare(r->store, &r->verify_cached, &rec->result, &t->out, exit_code, &summary)) {
+		count(r, "verified", 1);
+		return "verified: same outputs";
+	}
+	cli_warn("warning: nondeterministic step: a re-run differs from the cached result: %s",
+		 summary);
+	count(r, "nondeterministic", 1);
+	if (store_mark_nondeterministic(r->store, &r->step.weak, summary, &e) < 0)
+		count_error(r, "cannot mark the step nondeterministic", &e);
+	free(summary);
+	return "verified: nondeterministic";
+}
+
 static char **ignore_roots(const struct run *r)
 {
 	return step_ignore_roots(r->settings, r->tmpdir, r->cache_dir);
@@ -419,19 +483,41 @@ static void miss(struct run *r, const char *reason)
 		free(name);
 	} else {
 		struct record rec;
+		int check_status = 0;
 		if (record_run(tr.events, tr.nevents, (const char *const *)ignore, r->store, &r->dc,
 			       &rec, &e) < 0) {
 			count_error(r, "cannot store the outputs", &e);
 		} else if (rec.not_storable) {
 			reason = rec.not_storable;
+		} else if ((check_status = checks_refuse(r, &rec)) != 0) {
+			reason = "check failed (not stored)";
+		} else if (r->verifying) {
+			result = "hit";
+			reason = verify(r, &rec, &t, WEXITSTATUS(status));
+		} else if (r->nondeterministic &&
+			   !strcmp(settings_str(r->settings, "nondeterministic"), "rerun")) {
+			reason = "nondeterministic step (not stored)";
 		} else if (store_result(r, &rec, &t, WEXITSTATUS(status), duration, &e) < 0) {
 			count_error(r, "cannot store the result", &e);
 		}
 		record_free(&rec);
-		char *name = xasprintf("miss: %s", reason);
-		count(r, "misses", 1);
-		count(r, name, 1);
-		free(name);
+		if (check_status) {
+			count(r, "misses", 1);
+			count(r, "miss: check failed", 1);
+			report(r, result, reason);
+			trace_result_free(&tr);
+			tee_free(&t);
+			free_strv(env);
+			free_strv(ignore);
+			remove_tree(r->tmpdir);
+			exit_like(r, check_status);
+		}
+		if (!r->verifying) {
+			char *name = xasprintf("miss: %s", reason);
+			count(r, "misses", 1);
+			count(r, name, 1);
+			free(name);
+		}
 	}
 	report(r, result, reason);
 	trace_result_free(&tr);
@@ -498,6 +584,21 @@ static int run_main(int argc, char **argv, int masquerade)
 			break; /* option parsing stops at the first non-option */
 		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
 			r.verbose = 1;
+		} else if (!strcmp(a, "--verify")) {
+			r.verify_forced = 1;
+		} else if (!strcmp(a, "--check") || !strcmp(a, "--require-symbols")) {
+			if (i + 1 >= argc) {
+				cli_error("%s needs an argument (usage: cachet run [OPTIONS] [--] COMMAND)", a);
+				return EXIT_USAGE;
+			}
+			if (!strcmp(a, "--check"))
+				r.check_cmd = argv[++i];
+			else
+				r.require_symbols = argv[++i];
+		} else if (!strncmp(a, "--check=", 8)) {
+			r.check_cmd = a + 8;
+		} else if (!strncmp(a, "--require-symbols=", 18)) {
+			r.require_symbols = a + 18;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			fputs(cli_help_text("run"), stdout);
 			return 0;
@@ -553,7 +654,14 @@ static int run_main(int argc, char **argv, int masquerade)
 	}
 
 	int had_pathsets = 0;
-	if (!r.recache) {
+	/* A step known to give different outputs on identical runs: with
+	 * nondeterministic = rerun it always runs (and is never stored); with
+	 * warn (the default) its hits come with a warning. */
+	struct error ne = { 0 };
+	r.nondeterministic = store_nondeterministic(r.store, &r.step.weak, NULL, NULL, &ne) == 1;
+	int rerun = r.nondeterministic &&
+		    !strcmp(settings_str(r.settings, "nondeterministic"), "rerun");
+	if (!r.recache && !rerun) {
 		int exit_code;
 		if (lookup(&r, &exit_code, &had_pathsets)) {
 			finish(&r);

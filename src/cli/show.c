@@ -139,6 +139,12 @@ static void show_row(struct store *s, const struct store_result_row *row, const 
 	printf("  recorded:   %s on %s, ran %lld ms, cachet %s\n", when, res.host,
 	       (long long)res.duration_ms, res.cachet_version);
 	printf("  hits since: %lld\n", (long long)row->hits);
+	char *nondet = NULL;
+	int64_t times = 0;
+	if (store_nondeterministic(s, &row->weak, &nondet, &times, &e) == 1)
+		printf("  NONDETERMINISTIC: re-runs differed %lld time%s; last: %s\n", (long long)times,
+		       times == 1 ? "" : "s", nondet);
+	free(nondet);
 	struct pathset ps;
 	if (store_get_pathset(s, &row->weak, &row->pathset, &body, &len, &e) == 1) {
 		if (pathset_decode(body, len, &ps, &e) == 0) {

@@ -79,16 +79,18 @@ int cmd_stats(int argc, char **argv)
 	int64_t hits = counter(c, n, "hits"), misses = counter(c, n, "misses");
 	int64_t unc = counter(c, n, "uncacheable"), errors = counter(c, n, "errors");
 	int64_t saved = counter(c, n, "time_saved_ms");
+	int64_t verified = counter(c, n, "verified"), nondet = counter(c, n, "nondeterministic");
 	if (json) {
 		struct buf b;
 		buf_init(&b);
 		buf_addf(&b,
 			 "{\"hits\": %lld, \"misses\": %lld, \"uncacheable\": %lld, \"errors\": %lld, "
 			 "\"entries\": %llu, \"pathsets\": %llu, \"blobs\": %llu, \"bytes\": %llu, "
-			 "\"time_saved_ms\": %lld",
+			 "\"time_saved_ms\": %lld, \"verified\": %lld, \"nondeterministic\": %lld",
 			 (long long)hits, (long long)misses, (long long)unc, (long long)errors,
 			 (unsigned long long)u.entries, (unsigned long long)u.pathsets,
-			 (unsigned long long)u.blobs, (unsigned long long)u.blob_bytes, (long long)saved);
+			 (unsigned long long)u.blobs, (unsigned long long)u.blob_bytes, (long long)saved,
+			 (long long)verified, (long long)nondet);
 		json_group(&b, c, n, "miss_reasons", "miss: ");
 		json_group(&b, c, n, "uncacheable_reasons", "uncacheable: ");
 		buf_addstr(&b, "}\n");
@@ -105,6 +107,9 @@ int cmd_stats(int argc, char **argv)
 		printf("uncacheable                        %12lld\n", (long long)unc);
 		text_group(c, n, "uncacheable: ");
 		printf("errors                             %12lld\n", (long long)errors);
+		if (verified || nondet)
+			printf("verified hits                      %12lld  (%lld nondeterministic)\n",
+			       (long long)(verified + nondet), (long long)nondet);
 		printf("entries                            %12llu\n", (unsigned long long)u.entries);
 		printf("size on disk                       %12.1f MB\n", (double)u.blob_bytes / 1e6);
 		printf("time saved                         %12.1f s\n", (double)saved / 1000.0);

@@ -98,6 +98,13 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"  ctime_ns INTEGER NOT NULL,"
 	"  mode INTEGER NOT NULL,"
 	"  digest BLOB NOT NULL) WITHOUT ROWID;",
+	/* 2: steps found to give different outputs on identical runs. */
+	"CREATE TABLE nondeterministic("
+	"  weak BLOB PRIMARY KEY NOT NULL,"
+	"  count INTEGER NOT NULL,"
+	"  first_seen INTEGER NOT NULL,"
+	"  last_seen INTEGER NOT NULL,"
+	"  summary TEXT NOT NULL) WITHOUT ROWID;",
 };
 
 int64_t store_now_ns(void)
@@ -412,7 +419,8 @@ int index_clear_rows(struct store *s, struct error *e)
 {
 	return index_exec(s,
 			  "DELETE FROM result_blobs; DELETE FROM results; DELETE FROM pathsets;"
-			  " DELETE FROM steps; DELETE FROM blobs; DELETE FROM fingerprints;",
+			  " DELETE FROM steps; DELETE FROM blobs; DELETE FROM fingerprints;"
+			  " DELETE FROM nondeterministic;",
 			  e);
 }
 

@@ -175,3 +175,54 @@ void store_result_rows_free(struct store_result_row *rows, size_t n)
 		free(rows[i].body);
 	free(rows);
 }
+
+int store_mark_nondeterministic(struct store *s, const struct digest *weak, const char *summary,
+				struct error *e)
+{
+	if (s->readonly)
+		return store_readonly_error(e);
+	sqlite3_stmt *st;
+	if (index_begin(s, e) < 0)
+		return -1;
+	if (prepare(s, "INSERT INTO nondeterministic(weak, count, first_seen, last_seen, summary)"
+		       " VALUES(?1, 1, ?2, ?2, ?3) ON CONFLICT(weak) DO UPDATE SET"
+		       " count = count + 1, last_seen = ?2, summary = ?3", &st, e) < 0) {
+		index_rollback(s);
+		return -1;
+	}
+	sqlite3_bind_blob(st, 1, weak->b, DIGEST_LEN, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, store_now_ns());
+	sqlite3_bind_text(st, 3, summary, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		index_error(s, rc, e, "marking a step nondeterministic");
+		index_rollback(s);
+		return -1;
+	}
+	return index_commit(s, e);
+}
+
+int store_nondeterministic(struct store *s, const struct digest *weak, char **summary_out,
+			   int64_t *count_out, struct error *e)
+{
+	sqlite3_stmt *st;
+	if (prepare(s, "SELECT summary, count FROM nondeterministic WHERE weak = ?1", &st, e) < 0)
+		return -1;
+	sqlite3_bind_blob(st, 1, weak->b, DIGEST_LEN, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	int found = 0;
+	if (rc == SQLITE_ROW) {
+		found = 1;
+		if (summary_out) {
+			const char *t = (const char *)sqlite3_column_text(st, 0);
+			*summary_out = xstrdup(t ? t : "");
+		}
+		if (count_out)
+			*count_out = sqlite3_column_int64(st, 1);
+	} else if (rc != SQLITE_DONE) {
+		found = index_error(s, rc, e, "reading nondeterministic steps");
+	}
+	sqlite3_finalize(st);
+	return found;
+}
