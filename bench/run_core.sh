@@ -20,9 +20,9 @@
 #   -w WORKDIR  scratch directory (default: /tmp/cachet-bench); the unpacked
 #               sources are kept there between invocations
 #
-# Needs a deb-src entry for apt-get source: when none is configured, this
-# script adds one for the Debian mirror that the deb entries already use
-# (printing what it does) and runs apt-get update.
+# The sources come from scripts/debian-source.sh (apt-get source): when no
+# deb-src entry is configured, it adds one for the Debian mirror that the deb
+# entries already use (printing what it does) and runs apt-get update.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,89 +46,10 @@ CACHET=$(realpath "$CACHET")
 for tool in gcc ccache python3 dpkg-source; do
     command -v "$tool" > /dev/null || { echo "run_core: $tool is missing (scripts/setup-debian.sh installs it)" >&2; exit 1; }
 done
-SUDO=()
-[ "$(id -u)" -eq 0 ] || SUDO=(sudo)
 
 # ---- sources ---------------------------------------------------------------
 
-has_deb_src() {
-    grep -qsE '^[[:space:]]*deb-src[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list ||
-        grep -qsE '^Types:(.*[[:space:]])?deb-src([[:space:]]|$)' /etc/apt/sources.list.d/*.sources
-}
-
-# Writes a deb-src twin of every Debian deb entry (one-line or deb822 format)
-# into /etc/apt/sources.list.d/cachet-bench-deb-src.sources.
-add_deb_src() {
-    local out=/etc/apt/sources.list.d/cachet-bench-deb-src.sources
-    "${SUDO[@]}" python3 - "$out" <<'EOF'
-import glob, os, re, sys
-
-out = sys.argv[1]
-stanzas = []
-
-def debian_uri(uri):
-    return "debian" in uri
-
-for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*.list")):
-    if not os.path.exists(path):
-        continue
-    for line in open(path):
-        line = line.split("#", 1)[0].strip()
-        m = re.match(r"^deb\s+(\[[^\]]*\]\s+)?(\S+)\s+(\S+)\s*(.*)$", line)
-        if m and debian_uri(m.group(2)):
-            opts = m.group(1) or ""
-            signed = re.search(r"signed-by=(\S+?)\]?(\s|$)", opts)
-            stanzas.append({"URIs": m.group(2), "Suites": m.group(3), "Components": m.group(4) or "main",
-                            **({"Signed-By": signed.group(1)} if signed else {})})
-
-for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
-    if os.path.abspath(path) == os.path.abspath(out):
-        continue
-    for block in re.split(r"\n\s*\n", open(path).read()):
-        fields = {}
-        for line in block.splitlines():
-            if line.startswith("#") or ":" not in line or line[0].isspace():
-                continue
-            k, v = line.split(":", 1)
-            fields[k.strip()] = v.strip()
-        if "deb" not in fields.get("Types", "").split():
-            continue
-        if fields.get("Enabled", "yes").lower() == "no" or not debian_uri(fields.get("URIs", "")):
-            continue
-        stanzas.append({k: fields[k] for k in ("URIs", "Suites", "Components", "Signed-By") if k in fields})
-
-if not stanzas:
-    sys.exit("run_core: found no Debian deb entry to mirror as deb-src")
-text = "# Added by cachet's bench/run_core.sh: source packages for the benchmark.\n"
-for s in stanzas:
-    text += "\nTypes: deb-src\n" + "".join("%s: %s\n" % (k, v) for k, v in s.items())
-with open(out, "w") as f:
-    f.write(text)
-print(text)
-EOF
-}
-
-SRCPKG=$WORK/srcpkg
-mkdir -p "$SRCPKG"
-SRC=$(find "$SRCPKG" -mindepth 1 -maxdepth 1 -type d -name "${PACKAGE}-*" | head -n 1)
-if [ -z "$SRC" ]; then
-    if ! has_deb_src; then
-        echo "run_core: no deb-src entry configured; adding /etc/apt/sources.list.d/cachet-bench-deb-src.sources:"
-        add_deb_src
-        echo "run_core: apt-get update"
-        "${SUDO[@]}" apt-get update -q
-    fi
-    echo "run_core: apt-get source --download-only $PACKAGE (into $SRCPKG)"
-    if ! (cd "$SRCPKG" && apt-get source --download-only "$PACKAGE"); then
-        echo "run_core: retrying after apt-get update"
-        "${SUDO[@]}" apt-get update -q
-        (cd "$SRCPKG" && apt-get source --download-only "$PACKAGE")
-    fi
-    dsc=$(ls "$SRCPKG"/*.dsc | head -n 1)
-    (cd "$SRCPKG" && dpkg-source --no-check -x "$(basename "$dsc")")
-    SRC=$(find "$SRCPKG" -mindepth 1 -maxdepth 1 -type d -name "${PACKAGE}-*" | head -n 1)
-fi
-[ -n "$SRC" ] || { echo "run_core: unpacking $PACKAGE failed" >&2; exit 1; }
+SRC=$("$ROOT/scripts/debian-source.sh" "$PACKAGE" "$WORK/srcpkg")
 cd "$SRC/src"
 # Debian's patches make luaconf.h include a header that debian/rules generates.
 if [ "$PACKAGE" = lua5.4 ] && [ ! -e lua5.4-deb-multiarch.h ]; then

@@ -6,9 +6,8 @@
  *   trace_bench [-v] [-n RUNS] [-p] -- COMMAND [ARGS...]
  *
  * -p runs the command plainly (fork + execvp + wait) for the comparison.
- * Build (from the repository root):
- *   cc -O2 -D_GNU_SOURCE -Iinclude -Isrc bench/trace_bench.c src/trace/*.c \
- *      src/util/*.c -lcrypto -lzstd -o trace_bench
+ * Built by `ninja cachet-bench-tools` (or `ninja trace_bench`) in the
+ * build directory.
  */
 #include <errno.h>
 #include <stdio.h>

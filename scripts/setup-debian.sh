@@ -10,13 +10,33 @@ PACKAGES=(
     # build
     build-essential cmake ninja-build pkg-config
     libssl-dev libzstd-dev libsqlite3-dev libelf-dev
+    # remote caches: the transport plugins (never linked into cachet itself)
+    libcurl4-openssl-dev libhiredis-dev
     # unit tests
     libcmocka-dev
     # system tests: python3 drives generators, listeners and JSON checks;
     # gcc -static needs libc6-dev's libc.a; readelf comes with binutils
     python3 libc6-dev binutils coreutils
+    # remote tests (t_remote_*.sh) start real cache servers: nginx with its
+    # WebDAV methods, and redis-server (redis-cli comes with redis-tools)
+    nginx redis-server redis-tools
+    # cachet repro --vary time moves the step's clock with libfaketime
+    faketime
+    # only tests/system/t_report.sh needs it: it renders cachet report's page
+    # in headless Chromium (and skips when chromium is absent)
+    chromium
+    # reliability tests (t_rel_*.sh): strace as a step that traces, zstd to
+    # check blobs, valgrind for the leak pass of the normal build; the fuzz
+    # build (tests/fuzz) needs clang and its libFuzzer runtime
+    strace zstd valgrind clang libclang-rt-14-dev
     # benchmark: ccache to compare with, hyperfine, apt-get source + dpkg-source
     ccache hyperfine dpkg-dev xz-utils
+    # build-system tests (t_build_*.sh): Debian source packages built by make,
+    # CMake, Ninja and Meson (apt-get source and dpkg-source: dpkg-dev above)
+    make meson
+    # documentation tests: groff formats the manual, man shows the installed
+    # one; bash-completion's helpers complete the command after cachet run --
+    groff-base man-db bash-completion
 )
 PACKAGES+=("$@")
 

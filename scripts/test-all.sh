@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds cachet twice (normal, and ASan+UBSan) and
-# runs every test (unit and system) against each build with CTest.
+# runs every test (unit and system) against each build with CTest; then a
+# third build with clang runs the libFuzzer targets of tests/fuzz for a
+# bounded time each (CACHET_FUZZ_SECONDS, default 20).
 #
 #   scripts/test-all.sh
 #
 # Build directories: $BUILD_DIR (default build/) and $ASAN_BUILD_DIR
-# (default build-asan/). Extra ctest arguments: $CTEST_ARGS (e.g. "-R gcc").
+# (default build-asan/), $FUZZ_BUILD_DIR (default build-fuzz/). Extra ctest
+# arguments: $CTEST_ARGS (e.g. "-R gcc").
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-$ROOT/build-asan}
+FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
 JOBS=$(nproc)
 
 "$ROOT/scripts/setup-debian.sh"
@@ -30,9 +34,10 @@ run_suite() {
 
 run_suite "normal build" "$BUILD_DIR"
 run_suite "ASan+UBSan build" "$ASAN_BUILD_DIR" -DCACHET_SANITIZE=ON
+run_suite "fuzz build (clang, libFuzzer)" "$FUZZ_BUILD_DIR" -DCMAKE_C_COMPILER=clang -DCACHET_FUZZ=ON
 
 if [ ${#failed[@]} -ne 0 ]; then
     echo "=== FAILED: ${failed[*]}"
     exit 1
 fi
-echo "=== all tests passed (normal and ASan+UBSan builds)"
+echo "=== all tests passed (normal, ASan+UBSan and fuzz builds)"

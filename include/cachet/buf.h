@@ -40,6 +40,10 @@ void buf_vaddf(struct buf *b, const char *fmt, va_list ap);
 /* Appends s as a JSON string literal, quotes included; bytes that are not
  * valid UTF-8 are escaped as \u00XX of the byte so the output stays valid JSON. */
 void buf_add_json_string(struct buf *b, const char *s, size_t len);
+/* The length (1-4) of the valid UTF-8 sequence that starts s (left bytes
+ * available), or 0 when s does not start one (stray continuation byte,
+ * overlong form, surrogate, beyond U+10FFFF, truncated). */
+size_t utf8_seq_len(const unsigned char *s, size_t left);
 
 /* Binary encoding. */
 void buf_put_u8(struct buf *b, uint8_t v);

@@ -1,6 +1,6 @@
 /*
- * SHA-256 content digests (OpenSSL libcrypto, SHA-NI accelerated where the CPU
- * has it). Every content address in cachet is one of these: blobs are named
+ * SHA-256 content digests (sha256.h: SHA-NI accelerated where the CPU has
+ * it, no crypto library on the hit path). Every content address in cachet is one of these: blobs are named
  * by the digest of their uncompressed bytes, as Bazel's remote cache names them.
  */
 #ifndef CACHET_DIGEST_H
@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cachet/error.h"
+#include "cachet/sha256.h"
 
 #define DIGEST_LEN 32
 #define DIGEST_HEX_LEN 64
@@ -17,9 +18,11 @@ struct digest {
 	unsigned char b[DIGEST_LEN];
 };
 
-/* Incremental hashing. The context is opaque and owned by the hasher. */
+/* Incremental hashing. The state is held inline: a hasher needs no
+ * allocation, and hasher_init cannot fail (the error argument stays for
+ * callers written against a library that could). */
 struct hasher {
-	void *ctx;
+	struct sha256 ctx;
 };
 
 int hasher_init(struct hasher *h, struct error *e);
@@ -27,8 +30,8 @@ void hasher_update(struct hasher *h, const void *data, size_t len);
 /* Length-prefixed update, so that ("ab","c") and ("a","bc") hash apart. */
 void hasher_update_str(struct hasher *h, const char *s);
 void hasher_update_u64(struct hasher *h, uint64_t v);
-void hasher_final(struct hasher *h, struct digest *out); /* frees the context */
-void hasher_abort(struct hasher *h);                     /* frees without a digest */
+void hasher_final(struct hasher *h, struct digest *out);
+void hasher_abort(struct hasher *h); /* abandons the hash (nothing to free) */
 
 void digest_bytes(const void *data, size_t len, struct digest *out);
 

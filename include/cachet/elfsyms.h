@@ -17,4 +17,12 @@
  * error (unreadable or malformed). */
 int elf_defined_symbols(const char *path, struct strmap *defined, struct error *e);
 
+/* 1 when the ELF executable at path is built with AddressSanitizer or
+ * LeakSanitizer (it needs libasan/liblsan, or its dynamic symbols name
+ * __asan_init or __lsan_do_leak_check): at exit its leak check attaches to
+ * its own threads with ptrace, which fails under another tracer. Only the
+ * dynamic section and dynamic symbols are read. 0 otherwise, also when path
+ * cannot be read or is not ELF. */
+int elf_uses_leak_sanitizer(const char *path);
+
 #endif

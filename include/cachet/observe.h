@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include "cachet/buf.h"
 #include "cachet/digest.h"
 #include "cachet/fileid.h"
@@ -69,6 +70,24 @@ void observe_value(enum obs_kind kind, unsigned flags, const char *path,
 void observe_value_detail(enum obs_kind kind, unsigned flags, const char *path,
 			  const char *const *excluded, struct digest_cache *dc, struct buf *out,
 			  struct buf *detail);
+
+/* What one path's lookups found, shared by consecutive observations of the
+ * same path (a path set sorts them together: a header is typically read,
+ * stat'ed and readlink'ed). Start zeroed; it resets itself when the path
+ * changes. Values come out exactly as without it: lstat and stat differ
+ * only when the last component is a symlink, and readlink fails as lstat
+ * does, or with EINVAL on anything but a symlink. */
+struct observe_memo {
+	const char *path;
+	int have_lstat, lstat_err;
+	int have_stat, stat_err;
+	struct stat lst, st;
+};
+
+/* observe_value_detail through a memo (NULL: none). */
+void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
+			const char *const *excluded, struct digest_cache *dc,
+			struct observe_memo *memo, struct buf *out, struct buf *detail);
 
 /* Human-readable rendering of a value, for explain and show. */
 void observe_describe_value(const void *value, size_t len, struct buf *out);

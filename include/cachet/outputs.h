@@ -54,8 +54,8 @@ void result_free(struct result *r);
 struct output *result_add_output(struct result *r, enum output_kind kind, const char *path);
 
 void result_encode(const struct result *r, struct buf *out);
-/* Decodes untrusted bytes; checks every length, kind and path (absolute, no
- * NUL). */
+/* Decodes untrusted bytes; checks the trailing SHA-256 that result_encode
+ * writes, then every length, kind and path (absolute, no NUL). */
 int result_decode(const void *data, size_t len, struct result *r, struct error *e);
 
 /* Puts the outputs back, deletions first, then directories (parents before
@@ -64,6 +64,18 @@ int result_decode(const void *data, size_t len, struct result *r, struct error *
  * mtime are set before the rename. Returns -1 at the first failure; what was
  * restored before stays (every piece is a complete, correct output). */
 int result_restore(const struct result *r, struct store *s, struct error *e);
+
+/* result_restore for an entry that came from a remote cache: every output
+ * must lie strictly beneath one of roots (canonical absolute directories,
+ * NULL-terminated) with no "." or ".." component, symlink targets must stay
+ * inside the roots, and no output may lie beneath a symlink the entry
+ * creates. Every path component below the root is walked with O_NOFOLLOW,
+ * so an existing symlink on the way is refused, not followed; the entry's
+ * own symlinks are created last; setuid, setgid and sticky bits are
+ * dropped. Everything is checked before anything is written: a refused
+ * entry (error code EPERM) writes nothing. */
+int result_restore_beneath(const struct result *r, struct store *s, const char *const *roots,
+			   struct error *e);
 
 /* Every blob the result references (outputs, stdout, stderr); malloc'd. */
 struct blob_ref *result_blobs(const struct result *r, size_t *n);

@@ -9,6 +9,7 @@
  *   blobs/ab/<64 hex>[.zst]      contents; .zst = one zstd frame with checksum
  *   stats                        counters, updated without the index lock
  *   tmp/                         temporary files, renamed into place
+ *   evict.lock, gc.stamp         one evicting process at a time; time of the last sweep
  *
  * Concurrency: many cachet processes share one store. Writes are
  * `BEGIN IMMEDIATE` transactions with a busy timeout; the hit path only reads
@@ -128,9 +129,19 @@ int store_put_entry(struct store *s, const struct store_entry *entry, unsigned m
 		    struct error *e);
 
 /* Best effort, never waits for the write lock: marks the path set and result
- * as used now and counts a hit. Returns 0 even when skipped because busy. */
+ * as used now and counts a hit. Returns 0 even when skipped because busy.
+ * The mark usually goes to a log beside the index that the next write
+ * transaction folds in (so a hit writes nothing to the index);
+ * store_get_pathsets and eviction see it at once all the same. */
 int store_touch_hit(struct store *s, const struct digest *weak, const struct digest *pathset,
 		    const struct digest *strong);
+
+/* Reads made between these two see one snapshot of the index and take its
+ * shared lock once instead of once per query (the hit path makes a hundred
+ * fingerprint lookups). Write transactions end the snapshot first; do not
+ * hold one across a long wait, since it keeps the WAL from being reset. */
+int store_snapshot_begin(struct store *s);
+void store_snapshot_end(struct store *s);
 
 /* Removes every entry and blob (and the fingerprint cache). Counters stay,
  * as with `ccache -C`; store_counters_zero resets them. */
@@ -143,6 +154,59 @@ struct store_usage {
 	uint64_t blob_bytes;   /* bytes on disk */
 };
 int store_usage(struct store *s, struct store_usage *out, struct error *e);
+
+/* ---- eviction ---- */
+
+/* What store_evict removed (or, with STORE_EVICT_DRY_RUN, would remove). */
+struct store_evict_report {
+	uint64_t entries;      /* results removed */
+	uint64_t blobs;        /* blob files removed */
+	uint64_t bytes_freed;  /* bytes on disk of those blobs */
+	uint64_t tmp_files;    /* abandoned temporary files removed */
+	uint64_t entries_left; /* results afterwards */
+	uint64_t bytes_left;   /* blob bytes on disk afterwards (as store_usage counts) */
+	int skipped;           /* STORE_EVICT_NOWAIT and another process was evicting */
+};
+
+enum {
+	STORE_EVICT_DRY_RUN = 1 << 0, /* count what would go; change nothing */
+	/* Also collect what no index row accounts for: files in tmp/ and blob
+	 * files without a row, both only when older than an hour (younger ones
+	 * may belong to a store in flight), and fingerprint rows of blob files
+	 * that are gone. Lists every blob directory: not for every step. */
+	STORE_EVICT_SWEEP = 1 << 1,
+	STORE_EVICT_NOWAIT = 1 << 2, /* return at once (skipped = 1) if another process evicts */
+};
+
+/* Removes blobs no result references, then entries (a result with its
+ * blob references, its path set when no result is left under it, its step
+ * when no path set is left) in least recently used order while the blob
+ * bytes exceed max_bytes (0: no size bound) or the entry was last used more
+ * than max_age_s seconds ago (0: no age bound); blob files no longer
+ * referenced go with them. Work is done in short BEGIN IMMEDIATE
+ * transactions (about 100 entries each), so concurrent steps wait at most
+ * one batch for the write lock. Blob files are deleted inside the
+ * transaction that drops their last reference: store_put_entry checks its
+ * blobs under the same lock, so a store in flight either commits its
+ * reference first (and the blob stays) or finds the blob gone and stores
+ * nothing (ENOENT). One process evicts at a time (a lock file). Afterwards
+ * the size estimate of store_evict_due is reset to the real size. */
+int store_evict(struct store *s, uint64_t max_bytes, int64_t max_age_s, unsigned flags,
+		struct store_evict_report *out, struct error *e);
+
+/* Whether eviction is due, as bits: */
+enum {
+	STORE_EVICT_DUE_SIZE = 1 << 0,  /* the size estimate passed max_bytes */
+	STORE_EVICT_DUE_SWEEP = 1 << 1, /* the last sweep is older than sweep_interval_s */
+};
+/* For the miss path, after an entry of about `bytes` bytes (uncompressed:
+ * an overestimate of what it adds on disk) was stored: adds them to a
+ * running estimate of the cache's size kept in a counter (no index scan,
+ * no lock; the estimate is recomputed from the index when it is 0, as
+ * after `stats -z`) and says whether eviction is due. max_bytes 0: no size
+ * bound; sweep_interval_s 0: no periodic sweep. */
+unsigned store_evict_due(struct store *s, uint64_t bytes, uint64_t max_bytes,
+			 int64_t sweep_interval_s);
 
 /* ---- inspection (explain, show, log): never on the hit path ---- */
 
@@ -195,6 +259,39 @@ int store_mark_nondeterministic(struct store *s, const struct digest *weak, cons
  * step is marked; 0 when not; -1 on error. */
 int store_nondeterministic(struct store *s, const struct digest *weak, char **summary_out,
 			   int64_t *count_out, struct error *e);
+
+/* ---- for cachet report (src/store/report_queries.c) ---- */
+
+/* One stored result with the step that made it. */
+struct store_sized_result {
+	struct digest strong, weak;
+	uint64_t size;         /* uncompressed bytes of the blobs it references */
+	int64_t hits;
+	int64_t duration_ms;   /* how long the recorded run took */
+	int64_t created_ns, last_used_ns;
+	void *step_body;       /* as given to store_put_entry (step_decode); owned, NULL if missing */
+	size_t step_len;
+};
+/* The limit largest results, largest first. *out malloc'd (free with
+ * store_sized_results_free); *n may be 0. */
+int store_largest_results(struct store *s, size_t limit, struct store_sized_result **out,
+			  size_t *n, struct error *e);
+void store_sized_results_free(struct store_sized_result *rows, size_t n);
+
+/* One step marked by store_mark_nondeterministic. */
+struct store_nondet_step {
+	struct digest weak;
+	char *summary;         /* owned */
+	int64_t count;         /* times a verification found a difference */
+	int64_t first_seen_ns, last_seen_ns;
+	void *step_body;       /* owned, NULL when the step's description is gone */
+	size_t step_len;
+};
+/* Steps marked nondeterministic, most recently seen first, at most limit.
+ * *out malloc'd (free with store_nondet_steps_free). */
+int store_nondet_steps(struct store *s, size_t limit, struct store_nondet_step **out, size_t *n,
+		       struct error *e);
+void store_nondet_steps_free(struct store_nondet_step *rows, size_t n);
 
 /* ---- the step log: one line per step, bounded, cheap to append ---- */
 

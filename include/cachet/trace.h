@@ -116,14 +116,16 @@ struct trace_spec {
 	 * so the path still holds its state from before: `cachet repro` saves
 	 * it there. Called again, with TRACE_CHANGE_MOVES, whenever a later
 	 * rename moves the path away (its content survives under another
-	 * name). NULL: no callback. */
+	 * name). It runs on the tracer's thread while the tracee waits: it
+	 * must not wait for the step. NULL: no callback. */
 	void (*before_change)(void *ctx, const char *path, unsigned how);
 	void *before_change_ctx;
 };
 
 /* trace_spec.dirorder. The reordering happens within the entries of one
  * getdents call (a directory with more entries than the caller's buffer
- * holds is reordered in chunks). Every record of a reordered buffer gets the
+ * holds is reordered in chunks), at its exit stop (taken only when
+ * dirorder is set), written back into the tracee's buffer. Every record of a reordered buffer gets the
  * d_off of the buffer's last record in kernel order: the position the next
  * call continues from, so that a telldir/seekdir anywhere in the chunk never
  * returns an entry twice (it may skip the rest of that chunk). */

@@ -22,6 +22,11 @@ const char *cli_settings_error(void);
 int cli_step_init(struct step *step, char *const *argv, const char *program,
 		  struct digest_cache *dc, struct error *e);
 
+/* Which of the step's stdout and stderr are terminals (STEP_TTY_* bits):
+ * those that are terminals for cachet itself (setting color = auto), both
+ * (always) or none (never). cli_step_init keys the step with it. */
+unsigned cli_step_terminal(void);
+
 /* Exit status for cachet's own usage errors. */
 #define EXIT_USAGE 2
 
@@ -30,12 +35,17 @@ int cmd_run(int argc, char **argv);
 int cmd_run_masquerade(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_clear(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_repro(int argc, char **argv);
+int cmd_remote(int argc, char **argv);
+int cmd_keygen(int argc, char **argv);
 
 /* argv as one shell-quoted line with secret-looking values hidden (for
  * logs and reports). malloc'd. */

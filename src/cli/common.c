@@ -12,6 +12,7 @@
 #include "cachet/buf.h"
 #include "cachet/redact.h"
 #include "cachet/step.h"
+#include "cli/remote_tier.h"
 #include "cli/settings.h"
 #include <sys/stat.h>
 
@@ -72,11 +73,35 @@ int cli_step_init(struct step *step, char *const *argv, const char *program,
 {
 	extern char **environ;
 	const struct settings *st = cli_settings();
+	/* hermetic_env: the step runs with, and is keyed by, only those
+	 * variables; explain and repro must see the same environment. */
+	remote_tier_prepare(st);
 	char **ignore = st ? settings_list(st, "env_ignore") : NULL;
 	int rc = step_init(step, argv, program, environ, (const char *const *)ignore,
 			   st ? settings_str(st, "namespace") : NULL, dc, e);
 	settings_list_free(ignore);
+	if (rc == 0) {
+		unsigned terminal = cli_step_terminal();
+		if (terminal)
+			step_set_terminal(step, terminal, getenv("TERM"));
+	}
 	return rc;
+}
+
+unsigned cli_step_terminal(void)
+{
+	const struct settings *st = cli_settings();
+	const char *color = st ? settings_str(st, "color") : NULL;
+	if (color && !strcmp(color, "never"))
+		return 0;
+	if (color && !strcmp(color, "always"))
+		return STEP_TTY_STDOUT | STEP_TTY_STDERR;
+	unsigned t = 0;
+	if (isatty(1))
+		t |= STEP_TTY_STDOUT;
+	if (isatty(2))
+		t |= STEP_TTY_STDERR;
+	return t;
 }
 
 char *cli_cache_dir(void)
@@ -84,16 +109,9 @@ char *cli_cache_dir(void)
 	const struct settings *st = cli_settings();
 	if (st && settings_str(st, "dir"))
 		return xstrdup(settings_str(st, "dir"));
+	/* A bad configuration still names the cache through CACHET_DIR. */
 	const char *dir = getenv("CACHET_DIR");
-	if (dir && *dir)
-		return xstrdup(dir);
-	const char *xdg = getenv("XDG_CACHE_HOME");
-	if (xdg && *xdg)
-		return xasprintf("%s/cachet", xdg);
-	const char *home = getenv("HOME");
-	if (!home || !*home)
-		home = "/tmp";
-	return xasprintf("%s/.cache/cachet", home);
+	return dir && *dir ? xstrdup(dir) : settings_default_dir();
 }
 
 struct store *cli_open_store(unsigned flags, const char *consequence)

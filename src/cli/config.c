@@ -3,15 +3,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/remote.h"
 #include "cli/cli.h"
 #include "cli/settings.h"
+
+/* A value as shown: remote URLs lose their credentials. malloc'd. */
+static char *shown_value(const char *key, const char *text)
+{
+	if (!text)
+		return xstrdup("");
+	if (strcmp(key, "remote") != 0)
+		return xstrdup(text);
+	return remote_redact_url(text);
+}
 
 static int list_all(const struct settings *st)
 {
 	for (size_t i = 0; setting_defs[i].key; i++) {
 		const struct setting_value *v = &st->values[i];
-		printf("%-22s = %-24s (%s)\n", setting_defs[i].key, v->text ? v->text : "",
+		char *shown = shown_value(setting_defs[i].key, v->text);
+		printf("%-22s = %-24s (%s)\n", setting_defs[i].key, shown,
 		       v->origin ? v->origin : "default");
+		free(shown);
 	}
 	return 0;
 }
@@ -74,7 +87,8 @@ int cmd_config(int argc, char **argv)
 		cli_error("config: unknown key '%s' (cachet config lists them)", argv[i]);
 		return EXIT_USAGE;
 	}
-	const char *v = st->values[idx].text;
-	printf("%s\n", v ? v : "");
+	char *shown = shown_value(argv[i], st->values[idx].text);
+	printf("%s\n", shown);
+	free(shown);
 	return 0;
 }

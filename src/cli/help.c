@@ -19,8 +19,14 @@ static const char general[] =
 	"  log      the last steps run through the cache\n"
 	"  config   list, read or write settings\n"
 	"  stats    show what the cache has done (--json, -z to zero)\n"
+	"  report   write an HTML page: hit rate over time, misses, largest entries\n"
+	"  gc       evict now: least recently used entries over max_size, entries older\n"
+	"           than max_age, abandoned files; prints what it freed\n"
 	"  clear    empty the cache\n"
 	"  diff     how two files or trees differ (ELF symbols and sections, ar, text)\n"
+	"  repro    run a command several times, varied, and say whether its outputs differ\n"
+	"  remote   upload spooled entries now (flush), remote caches' state (status)\n"
+	"  keygen   make an Ed25519 key pair for signing entries shared through a remote\n"
 	"  help     show help for a subcommand\n"
 	"\n"
 	"options:\n"
@@ -64,14 +70,33 @@ static const char run_help[] =
 	"2 for usage errors.\n";
 
 static const char stats_help[] =
-	"usage: cachet stats [--json] [-z]\n"
+	"usage: cachet stats [--json] [-z] [--log FILE]\n"
 	"\n"
 	"Prints hits, misses and their reasons, uncacheable steps and why, errors the\n"
 	"cache survived, entries, size on disk and time saved.\n"
 	"  --json   one JSON object (integer fields hits, misses, uncacheable, errors,\n"
 	"           entries, bytes, time_saved_ms, and objects miss_reasons and\n"
 	"           uncacheable_reasons)\n"
-	"  -z       zero the counters\n";
+	"  -z       zero the counters\n"
+	"  --log FILE\n"
+	"           the same summary for the steps recorded in FILE, a stats_log\n"
+	"           (CACHET_STATS_LOG=FILE for one build counts that build alone, even\n"
+	"           while other builds use the cache); --json adds steps and log\n";
+
+static const char gc_help[] =
+	"usage: cachet gc [--max-size SIZE] [--max-age DURATION] [--dry-run]\n"
+	"\n"
+	"Evicts now what the cache would evict on its own: blobs no entry references,\n"
+	"then least recently used entries (with the blobs only they reference) until\n"
+	"the cache is under max_size, and entries not used for max_age; also removes\n"
+	"files abandoned by crashed processes (in tmp/, or blobs no entry names) older\n"
+	"than an hour. Prints the entries and blobs removed and the bytes freed.\n"
+	"Concurrent steps keep running: work is done in short transactions.\n"
+	"  --max-size SIZE     bound for this run instead of max_size (e.g. 500M; 0: none)\n"
+	"  --max-age DURATION  evict entries unused this long (e.g. 3600, 90m, 12h, 30d)\n"
+	"  -n, --dry-run       say what would be removed; remove nothing\n"
+	"Without gc, a miss that takes the cache past max_size evicts down to 90% of it,\n"
+	"and max_age is applied at least daily.\n";
 
 static const char clear_help[] =
 	"usage: cachet clear\n"
@@ -119,6 +144,39 @@ static const char diff_help[] =
 	"  --max-lines N   at most N lines of each text diff (default 200)\n"
 	"Exit status: 0 identical, 1 different, 2 usage error or unreadable input.\n";
 
+static const char repro_help[] =
+	"usage: cachet repro [-n N] [--vary LIST|all] [--bisect] [--json] [--] COMMAND [ARG...]\n"
+	"\n"
+	"Runs COMMAND N times (default 2) under the tracer, each from the same starting\n"
+	"state (what a run changed is put back before the next), and compares what the\n"
+	"runs left behind: every file, symlink and directory they changed (contents and\n"
+	"the executable bit; ELF files by symbol and section, ar archives by member,\n"
+	"text as a diff), stdout and the exit status. Run 1 is the control; runs 2 to\n"
+	"N vary the conditions chosen with --vary. Afterwards the work tree holds what\n"
+	"the control run left, as after one normal run; nothing is stored in the cache.\n"
+	"The step's stdout and stderr are kept, not shown (the control's stderr is\n"
+	"shown when it fails); stdin is /dev/null unless it is a regular file.\n"
+	"\n"
+	"  -n N, --runs N   number of runs, 2 to 1000\n"
+	"  --vary LIST      comma-separated, 'all', or 'all,-NAME':\n"
+	"                     env       an extra environment variable\n"
+	"                     tz        TZ=GMT-14 (GMT+12 in even variants)\n"
+	"                     locale    LC_ALL set to another installed locale\n"
+	"                     umask     002 (022 when the caller's is 002)\n"
+	"                     aslr      address randomisation turned off (on if off)\n"
+	"                     cpus      the step pinned to half the CPUs\n"
+	"                     time      SOURCE_DATE_EPOCH and the clock moved by 373 days\n"
+	"                               per variant (the clock through libfaketime)\n"
+	"                     dirorder  the tracer reverses (or shuffles) the entries of\n"
+	"                               every directory listing the step reads\n"
+	"  --bisect         when runs differ, run the control again and each variation\n"
+	"                   alone, and name the variations that make the outputs differ\n"
+	"  --json           one JSON object: reproducible, results[] (per run: exit\n"
+	"                   status, variations, differences[] with the diff report),\n"
+	"                   differing_paths, bisect\n"
+	"On a terminal, stderr shows which run is going and the time elapsed.\n"
+	"Exit status: 0 every run matches run 1, 1 some run differs, 2 error.\n";
+
 static const char config_help[] =
 	"usage: cachet config [--cache] [KEY [VALUE]]\n"
 	"\n"
@@ -128,7 +186,47 @@ static const char config_help[] =
 	"--cache to $CACHET_DIR/cachet.conf (for settings a shared cache should carry).\n"
 	"Later sources win: default, the cache's file, the user's file, CACHET_<KEY>.\n";
 
-static const char help_help[] = "usage: cachet help [SUBCOMMAND]\n";
+static const char remote_help[] =
+	"usage: cachet remote flush [-q]\n"
+	"       cachet remote status [--json]\n"
+	"\n"
+	"Remote caches are set with 'remote' (CACHET_REMOTE): comma-separated items\n"
+	"'URL [attribute...]', URL one of http[s]://[user:password@]host[:port][/prefix],\n"
+	"redis://[[user:]password@]host[:port][/db], redis+unix:///socket[?db=N].\n"
+	"Attributes: read-only, timeout=MS (connect, default 100), op-timeout=MS\n"
+	"(default 2000), retry-after=MS (default 30000), prefix=, max-size=BYTES,\n"
+	"bearer-token=, bearer-token-file=, auth-file= (user:password).\n"
+	"Steps upload in the background after a miss; a local miss asks the remotes.\n"
+	"  flush    upload every waiting entry now; exit 1 if some could not be\n"
+	"           (-q, --quiet: say nothing unless something failed)\n"
+	"  status   remotes (credentials hidden), servers skipped after a failure,\n"
+	"           uploads waiting, and the remote counters (--json: one object)\n";
+
+static const char keygen_help[] =
+	"usage: cachet keygen [-f FILE]\n"
+	"\n"
+	"Makes an Ed25519 key pair: FILE (default ~/.config/cachet/signing.key, mode\n"
+	"0600) and FILE.pub. Set sign_key = FILE where entries are uploaded (CI), and\n"
+	"trusted_keys = FILE.pub (or the printed hex key) where they are used: remote\n"
+	"entries not signed by a trusted key are then ignored.\n";
+
+static const char report_help[] =
+	"usage: cachet report [-o FILE] [-n N]\n"
+	"\n"
+	"Writes one self-contained HTML page (inline CSS and SVG, nothing fetched) with\n"
+	"the totals of cachet stats, the hit rate and the time saved over time, why\n"
+	"steps missed, the commands that miss most with their reasons, the largest\n"
+	"entries and the steps found nondeterministic. The totals are also in the page\n"
+	"as the JSON of cachet stats --json (script id \"cachet-stats\").\n"
+	"  -o FILE, --output FILE\n"
+	"            write the page to FILE (default: standard output)\n"
+	"  -n N      use only the last N steps of the step log (default: all of it)\n";
+
+static const char help_help[] =
+	"usage: cachet help [SUBCOMMAND]\n"
+	"\n"
+	"Without SUBCOMMAND, the overview; with it, the subcommand's usage, options\n"
+	"and exit status (also: cachet SUBCOMMAND --help). The manual: man cachet.\n";
 
 const char *cli_help_text(const char *subcommand)
 {
@@ -140,6 +238,8 @@ const char *cli_help_text(const char *subcommand)
 		return stats_help;
 	if (!strcmp(subcommand, "clear"))
 		return clear_help;
+	if (!strcmp(subcommand, "gc"))
+		return gc_help;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
 	if (!strcmp(subcommand, "diff"))
@@ -152,6 +252,14 @@ const char *cli_help_text(const char *subcommand)
 		return log_help;
 	if (!strcmp(subcommand, "config"))
 		return config_help;
+	if (!strcmp(subcommand, "report"))
+		return report_help;
+	if (!strcmp(subcommand, "repro"))
+		return repro_help;
+	if (!strcmp(subcommand, "remote"))
+		return remote_help;
+	if (!strcmp(subcommand, "keygen"))
+		return keygen_help;
 	return NULL;
 }
 
@@ -159,6 +267,10 @@ int cmd_help(int argc, char **argv)
 {
 	if (argc < 2) {
 		fputs(general, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fputs(help_help, stdout);
 		return 0;
 	}
 	const char *text = cli_help_text(argv[1]);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cachet/buf.h"
+#include "cachet/elfsyms.h"
 #include "cachet/outputs.h"
 #include "cachet/path.h"
 #include "cachet/pathset.h"
@@ -26,7 +27,10 @@
 #include "cachet/step.h"
 #include "cachet/trace.h"
 #include "cli/run_checks.h"
+#include "cli/remote_tier.h"
+#include "cli/gc.h"
 #include "cli/settings.h"
+#include "cli/statslog.h"
 #include "cli/step_env.h"
 #include "cli/tee.h"
 
@@ -85,6 +89,7 @@ static void report(struct run *r, const char *result, const char *reason)
 {
 	int64_t duration = now_ms() - r->start_ms;
 	log_step(r, result, reason, duration);
+	cli_stats_log_step(r->settings, result, reason, duration);
 	if (r->verbose) {
 		struct buf b;
 		buf_init(&b);
@@ -123,13 +128,23 @@ static void count(struct run *r, const char *name, int64_t delta)
 {
 	if (r->store)
 		store_count(r->store, name, delta);
+	cli_stats_log_note(name, delta);
 }
 
 static void count_error(struct run *r, const char *what, const struct error *e)
 {
+	/* A full disk or quota is for the user to fix, so it is said even
+	 * without -v; once per run, whatever else fails after it. */
+	static int told_full;
 	count(r, "errors", 1);
-	if (r->verbose)
+	if (e->code == ENOSPC || e->code == EDQUOT) {
+		count(r, "cache_full", 1);
+		if (!told_full++)
+			cli_warn("warning: %s: %s (the command ran; its result is not cached)", what,
+				 e->msg);
+	} else if (r->verbose) {
 		cli_warn("%s: %s", what, e->msg);
+	}
 }
 
 /* ---- exit ---- */
@@ -164,20 +179,14 @@ static void exit_like(struct run *r, int status)
 
 /* ---- the hit path ---- */
 
-static int replay(struct store *s, const struct blob_ref *ref, int fd, struct error *e,
-		  int *ends_in_newline)
+/* The recorded stdout or stderr, read and checked (malloc'd; NULL when
+ * empty). */
+static int load_output(struct store *s, const struct blob_ref *ref, void **data, size_t *len,
+		       struct error *e)
 {
-	if (ref->size == 0)
-		return 0;
-	void *data;
-	size_t len;
-	if (store_blob_read(s, ref, &data, &len, e) < 0)
-		return -1;
-	if (ends_in_newline && len)
-		*ends_in_newline = ((char *)data)[len - 1] == '\n';
-	write_all(fd, data, len);
-	free(data);
-	return 0;
+	*data = NULL;
+	*len = 0;
+	return ref->size ? store_blob_read(s, ref, data, len, e) : 0;
 }
 
 /* Tries every path set of the weak key. 1 on a hit (outputs restored,
@@ -189,14 +198,27 @@ static int lookup(struct run *r, int *exit_code, int *had_pathsets)
 	size_t nsets = 0;
 	struct error e = { 0 };
 	*had_pathsets = 0;
+	/* One read snapshot for the whole lookup: the index's lock is taken
+	 * once, not once per fingerprint. */
+	store_snapshot_begin(r->store);
 	if (store_get_pathsets(r->store, &r->step.weak, &sets, &nsets, &e) < 0) {
+		store_snapshot_end(r->store);
 		count_error(r, "cannot read the index", &e);
 		return 0;
 	}
 	*had_pathsets = nsets > 0;
 	int hit = 0;
 	for (size_t i = 0; i < nsets && !hit; i++) {
+		/* A path set is named by the digest of its body: a damaged row
+		 * (the index has no checksums) shows as a mismatch. */
+		struct digest body_digest;
+		digest_bytes(sets[i].body, sets[i].len, &body_digest);
 		struct pathset ps;
+		if (!digest_equal(&body_digest, &sets[i].digest)) {
+			error_set(&e, "path set: body does not match its digest (damaged entry)");
+			count_error(r, "corrupt path set", &e);
+			continue;
+		}
 		if (pathset_decode(sets[i].body, sets[i].len, &ps, &e) < 0) {
 			count_error(r, "corrupt path set", &e);
 			continue;
@@ -242,19 +264,30 @@ static int lookup(struct run *r, int *exit_code, int *had_pathsets)
 		if (r->nondeterministic)
 			cli_warn("warning: this step was found to give different outputs on identical "
 				 "runs (cachet show lists it); serving the cached result");
+		/* stdout and stderr are read and checked before any output is
+		 * written: found damaged after the restore, they would make a hit
+		 * that prints nothing (and `gen > file.h` an empty header). */
+		void *out_data = NULL, *err_data = NULL;
+		size_t out_len, err_len;
+		if (load_output(r->store, &res.out, &out_data, &out_len, &e) < 0 ||
+		    load_output(r->store, &res.err, &err_data, &err_len, &e) < 0) {
+			count_error(r, "cannot read the recorded output", &e);
+			free(out_data);
+			result_free(&res);
+			continue;
+		}
 		if (result_restore(&res, r->store, &e) < 0) {
 			count_error(r, "cannot restore outputs", &e);
+			free(out_data);
+			free(err_data);
 			result_free(&res);
 			continue;
 		}
 		report(r, "hit", NULL);
-		int out_nl = 1;
-		if (replay(r->store, &res.out, 1, &e, NULL) < 0 ||
-		    replay(r->store, &res.err, 2, &e, &out_nl) < 0) {
-			/* Outputs are in place but the recorded output is gone: the
-			 * entry is damaged, but nothing can be taken back now. */
-			count_error(r, "cannot replay output", &e);
-		}
+		write_all(1, out_data, out_len);
+		write_all(2, err_data, err_len);
+		free(out_data);
+		free(err_data);
 		store_touch_hit(r->store, &r->step.weak, &sets[i].digest, &strong);
 		count(r, "hits", 1);
 		int64_t saved = res.duration_ms - (now_ms() - r->start_ms);
@@ -265,6 +298,7 @@ static int lookup(struct run *r, int *exit_code, int *had_pathsets)
 		hit = 1;
 	}
 	store_pathsets_free(sets, nsets);
+	store_snapshot_end(r->store);
 	return hit;
 }
 
@@ -418,7 +452,7 @@ static void miss(struct run *r, const char *reason)
 	}
 	char **env = step_environment(r->tmpdir);
 	struct tee t;
-	if (tee_open(&t) < 0 || tee_start(&t) < 0) {
+	if (tee_open(&t) < 0 || tee_use_terminals(&t, r->step.terminal) < 0 || tee_start(&t) < 0) {
 		cli_warn("cannot create pipes, running without the cache: %s", strerror(errno));
 		remove_tree(r->tmpdir);
 		finish(r);
@@ -499,6 +533,11 @@ static void miss(struct run *r, const char *reason)
 			reason = "nondeterministic step (not stored)";
 		} else if (store_result(r, &rec, &t, WEXITSTATUS(status), duration, &e) < 0) {
 			count_error(r, "cannot store the result", &e);
+		} else {
+			/* Queued for the background drainer: never waits. */
+			remote_tier_upload(r->store, &r->step, &rec);
+			/* Rarely does any work: see gc.h. */
+			cli_evict_after_store(r->store, &rec.result);
 		}
 		record_free(&rec);
 		if (check_status) {
@@ -541,6 +580,32 @@ static int uncacheable_command(const struct run *r)
 			fnmatch(*p, r->program, 0) == 0 || fnmatch(*p, r->argv[0], 0) == 0;
 	settings_list_free(patterns);
 	return match;
+}
+
+/* A command that would trace processes itself cannot run under cachet's
+ * tracer: a process has one tracer, and a child cachet does not trace
+ * (CLONE_UNTRACED) still carries its seccomp filter, whose traced calls then
+ * fail with ENOSYS. Recognised before it starts, such a command runs
+ * directly, uncached; deeper in a step's process tree it cannot be
+ * (README, "Limitations"). Returns the reason, or NULL. */
+static const char *needs_own_tracing(const struct run *r)
+{
+	static const char *const tracers[] = { "strace", "ltrace", "gdb", "gdbserver", "rr",
+						"lldb", "lldb-server", NULL };
+	const char *name = path_basename(r->program);
+	for (const char *const *t = tracers; *t; t++)
+		if (!strcmp(name, *t))
+			return "ptrace by the step";
+	struct stat st;
+	/* Under ptrace (and no_new_privs) exec does not raise privileges. */
+	if (stat(r->program, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+		return "setuid executable";
+	/* LeakSanitizer (on by default with ASan) ptraces its threads at exit. */
+	const char *asan = getenv("ASAN_OPTIONS");
+	int leaks_off = asan && (strstr(asan, "detect_leaks=0") || strstr(asan, "detect_leaks=false"));
+	if (!leaks_off && elf_uses_leak_sanitizer(r->program))
+		return "ptrace by the step (LeakSanitizer)";
+	return NULL;
 }
 
 static int usage(void)
@@ -646,6 +711,16 @@ static int run_main(int argc, char **argv, int masquerade)
 		finish(&r);
 		run_direct(r.argv, r.program);
 	}
+	const char *own = needs_own_tracing(&r);
+	if (own) {
+		char *name = xasprintf("uncacheable: %s", own);
+		count(&r, "uncacheable", 1);
+		count(&r, name, 1);
+		free(name);
+		report(&r, "uncacheable", own);
+		finish(&r);
+		run_direct(r.argv, r.program);
+	}
 	if (cli_step_init(&r.step, r.argv, r.program, &r.dc, &e) < 0) {
 		cli_warn("running without the cache: %s", e.msg);
 		count(&r, "errors", 1);
@@ -667,8 +742,20 @@ static int run_main(int argc, char **argv, int masquerade)
 			finish(&r);
 			exit(exit_code);
 		}
+		/* Local miss: ask the remote caches (restored inside the output
+		 * roots only, and stored locally). */
+		if (remote_tier_lookup(r.store, &r.step, &r.dc, &exit_code)) {
+			report(&r, "hit", "remote");
+			finish(&r);
+			exit(exit_code);
+		}
 	}
 	if (store_is_readonly(r.store)) {
+		/* read_only = true is a choice; a cache directory that cannot be
+		 * written (a read-only mount) deserves a word. */
+		if (!settings_bool(r.settings, "read_only"))
+			cli_warn("warning: cache directory %s is not writable: its hits are used, "
+				 "nothing is stored", store_dir(r.store));
 		report(&r, "miss", had_pathsets ? "inputs changed" : "new step");
 		finish(&r);
 		run_direct(r.argv, r.program);

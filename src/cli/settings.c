@@ -79,7 +79,7 @@ static int parse_size(const char *v, uint64_t *out)
 	char *end;
 	errno = 0;
 	double n = strtod(v, &end);
-	if (end == v || errno || n < 0)
+	if (end == v || errno || !(n >= 0)) /* NaN too */
 		return -1;
 	while (*end == ' ')
 		end++;
@@ -95,7 +95,8 @@ static int parse_size(const char *v, uint64_t *out)
 		end++;
 	if (toupper((unsigned char)*end) == 'B')
 		end++;
-	if (*end)
+	/* Converting a double beyond the range of uint64_t is undefined. */
+	if (*end || !(n * mul < 18446744073709551616.0))
 		return -1;
 	*out = (uint64_t)(n * mul);
 	return 0;
@@ -116,7 +117,7 @@ static int parse_duration(const char *v, int64_t *out)
 	case 'd': mul = 86400; break;
 	default: return -1;
 	}
-	if (*end && end[1])
+	if ((*end && end[1]) || n > INT64_MAX / mul) /* an overflow is undefined */
 		return -1;
 	*out = n * mul;
 	return 0;
@@ -212,12 +213,9 @@ static char *trim(char *p)
 	return p;
 }
 
-/* Applies the file's settings; a missing file is no error. */
-static int load_file(struct settings *s, const char *path, struct error *e)
+/* Applies the `key = value` lines read from f; path names it in messages. */
+static int load_stream(struct settings *s, FILE *f, const char *path, struct error *e)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT || errno == ENOTDIR ? 0 : error_errno(e, "%s", path);
 	char *line = NULL;
 	size_t cap = 0;
 	int lineno = 0, rc = 0;
@@ -248,6 +246,33 @@ static int load_file(struct settings *s, const char *path, struct error *e)
 		set_value(s, (size_t)i, value, origin);
 	}
 	free(line);
+	return rc;
+}
+
+/* Applies the file's settings; a missing file is no error. */
+static int load_file(struct settings *s, const char *path, struct error *e)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : error_errno(e, "%s", path);
+	int rc = load_stream(s, f, path, e);
+	fclose(f);
+	return rc;
+}
+
+int settings_parse(struct settings *s, const char *text, size_t len, const char *name,
+		   struct error *e)
+{
+	s->n = ndefs();
+	s->values = xcalloc(s->n, sizeof *s->values);
+	for (size_t i = 0; i < s->n; i++)
+		set_value(s, i, setting_defs[i].default_value, "default");
+	if (!len)
+		return 0;
+	FILE *f = fmemopen((void *)text, len, "r");
+	if (!f)
+		return error_errno(e, "%s", name);
+	int rc = load_stream(s, f, name, e);
 	fclose(f);
 	return rc;
 }
@@ -269,7 +294,7 @@ static char *env_name(const char *key)
 	return name;
 }
 
-static char *default_cache_dir(void)
+char *settings_default_dir(void)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
 	if (xdg && *xdg)
@@ -298,7 +323,7 @@ int settings_load(struct settings *s, struct error *e)
 	const char *env_dir = getenv("CACHET_DIR");
 	char *dir = env_dir && *env_dir ? xstrdup(env_dir)
 		    : user.values[dir_i].text ? xstrdup(user.values[dir_i].text)
-					      : default_cache_dir();
+					      : settings_default_dir();
 	set_value(s, (size_t)dir_i, dir, "default");
 	if (rc == 0) {
 		char *cache_file = xasprintf("%s/cachet.conf", dir);

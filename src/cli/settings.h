@@ -51,6 +51,12 @@ struct settings {
  * (or variable) on the first unknown key or bad value. */
 int settings_load(struct settings *s, struct error *e);
 void settings_free(struct settings *s);
+/* The defaults overlaid with the lines of one configuration file's text
+ * (len bytes, not NUL-terminated), without reading any file or the
+ * environment; name stands for the file in messages. For tests and fuzzing.
+ * Free s with settings_free whatever the result. */
+int settings_parse(struct settings *s, const char *text, size_t len, const char *name,
+		   struct error *e);
 
 /* Index of key in setting_defs, or -1. */
 int setting_index(const char *key);
@@ -69,6 +75,10 @@ int settings_umask(const struct settings *s, const char *key);       /* -1 when 
  * settings_list_free); never NULL. */
 char **settings_list(const struct settings *s, const char *key);
 void settings_list_free(char **list);
+
+/* ${XDG_CACHE_HOME:-$HOME/.cache}/cachet (malloc'd): where the cache lives
+ * unless dir or CACHET_DIR says otherwise. */
+char *settings_default_dir(void);
 
 /* The user's configuration file path (malloc'd), where `cachet config KEY
  * VALUE` writes. */

@@ -5,33 +5,8 @@
 
 #include "cachet/buf.h"
 #include "cli/cli.h"
-
-static int64_t counter(const struct store_counter *c, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(c[i].name, name))
-			return c[i].value;
-	return 0;
-}
-
-static void json_group(struct buf *b, const struct store_counter *c, size_t n, const char *key,
-		       const char *prefix)
-{
-	size_t plen = strlen(prefix);
-	int first = 1;
-	buf_addf(b, ", \"%s\": {", key);
-	for (size_t i = 0; i < n; i++) {
-		if (strncmp(c[i].name, prefix, plen) != 0)
-			continue;
-		if (!first)
-			buf_addstr(b, ", ");
-		first = 0;
-		const char *name = c[i].name + plen;
-		buf_add_json_string(b, name, strlen(name));
-		buf_addf(b, ": %lld", (long long)c[i].value);
-	}
-	buf_addch(b, '}');
-}
+#include "cli/statslog.h"
+#include "cli/totals.h"
 
 static void text_group(const struct store_counter *c, size_t n, const char *prefix)
 {
@@ -41,12 +16,63 @@ static void text_group(const struct store_counter *c, size_t n, const char *pref
 			printf("  %-34s %12lld\n", c[i].name + plen, (long long)c[i].value);
 }
 
+/* The summary of one build's stats_log file: the counters that file holds,
+ * in the shape of the cache's (cache-wide fields such as entries are 0). */
+static int stats_from_log(const char *path, int json)
+{
+	struct store_counter *c = NULL;
+	size_t n = 0;
+	struct error e = { 0 };
+	if (cli_stats_log_read(path, &c, &n, &e) < 0) {
+		cli_error("stats: %s", e.msg);
+		return 1;
+	}
+	struct totals t;
+	struct store_usage none = { 0 };
+	totals_from(&t, c, n, &none);
+	int64_t steps = totals_counter(c, n, "steps");
+	if (json) {
+		struct buf b;
+		buf_init(&b);
+		totals_json(&b, &t, c, n);
+		b.data[--b.len] = '\0'; /* reopen the object */
+		buf_addf(&b, ", \"steps\": %lld, \"log\": ", (long long)steps);
+		buf_add_json_string(&b, path, strlen(path));
+		buf_addstr(&b, "}\n");
+		fputs(b.data, stdout);
+		buf_free(&b);
+	} else {
+		int64_t total = t.hits + t.misses;
+		printf("stats log                          %s\n", path);
+		printf("steps                              %12lld\n", (long long)steps);
+		printf("hits                               %12lld", (long long)t.hits);
+		if (total)
+			printf("  (%.1f%%)", 100.0 * (double)t.hits / (double)total);
+		printf("\nmisses                             %12lld\n", (long long)t.misses);
+		text_group(c, n, "miss: ");
+		printf("uncacheable                        %12lld\n", (long long)t.uncacheable);
+		text_group(c, n, "uncacheable: ");
+		printf("errors                             %12lld\n", (long long)t.errors);
+		if (t.verified || t.nondeterministic)
+			printf("verified hits                      %12lld  (%lld nondeterministic)\n",
+			       (long long)(t.verified + t.nondeterministic),
+			       (long long)t.nondeterministic);
+	}
+	free(c);
+	return 0;
+}
+
 int cmd_stats(int argc, char **argv)
 {
 	int json = 0, zero = 0;
+	const char *log = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = 1;
+		else if (!strcmp(argv[i], "--log") && i + 1 < argc)
+			log = argv[++i];
+		else if (!strncmp(argv[i], "--log=", 6))
+			log = argv[i] + 6;
 		else if (!strcmp(argv[i], "-z") || !strcmp(argv[i], "--zero"))
 			zero = 1;
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -57,6 +83,12 @@ int cmd_stats(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	if (log && zero) {
+		cli_error("stats: -z zeroes the cache's counters; to restart a stats log, remove it");
+		return EXIT_USAGE;
+	}
+	if (log)
+		return stats_from_log(log, json);
 	struct store *s = cli_open_store(0, NULL);
 	if (!s)
 		return 1;
@@ -76,24 +108,15 @@ int cmd_stats(int argc, char **argv)
 		free(c);
 		return 1;
 	}
-	int64_t hits = counter(c, n, "hits"), misses = counter(c, n, "misses");
-	int64_t unc = counter(c, n, "uncacheable"), errors = counter(c, n, "errors");
-	int64_t saved = counter(c, n, "time_saved_ms");
-	int64_t verified = counter(c, n, "verified"), nondet = counter(c, n, "nondeterministic");
+	struct totals t;
+	totals_from(&t, c, n, &u);
+	int64_t hits = t.hits, misses = t.misses, unc = t.uncacheable, errors = t.errors;
+	int64_t saved = t.time_saved_ms, verified = t.verified, nondet = t.nondeterministic;
 	if (json) {
 		struct buf b;
 		buf_init(&b);
-		buf_addf(&b,
-			 "{\"hits\": %lld, \"misses\": %lld, \"uncacheable\": %lld, \"errors\": %lld, "
-			 "\"entries\": %llu, \"pathsets\": %llu, \"blobs\": %llu, \"bytes\": %llu, "
-			 "\"time_saved_ms\": %lld, \"verified\": %lld, \"nondeterministic\": %lld",
-			 (long long)hits, (long long)misses, (long long)unc, (long long)errors,
-			 (unsigned long long)u.entries, (unsigned long long)u.pathsets,
-			 (unsigned long long)u.blobs, (unsigned long long)u.blob_bytes, (long long)saved,
-			 (long long)verified, (long long)nondet);
-		json_group(&b, c, n, "miss_reasons", "miss: ");
-		json_group(&b, c, n, "uncacheable_reasons", "uncacheable: ");
-		buf_addstr(&b, "}\n");
+		totals_json(&b, &t, c, n);
+		buf_addch(&b, '\n');
 		fputs(b.data, stdout);
 		buf_free(&b);
 	} else {
@@ -110,6 +133,13 @@ int cmd_stats(int argc, char **argv)
 		if (verified || nondet)
 			printf("verified hits                      %12lld  (%lld nondeterministic)\n",
 			       (long long)(verified + nondet), (long long)nondet);
+		int any_remote = 0;
+		for (size_t i = 0; i < n && !any_remote; i++)
+			any_remote = !strncmp(c[i].name, "remote_", 7) && c[i].value;
+		if (any_remote) {
+			printf("remote\n");
+			text_group(c, n, "remote_");
+		}
 		printf("entries                            %12llu\n", (unsigned long long)u.entries);
 		printf("size on disk                       %12.1f MB\n", (double)u.blob_bytes / 1e6);
 		printf("time saved                         %12.1f s\n", (double)saved / 1000.0);

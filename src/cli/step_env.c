@@ -68,8 +68,7 @@ char **step_environment(const char *tmpdir)
 	return env;
 }
 
-char **step_ignore_roots(const struct settings *settings, const char *tmpdir,
-			 const char *cache_dir)
+char **step_ignore_roots(const struct settings *settings, const char *tmpdir, const char *cache_dir)
 {
 	char **user = settings ? settings_list(settings, "ignore_paths") : NULL;
 	size_t n = 0;

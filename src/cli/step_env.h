@@ -21,7 +21,7 @@ char **step_environment(const char *tmpdir);
  * TMPDIR, the cache itself and the user's ignore_paths (none when settings
  * is NULL). Freed with free_strv. */
 char **step_ignore_roots(const struct settings *settings, const char *tmpdir,
-			 const char *cache_dir);
+                         const char *cache_dir);
 
 /* Removes path and everything below it, never following symlinks; errors
  * are ignored (best effort). */

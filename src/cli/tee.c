@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -41,6 +44,56 @@ int tee_open(struct tee *t)
 	return 0;
 }
 
+/* A pty pair: *master for the tee, *slave for the step. */
+static int open_pty(int like_fd, int *master, int *slave)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0)
+		return -1;
+	char name[128];
+	if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof name) != 0) {
+		close(m);
+		return -1;
+	}
+	int sl = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (sl < 0) {
+		close(m);
+		return -1;
+	}
+	/* Raw: no "\n" -> "\r\n", no echo; the step's bytes arrive as written. */
+	struct termios tio;
+	if (tcgetattr(sl, &tio) == 0) {
+		cfmakeraw(&tio);
+		tcsetattr(sl, TCSANOW, &tio);
+	}
+	struct winsize ws;
+	if (ioctl(like_fd, TIOCGWINSZ, &ws) == 0)
+		ioctl(sl, TIOCSWINSZ, &ws);
+	*master = m;
+	*slave = sl;
+	return 0;
+}
+
+int tee_use_terminals(struct tee *t, unsigned terminal)
+{
+	int m, sl;
+	if (terminal & 1) {
+		if (open_pty(1, &m, &sl) < 0)
+			return -1;
+		close(t->out_read);
+		close(t->out_write);
+		t->out_read = m, t->out_write = sl;
+	}
+	if (terminal & 2) {
+		if (open_pty(2, &m, &sl) < 0)
+			return -1;
+		close(t->err_read);
+		close(t->err_write);
+		t->err_read = m, t->err_write = sl;
+	}
+	return 0;
+}
+
 static void *tee_loop(void *arg)
 {
 	struct tee *t = arg;
@@ -59,6 +112,7 @@ static void *tee_loop(void *arg)
 			ssize_t n = read(pfd[i].fd, chunk, sizeof chunk);
 			if (n < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
+			/* A pty master reads EIO once every slave is closed: its EOF. */
 			if (n <= 0) {
 				pfd[i].fd = -1;
 				open_count--;

@@ -20,6 +20,11 @@ struct tee {
 
 /* Creates the pipes. -1 with errno on failure. */
 int tee_open(struct tee *t);
+/* Replaces the pipe of stdout (STEP_TTY_STDOUT) and/or stderr
+ * (STEP_TTY_STDERR) with a pseudo-terminal in raw mode (bytes pass
+ * unchanged), sized like cachet's own terminal, so that the step colours
+ * its output as it would without cachet. -1 with errno on failure. */
+int tee_use_terminals(struct tee *t, unsigned terminal);
 /* Starts copying; call after the child holds the write ends. */
 int tee_start(struct tee *t);
 /* Closes the write ends held by this process. */

@@ -61,3 +61,62 @@ int elf_defined_symbols(const char *path, struct strmap *defined, struct error *
 	close(fd);
 	return rc;
 }
+
+static int sanitizer_name(const char *name)
+{
+	return name && (!strncmp(name, "__asan_init", 11) || !strcmp(name, "__lsan_do_leak_check"));
+}
+
+static int sanitizer_library(const char *name)
+{
+	return name && (!strncmp(name, "libasan.so", 10) || !strncmp(name, "liblsan.so", 10) ||
+			!strncmp(name, "libclang_rt.asan", 16));
+}
+
+/* The DT_NEEDED entries and .dynsym of one ELF file. */
+static int scan_dynamic(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_entsize == 0 ||
+		    (sh.sh_type != SHT_DYNAMIC && sh.sh_type != SHT_DYNSYM))
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			if (sh.sh_type == SHT_DYNAMIC) {
+				GElf_Dyn dyn;
+				if (!gelf_getdyn(data, (int)i, &dyn))
+					break;
+				if (dyn.d_tag == DT_NEEDED &&
+				    sanitizer_library(elf_strptr(elf, sh.sh_link, dyn.d_un.d_val)))
+					return 1;
+			} else {
+				GElf_Sym sym;
+				if (!gelf_getsym(data, (int)i, &sym))
+					break;
+				if (sanitizer_name(elf_strptr(elf, sh.sh_link, sym.st_name)))
+					return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+int elf_uses_leak_sanitizer(const char *path)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	int found = elf && elf_kind(elf) == ELF_K_ELF && scan_dynamic(elf);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return found;
+}

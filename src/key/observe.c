@@ -16,12 +16,23 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* digest_cached with the path's stat already taken (st). */
+static int digest_cached_stat(const char *path, int nofollow, const struct stat *st,
+			      struct digest_cache *dc, struct digest *out, struct file_id *id_out);
+
 int digest_cached(const char *path, int nofollow, struct digest_cache *dc, struct digest *out,
 		  struct file_id *id_out)
 {
 	struct stat st;
 	if ((nofollow ? lstat(path, &st) : stat(path, &st)) < 0)
 		return -1;
+	return digest_cached_stat(path, nofollow, &st, dc, out, id_out);
+}
+
+static int digest_cached_stat(const char *path, int nofollow, const struct stat *stp,
+			      struct digest_cache *dc, struct digest *out, struct file_id *id_out)
+{
+	struct stat st = *stp;
 	if (!S_ISREG(st.st_mode)) {
 		errno = EINVAL;
 		return -1;
@@ -75,12 +86,48 @@ static void put_u16(struct buf *out, unsigned v)
 	buf_addch(out, (char)((v >> 8) & 0xff));
 }
 
+/* stat or lstat of path through the memo: lstat and stat differ only when
+ * the last component is a symlink (intermediate ones are followed by both,
+ * and a failure of one is the same failure of the other), so an lstat that
+ * failed or found no symlink answers both. */
+static int path_stat(struct observe_memo *m, const char *path, int nofollow, struct stat *st)
+{
+	if (!m)
+		return nofollow ? lstat(path, st) : stat(path, st);
+	if (!m->path || strcmp(m->path, path) != 0) {
+		m->path = path;
+		m->have_lstat = m->have_stat = 0;
+	}
+	if (!m->have_lstat) {
+		m->lstat_err = lstat(path, &m->lst) < 0 ? errno : 0;
+		m->have_lstat = 1;
+	}
+	if (nofollow || m->lstat_err || !S_ISLNK(m->lst.st_mode)) {
+		if (m->lstat_err) {
+			errno = m->lstat_err;
+			return -1;
+		}
+		*st = m->lst;
+		return 0;
+	}
+	if (!m->have_stat) {
+		m->stat_err = stat(path, &m->st) < 0 ? errno : 0;
+		m->have_stat = 1;
+	}
+	if (m->stat_err) {
+		errno = m->stat_err;
+		return -1;
+	}
+	*st = m->st;
+	return 0;
+}
+
 static void value_of_file(enum obs_kind kind, unsigned flags, const char *path,
-			  struct digest_cache *dc, struct buf *out)
+			  struct digest_cache *dc, struct observe_memo *m, struct buf *out)
 {
 	int nofollow = flags & OBS_F_NOFOLLOW;
 	struct stat st;
-	if ((nofollow ? lstat(path, &st) : stat(path, &st)) < 0) {
+	if (path_stat(m, path, nofollow, &st) < 0) {
 		put_errno(out, errno);
 		return;
 	}
@@ -91,7 +138,7 @@ static void value_of_file(enum obs_kind kind, unsigned flags, const char *path,
 	}
 	struct digest d;
 	struct file_id id;
-	if (digest_cached(path, nofollow, dc, &d, &id) < 0) {
+	if (digest_cached_stat(path, nofollow, &st, dc, &d, &id) < 0) {
 		put_errno(out, errno);
 		return;
 	}
@@ -101,10 +148,11 @@ static void value_of_file(enum obs_kind kind, unsigned flags, const char *path,
 		put_u16(out, id.mode & 07777);
 }
 
-static void value_of_stat(unsigned flags, const char *path, struct buf *out)
+static void value_of_stat(unsigned flags, const char *path, struct observe_memo *m,
+			  struct buf *out)
 {
 	struct stat st;
-	if (((flags & OBS_F_NOFOLLOW) ? lstat(path, &st) : stat(path, &st)) < 0) {
+	if (path_stat(m, path, flags & OBS_F_NOFOLLOW, &st) < 0) {
 		put_errno(out, errno);
 		return;
 	}
@@ -188,8 +236,19 @@ static void value_of_listing(const char *path, const char *const *excluded, stru
 	buf_add(out, d.b, DIGEST_LEN);
 }
 
-static void value_of_readlink(const char *path, struct buf *out)
+static void value_of_readlink(const char *path, struct observe_memo *m, struct buf *out)
 {
+	/* readlink looks the path up as lstat does: an lstat that failed fails
+	 * it the same way, one that found no symlink means EINVAL. */
+	struct stat st;
+	if (m && path_stat(m, path, 1, &st) < 0) {
+		put_errno(out, errno);
+		return;
+	}
+	if (m && !S_ISLNK(st.st_mode)) {
+		put_errno(out, EINVAL);
+		return;
+	}
 	char target[4096];
 	ssize_t n = readlink(path, target, sizeof target);
 	if (n < 0) {
@@ -203,26 +262,33 @@ static void value_of_readlink(const char *path, struct buf *out)
 void observe_value(enum obs_kind kind, unsigned flags, const char *path,
 		   const char *const *excluded, struct digest_cache *dc, struct buf *out)
 {
-	observe_value_detail(kind, flags, path, excluded, dc, out, NULL);
+	observe_value_memo(kind, flags, path, excluded, dc, NULL, out, NULL);
 }
 
 void observe_value_detail(enum obs_kind kind, unsigned flags, const char *path,
 			  const char *const *excluded, struct digest_cache *dc, struct buf *out,
 			  struct buf *detail)
 {
+	observe_value_memo(kind, flags, path, excluded, dc, NULL, out, detail);
+}
+
+void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
+			const char *const *excluded, struct digest_cache *dc,
+			struct observe_memo *memo, struct buf *out, struct buf *detail)
+{
 	switch (kind) {
 	case OBS_READ:
 	case OBS_EXEC:
-		value_of_file(kind, flags, path, dc, out);
+		value_of_file(kind, flags, path, dc, memo, out);
 		break;
 	case OBS_STAT:
-		value_of_stat(flags, path, out);
+		value_of_stat(flags, path, memo, out);
 		break;
 	case OBS_LIST:
 		value_of_listing(path, excluded, out, detail);
 		break;
 	case OBS_READLINK:
-		value_of_readlink(path, out);
+		value_of_readlink(path, memo, out);
 		break;
 	default:
 		put_errno(out, EINVAL);

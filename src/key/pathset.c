@@ -343,13 +343,16 @@ void pathset_strong_key(const struct pathset *ps, const struct digest *weak,
 {
 	struct hasher h;
 	struct buf value;
+	struct observe_memo memo;
+	memset(&memo, 0, sizeof memo);
 	buf_init(&value);
 	strong_begin(&h, weak, ps_digest);
 	for (size_t i = 0; i < ps->nobs; i++) {
 		const struct observation *o = &ps->obs[i];
 		const char **excluded = pathset_excluded(ps, i);
 		buf_reset(&value);
-		observe_value(o->kind, o->flags, ps->paths[o->path], excluded, dc, &value);
+		observe_value_memo(o->kind, o->flags, ps->paths[o->path], excluded, dc, &memo, &value,
+				   NULL);
 		free(excluded);
 		hasher_update_u64(&h, value.len);
 		hasher_update(&h, value.data, value.len);

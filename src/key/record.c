@@ -202,6 +202,8 @@ static void compute_values(struct recorder *rc)
 	free(perm);
 
 	struct buf value, listing;
+	struct observe_memo memo;
+	memset(&memo, 0, sizeof memo);
 	buf_init(&value);
 	buf_init(&listing);
 	for (size_t i = 0; i < rec->ps.nobs; i++) {
@@ -212,8 +214,8 @@ static void compute_values(struct recorder *rc)
 			buf_add(&value, forced[i]->data, forced[i]->len);
 		} else {
 			const char **excluded = pathset_excluded(&rec->ps, i);
-			observe_value_detail(o->kind, o->flags, rec->ps.paths[o->path], excluded,
-					     rc->dc, &value, &listing);
+			observe_value_memo(o->kind, o->flags, rec->ps.paths[o->path], excluded,
+					   rc->dc, &memo, &value, &listing);
 			free(excluded);
 		}
 		buf_put_bytes(&rec->values, value.data, value.len);

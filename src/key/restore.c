@@ -1,5 +1,6 @@
 #include "cachet/outputs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -166,6 +167,314 @@ int result_restore(const struct result *r, struct store *s, struct error *e)
 	for (size_t i = 0; rc == 0 && i < r->noutputs; i++)
 		if (sorted[i]->kind == OUT_SYMLINK)
 			rc = restore_symlink(sorted[i], e);
+	free(sorted);
+	return rc;
+}
+
+/* ---- restoring an entry from a remote: only beneath the output roots ---- */
+
+/* An absolute path whose every component is a real name: no "", "." or "..". */
+static int clean_absolute(const char *p)
+{
+	if (p[0] != '/' || !p[1])
+		return 0;
+	for (const char *c = p + 1;;) {
+		const char *slash = strchr(c, '/');
+		size_t n = slash ? (size_t)(slash - c) : strlen(c);
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return 0;
+		if (!slash)
+			return 1;
+		c = slash + 1;
+	}
+}
+
+/* The deepest root that path lies strictly beneath, or NULL. */
+static const char *root_of(const char *path, const char *const *roots)
+{
+	const char *best = NULL;
+	for (const char *const *r = roots; r && *r; r++) {
+		if (!clean_absolute(*r) || strlen(path) <= strlen(*r) || !path_is_under(path, *r))
+			continue;
+		if (!best || strlen(*r) > strlen(best))
+			best = *r;
+	}
+	return best;
+}
+
+/* Where a symlink's target leads, judged by text alone: ".." pops a
+ * component (conservative: a real lookup could only be stopped earlier by
+ * the O_NOFOLLOW walk of whoever follows it). malloc'd, NULL when it climbs
+ * above "/". */
+static char *symlink_destination(const char *link, const char *target)
+{
+	char *dir = path_dirname(link);
+	char *joined = target[0] == '/' ? xstrdup(target) : xasprintf("%s/%s", dir, target);
+	free(dir);
+	struct buf out;
+	buf_init(&out);
+	int bad = 0;
+	for (const char *c = joined; *c && !bad;) {
+		while (*c == '/')
+			c++;
+		const char *slash = strchr(c, '/');
+		size_t n = slash ? (size_t)(slash - c) : strlen(c);
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			char *last = strrchr(out.data, '/');
+			if (!last)
+				bad = 1;
+			else
+				out.len = (size_t)(last - out.data), out.data[out.len] = '\0';
+		} else if (n > 0 && !(n == 1 && c[0] == '.')) {
+			buf_addch(&out, '/');
+			buf_add(&out, c, n);
+		}
+		c += n;
+	}
+	free(joined);
+	if (bad) {
+		buf_free(&out);
+		return NULL;
+	}
+	if (!out.len)
+		buf_addch(&out, '/');
+	return buf_detach(&out, NULL);
+}
+
+static int is_root(const char *path, const char *const *roots)
+{
+	for (const char *const *r = roots; r && *r; r++)
+		if (clean_absolute(*r) && !strcmp(path, *r))
+			return 1;
+	return 0;
+}
+
+static int refuse(struct error *e, const char *path, const char *why)
+{
+	error_set(e, "refused remote output %s: %s", path, why);
+	e->code = EPERM;
+	return -1;
+}
+
+static int check_outputs(const struct result *r, const char *const *roots, struct error *e)
+{
+	for (size_t i = 0; i < r->noutputs; i++) {
+		const struct output *o = &r->outputs[i];
+		if (!clean_absolute(o->path))
+			return refuse(e, o->path, "not a clean absolute path");
+		if (!root_of(o->path, roots))
+			return refuse(e, o->path, "outside the output roots");
+		if (o->kind == OUT_SYMLINK) {
+			if (!o->target || !o->target[0])
+				return refuse(e, o->path, "empty symlink target");
+			char *dest = symlink_destination(o->path, o->target);
+			int inside = dest && (root_of(dest, roots) || is_root(dest, roots));
+			free(dest);
+			if (!inside)
+				return refuse(e, o->path, "symlink target outside the output roots");
+			for (size_t j = 0; j < r->noutputs; j++)
+				if (j != i && path_is_under(r->outputs[j].path, o->path) &&
+				    strcmp(r->outputs[j].path, o->path) != 0)
+					return refuse(e, r->outputs[j].path, "beneath a symlink of the entry");
+		}
+	}
+	return 0;
+}
+
+/* Opens the parent directory of path, walking from its root one component
+ * at a time with O_NOFOLLOW. With create, missing directories are made;
+ * without, a missing one ends the walk (returns -2: nothing to check below).
+ * An existing symlink or non-directory on the way refuses (-1, EPERM). */
+static int open_parent(const char *path, const char *const *roots, int create, const char **name,
+		       struct error *e)
+{
+	const char *root = root_of(path, roots);
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return error_errno(e, "cannot open output root %s", root);
+	const char *c = path + strlen(root) + 1;
+	for (;;) {
+		const char *slash = strchr(c, '/');
+		if (!slash) {
+			*name = c;
+			return fd;
+		}
+		char *comp = xstrndup(c, (size_t)(slash - c));
+		int next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT) {
+			if (!create) {
+				free(comp);
+				close(fd);
+				return -2;
+			}
+			if (mkdirat(fd, comp, 0777) < 0 && errno != EEXIST) {
+				error_errno(e, "cannot create directory %.*s", (int)(slash - path), path);
+				free(comp);
+				close(fd);
+				return -1;
+			}
+			next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		free(comp);
+		struct stat st;
+		if (next < 0 || fstat(next, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			int err = errno;
+			if (next >= 0)
+				close(next);
+			close(fd);
+			if (next < 0 && err != ENOTDIR && err != ELOOP)
+				return error_errno(e, "%.*s", (int)(slash - path), path);
+			return refuse(e, path, "a component on its way is a symlink or not a directory");
+		}
+		close(fd);
+		fd = next;
+		c = slash + 1;
+	}
+}
+
+static int remove_at(int parent, const char *name)
+{
+	if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -1;
+	}
+	int rc = 0;
+	struct dirent *de;
+	while (rc == 0 && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			rc = remove_at(dirfd(d), de->d_name);
+	closedir(d);
+	if (rc == 0 && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		rc = -1;
+	return rc;
+}
+
+static int beneath_delete(int dirfd, const char *name, const struct output *o, struct error *e)
+{
+	return remove_at(dirfd, name) < 0 ? error_errno(e, "cannot remove %s", o->path) : 0;
+}
+
+static int beneath_dir(int dirfd, const char *name, const struct output *o, struct error *e)
+{
+	if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+		return error_errno(e, "cannot create directory %s", o->path);
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return error_errno(e, "cannot create directory %s", o->path);
+	int rc = fchmod(fd, o->mode & 0777) < 0 ? error_errno(e, "%s", o->path) : 0;
+	close(fd);
+	return rc;
+}
+
+static int beneath_file(int dirfd, const char *name, const struct output *o, struct store *s,
+			struct error *e)
+{
+	char tmp[64];
+	int fd = -1;
+	for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
+		snprintf(tmp, sizeof tmp, ".cachet-%d-%d-%ld", (int)getpid(), attempt, random());
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			return error_errno(e, "cannot create a temporary file beside %s", o->path);
+	}
+	if (fd < 0)
+		return error_set(e, "cannot create a temporary file beside %s", o->path);
+	int rc = store_blob_write_to_fd(s, &o->blob, fd, e);
+	if (rc == 0 && fchmod(fd, o->mode & 0777) < 0)
+		rc = error_errno(e, "%s", o->path);
+	if (rc == 0 && o->has_mtime) {
+		struct timespec ts[2];
+		ts[0].tv_sec = ts[1].tv_sec = o->mtime_ns / 1000000000;
+		ts[0].tv_nsec = ts[1].tv_nsec = o->mtime_ns % 1000000000;
+		if (futimens(fd, ts) < 0)
+			rc = error_errno(e, "%s", o->path);
+	}
+	if (close(fd) < 0 && rc == 0)
+		rc = error_errno(e, "%s", o->path);
+	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+		rc = error_errno(e, "cannot put %s in place", o->path);
+	if (rc < 0)
+		unlinkat(dirfd, tmp, 0);
+	return rc;
+}
+
+static int beneath_symlink(int dirfd, const char *name, const struct output *o, struct error *e)
+{
+	char tmp[64];
+	for (int attempt = 0; attempt < 100; attempt++) {
+		snprintf(tmp, sizeof tmp, ".cachet-link-%d-%d-%ld", (int)getpid(), attempt, random());
+		if (symlinkat(o->target, dirfd, tmp) < 0) {
+			if (errno == EEXIST)
+				continue;
+			return error_errno(e, "cannot create symlink %s", o->path);
+		}
+		if (renameat(dirfd, tmp, dirfd, name) < 0) {
+			error_errno(e, "cannot put symlink %s in place", o->path);
+			unlinkat(dirfd, tmp, 0);
+			return -1;
+		}
+		return 0;
+	}
+	return error_set(e, "cannot create a temporary symlink beside %s", o->path);
+}
+
+static int restore_one_beneath(const struct output *o, struct store *s, const char *const *roots,
+			       struct error *e)
+{
+	const char *name;
+	int dirfd = open_parent(o->path, roots, o->kind != OUT_DELETE, &name, e);
+	if (dirfd == -2)
+		return 0; /* a deletion beneath a directory that is not there */
+	if (dirfd < 0)
+		return -1;
+	int rc;
+	switch (o->kind) {
+	case OUT_DELETE: rc = beneath_delete(dirfd, name, o, e); break;
+	case OUT_DIR: rc = beneath_dir(dirfd, name, o, e); break;
+	case OUT_FILE: rc = beneath_file(dirfd, name, o, s, e); break;
+	default: rc = beneath_symlink(dirfd, name, o, e); break;
+	}
+	close(dirfd);
+	return rc;
+}
+
+int result_restore_beneath(const struct result *r, struct store *s, const char *const *roots,
+			   struct error *e)
+{
+	if (check_outputs(r, roots, e) < 0)
+		return -1;
+	/* Walk every existing prefix first: a symlink or file in the way
+	 * refuses the entry before anything is written. */
+	for (size_t i = 0; i < r->noutputs; i++) {
+		const char *name;
+		int fd = open_parent(r->outputs[i].path, roots, 0, &name, e);
+		if (fd == -1)
+			return -1;
+		if (fd >= 0)
+			close(fd);
+	}
+	const struct output **sorted = xmalloc((r->noutputs + 1) * sizeof *sorted);
+	for (size_t i = 0; i < r->noutputs; i++)
+		sorted[i] = &r->outputs[i];
+	qsort(sorted, r->noutputs, sizeof *sorted, cmp_output_path);
+	int rc = 0;
+	for (size_t i = r->noutputs; rc == 0 && i-- > 0;)
+		if (sorted[i]->kind == OUT_DELETE)
+			rc = restore_one_beneath(sorted[i], s, roots, e);
+	/* Directories (parents first), files, and the entry's symlinks last. */
+	static const uint8_t order[] = { OUT_DIR, OUT_FILE, OUT_SYMLINK };
+	for (size_t k = 0; k < sizeof order; k++)
+		for (size_t i = 0; rc == 0 && i < r->noutputs; i++)
+			if (sorted[i]->kind == order[k])
+				rc = restore_one_beneath(sorted[i], s, roots, e);
 	free(sorted);
 	return rc;
 }

@@ -56,8 +56,13 @@ static int get_blob(struct reader *r, struct blob_ref *ref)
 	return r->failed ? -1 : 0;
 }
 
+/* Every encoding ends with the SHA-256 of the bytes before it. The index
+ * keeps results without checksums of its own, and a flipped bit in an
+ * output's path or mode, or in the exit status, would otherwise decode into
+ * a plausible, wrong result. */
 void result_encode(const struct result *r, struct buf *out)
 {
+	size_t start = out->len;
 	buf_put_u32(out, RESULT_MAGIC);
 	buf_put_u32(out, (uint32_t)r->noutputs);
 	for (size_t i = 0; i < r->noutputs; i++) {
@@ -82,6 +87,9 @@ void result_encode(const struct result *r, struct buf *out)
 	buf_put_str(out, r->cachet_version ? r->cachet_version : "");
 	buf_put_bytes(out, r->values, r->values_len);
 	buf_put_bytes(out, r->listings, r->listings_len);
+	struct digest sum;
+	digest_bytes(out->data + start, out->len - start, &sum);
+	buf_add(out, sum.b, DIGEST_LEN);
 }
 
 static int valid_output_path(const char *p)
@@ -93,6 +101,13 @@ int result_decode(const void *data, size_t len, struct result *r, struct error *
 {
 	struct reader rd;
 	result_init(r);
+	struct digest sum;
+	if (len < DIGEST_LEN)
+		return error_set(e, "result: truncated");
+	len -= DIGEST_LEN;
+	digest_bytes(data, len, &sum);
+	if (memcmp(sum.b, (const char *)data + len, DIGEST_LEN) != 0)
+		return error_set(e, "result: checksum mismatch (damaged entry)");
 	reader_init(&rd, data, len);
 	if (reader_u32(&rd) != RESULT_MAGIC)
 		return error_set(e, "result: bad magic");

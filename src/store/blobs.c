@@ -191,10 +191,19 @@ static int tmp_install(struct store *s, struct tmpfile *t, const struct digest *
 	}
 	char *dest = blob_path(s, d, form);
 	int rc = -1;
-	for (int attempt = 0; attempt < 2; attempt++) {
+	for (int attempt = 0; attempt < 3; attempt++) {
 		rc = renameat2(AT_FDCWD, t->path, AT_FDCWD, dest, RENAME_NOREPLACE);
 		if (rc < 0 && errno == EINVAL)
 			rc = rename(t->path, dest); /* file system without RENAME_NOREPLACE */
+		struct stat there;
+		if (rc < 0 && errno == EEXIST && lstat(dest, &there) == 0 && !S_ISREG(there.st_mode)) {
+			/* A directory or symlink where the blob belongs is no blob
+			 * (readers skip it): kept, it would block this content for
+			 * good. */
+			if (unlink(dest) < 0 && rmdir(dest) < 0)
+				break;
+			continue;
+		}
 		if (rc == 0 || errno != ENOENT)
 			break;
 		char *dir = xstrndup(dest, strlen(s->blobs_dir) + 3);

@@ -21,16 +21,20 @@
 #include "store/store_internal.h"
 
 static const char *const stmt_sql[ST_COUNT] = {
-	[ST_GET_PATHSETS] = "SELECT digest, body FROM pathsets WHERE weak = ?1"
+	[ST_GET_PATHSETS] = "SELECT digest, body, last_used FROM pathsets WHERE weak = ?1"
 			    " ORDER BY last_used DESC, rowid DESC",
 	[ST_GET_RESULT] = "SELECT body FROM results WHERE strong = ?1",
-	[ST_PUT_STEP] = "INSERT OR IGNORE INTO steps(weak, body, created) VALUES(?1, ?2, ?3)",
+	[ST_PUT_STEP] = "INSERT INTO steps(weak, body, created) VALUES(?1, ?2, ?3)"
+			" ON CONFLICT(weak) DO UPDATE SET body = excluded.body",
 	/* The new path set is the most recent of its weak key even if the clock
 	 * went back: the bound below must never drop the one just stored. */
 	[ST_PUT_PATHSET] = "INSERT INTO pathsets(weak, digest, body, last_used)"
 			   " VALUES(?1, ?2, ?3, max(?4, coalesce((SELECT max(last_used) + 1"
 			   " FROM pathsets WHERE weak = ?1), 0)))"
-			   " ON CONFLICT(weak, digest) DO UPDATE SET last_used = excluded.last_used",
+			   /* The body too: a damaged one (its digest still names the
+			    * right content) is repaired by the next store. */
+			   " ON CONFLICT(weak, digest) DO UPDATE SET body = excluded.body,"
+			   " last_used = excluded.last_used",
 	[ST_OLD_PATHSETS] = "SELECT digest FROM pathsets WHERE weak = ?1"
 			    " ORDER BY last_used DESC, rowid DESC LIMIT -1 OFFSET ?2",
 	[ST_DEL_PATHSET_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong IN"
@@ -197,7 +201,11 @@ int index_exec(struct store *s, const char *sql, struct error *e)
 
 int index_begin(struct store *s, struct error *e)
 {
-	return index_exec(s, "BEGIN IMMEDIATE", e);
+	store_snapshot_end(s);
+	if (index_exec(s, "BEGIN IMMEDIATE", e) < 0)
+		return -1;
+	touches_fold(s);
+	return 0;
 }
 
 int index_commit(struct store *s, struct error *e)
@@ -219,10 +227,13 @@ void index_rollback(struct store *s)
 
 int index_begin_nowait(struct store *s)
 {
+	store_snapshot_end(s);
 	sqlite3_busy_timeout(s->db, 0);
 	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
+	if (rc == SQLITE_OK) {
+		touches_fold(s);
 		return 1;
+	}
 	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
 	return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED ? 0 : -1;
 }
@@ -234,6 +245,25 @@ int index_end_nowait(struct store *s, int commit)
 		index_rollback(s);
 	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
 	return committed;
+}
+
+int store_snapshot_begin(struct store *s)
+{
+	if (s->in_snapshot || !sqlite3_get_autocommit(s->db))
+		return 0;
+	if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		return -1;
+	s->in_snapshot = 1;
+	return 0;
+}
+
+void store_snapshot_end(struct store *s)
+{
+	if (!s->in_snapshot)
+		return;
+	s->in_snapshot = 0;
+	if (!sqlite3_get_autocommit(s->db))
+		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
 }
 
 /* Runs a statement that returns no rows and resets it. */
@@ -259,7 +289,7 @@ static int bind_body(sqlite3_stmt *st, int col, const void *data, size_t len)
 	return sqlite3_bind_blob64(st, col, data ? data : empty, len, SQLITE_STATIC);
 }
 
-static int column_digest(sqlite3_stmt *st, int col, struct digest *out)
+int index_column_digest(sqlite3_stmt *st, int col, struct digest *out)
 {
 	const void *p = sqlite3_column_blob(st, col);
 	if (!p || sqlite3_column_bytes(st, col) != DIGEST_LEN)
@@ -268,7 +298,21 @@ static int column_digest(sqlite3_stmt *st, int col, struct digest *out)
 	return 0;
 }
 
-static void *column_copy(sqlite3_stmt *st, int col, size_t *len)
+int index_prepare(struct store *s, const char *sql, sqlite3_stmt **st, struct error *e)
+{
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
+	if (rc != SQLITE_OK)
+		return index_error(s, rc, e, "querying the cache index");
+	return 0;
+}
+
+void index_column_digest_or_zero(sqlite3_stmt *st, int col, struct digest *out)
+{
+	if (index_column_digest(st, col, out) < 0)
+		memset(out->b, 0, DIGEST_LEN);
+}
+
+void *index_column_copy(sqlite3_stmt *st, int col, size_t *len)
 {
 	const void *p = sqlite3_column_blob(st, col);
 	size_t n = (size_t)sqlite3_column_bytes(st, col);
@@ -426,6 +470,29 @@ int index_clear_rows(struct store *s, struct error *e)
 
 /* ---- path sets and results ---- */
 
+/* Hits not yet folded into the index are in the touch log: a stable sort
+ * by the newer of the two times keeps SQL's order among equals. */
+static void order_by_recent_use(struct store *s, const struct digest *weak,
+				struct store_pathset *ps, int64_t *last, size_t n)
+{
+	struct digest *d = xmalloc(n * sizeof *d);
+	for (size_t i = 0; i < n; i++)
+		d[i] = ps[i].digest;
+	touches_merge(s, weak, d, last, n);
+	free(d);
+	for (size_t i = 1; i < n; i++) {
+		struct store_pathset p = ps[i];
+		int64_t t = last[i];
+		size_t j = i;
+		for (; j > 0 && last[j - 1] < t; j--) {
+			ps[j] = ps[j - 1];
+			last[j] = last[j - 1];
+		}
+		ps[j] = p;
+		last[j] = t;
+	}
+}
+
 int store_get_pathsets(struct store *s, const struct digest *weak, struct store_pathset **out,
 		       size_t *n, struct error *e)
 {
@@ -436,24 +503,31 @@ int store_get_pathsets(struct store *s, const struct digest *weak, struct store_
 		return -1;
 	bind_digest(st, 1, weak);
 	struct store_pathset *ps = NULL;
+	int64_t *last = NULL;
 	size_t count = 0, alloc = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (count == alloc) {
 			alloc = alloc ? 2 * alloc : 4;
 			ps = xrealloc(ps, alloc * sizeof *ps);
+			last = xrealloc(last, alloc * sizeof *last);
 		}
-		if (column_digest(st, 0, &ps[count].digest) < 0)
+		if (index_column_digest(st, 0, &ps[count].digest) < 0)
 			continue; /* a malformed row is no path set */
-		ps[count].body = column_copy(st, 1, &ps[count].len);
+		ps[count].body = index_column_copy(st, 1, &ps[count].len);
+		last[count] = sqlite3_column_int64(st, 2);
 		count++;
 	}
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE) {
+		free(last);
 		store_pathsets_free(ps, count);
 		return index_error(s, rc, e, "reading path sets");
 	}
+	if (count > 1)
+		order_by_recent_use(s, weak, ps, last, count);
+	free(last);
 	*out = ps;
 	*n = count;
 	return 0;
@@ -478,7 +552,7 @@ int store_get_result(struct store *s, const struct digest *strong, void **body, 
 	int rc = sqlite3_step(st);
 	int found = 0;
 	if (rc == SQLITE_ROW) {
-		*body = column_copy(st, 0, len);
+		*body = index_column_copy(st, 0, len);
 		found = 1;
 		rc = SQLITE_DONE;
 	}
@@ -508,7 +582,7 @@ static int drop_old_pathsets(struct store *s, const struct digest *weak, unsigne
 			alloc = alloc ? 2 * alloc : 4;
 			old = xrealloc(old, alloc * sizeof *old);
 		}
-		if (column_digest(st, 0, &old[n]) == 0)
+		if (index_column_digest(st, 0, &old[n]) == 0)
 			n++;
 	}
 	sqlite3_reset(st);
@@ -657,6 +731,18 @@ int store_touch_hit(struct store *s, const struct digest *weak, const struct dig
 {
 	if (s->readonly)
 		return 0;
+	int64_t now = store_now_ns();
+	/* Usually the touch goes to the log, not the index (touches.c): no write
+	 * lock, no WAL frames to checkpoint. With fingerprints to write anyway,
+	 * or on a network file system, it goes into the index directly. */
+	if (!s->network_fs && s->fpq.n == 0) {
+		int fold = touches_append(s, weak, pathset, strong, now);
+		if (fold > 0 && index_begin_nowait(s) == 1)
+			index_end_nowait(s, 1);
+		if (fold >= 0)
+			return 0;
+		/* The log cannot be written: try the index. */
+	}
 	/* A hit must never queue behind a writer: if the lock is taken, the LRU
 	 * update is simply lost. */
 	int begun = index_begin_nowait(s);
@@ -664,7 +750,6 @@ int store_touch_hit(struct store *s, const struct digest *weak, const struct dig
 		store_count(s, "lru_updates_skipped", 1);
 		return 0;
 	}
-	int64_t now = store_now_ns();
 	int ok = 0;
 	sqlite3_stmt *st = index_stmt(s, ST_TOUCH_PATHSET, NULL);
 	if (st) {
@@ -693,6 +778,7 @@ int store_usage(struct store *s, struct store_usage *out, struct error *e)
 	memset(out, 0, sizeof *out);
 	static const enum stmt_id ids[] = {ST_USAGE_RESULTS, ST_USAGE_PATHSETS, ST_USAGE_BLOBS};
 	/* One read transaction: the three counts describe one state. */
+	store_snapshot_end(s);
 	if (index_exec(s, "BEGIN", e) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {

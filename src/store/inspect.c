@@ -8,41 +8,14 @@
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
-static int prepare(struct store *s, const char *sql, sqlite3_stmt **st, struct error *e)
-{
-	int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
-	if (rc != SQLITE_OK)
-		return index_error(s, rc, e, "querying the cache index");
-	return 0;
-}
 
-static void *copy_column(sqlite3_stmt *st, int col, size_t *len)
-{
-	const void *p = sqlite3_column_blob(st, col);
-	size_t n = (size_t)sqlite3_column_bytes(st, col);
-	void *out = xmalloc(n + 1);
-	if (n)
-		memcpy(out, p, n);
-	((char *)out)[n] = '\0';
-	*len = n;
-	return out;
-}
-
-static void digest_column(sqlite3_stmt *st, int col, struct digest *out)
-{
-	const void *p = sqlite3_column_blob(st, col);
-	if (p && sqlite3_column_bytes(st, col) == DIGEST_LEN)
-		memcpy(out->b, p, DIGEST_LEN);
-	else
-		memset(out->b, 0, DIGEST_LEN);
-}
 
 /* Runs a query expected to return at most one row with a body in column 0. */
 static int get_one_body(struct store *s, const char *sql, const struct digest *k1,
 			const struct digest *k2, void **body, size_t *len, struct error *e)
 {
 	sqlite3_stmt *st;
-	if (prepare(s, sql, &st, e) < 0)
+	if (index_prepare(s, sql, &st, e) < 0)
 		return -1;
 	sqlite3_bind_blob(st, 1, k1->b, DIGEST_LEN, SQLITE_STATIC);
 	if (k2)
@@ -50,7 +23,7 @@ static int get_one_body(struct store *s, const char *sql, const struct digest *k
 	int rc = sqlite3_step(st);
 	int found = 0;
 	if (rc == SQLITE_ROW) {
-		*body = copy_column(st, 0, len);
+		*body = index_column_copy(st, 0, len);
 		found = 1;
 	} else if (rc != SQLITE_DONE) {
 		found = index_error(s, rc, e, "querying the cache index");
@@ -78,7 +51,7 @@ int store_recent_steps(struct store *s, size_t limit, struct store_step **out, s
 	sqlite3_stmt *st;
 	*out = NULL;
 	*n = 0;
-	if (prepare(s, "SELECT weak, body, created FROM steps ORDER BY created DESC LIMIT ?1", &st,
+	if (index_prepare(s, "SELECT weak, body, created FROM steps ORDER BY created DESC LIMIT ?1", &st,
 		    e) < 0)
 		return -1;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)limit);
@@ -90,8 +63,8 @@ int store_recent_steps(struct store *s, size_t limit, struct store_step **out, s
 			*out = xrealloc(*out, alloc * sizeof **out);
 		}
 		struct store_step *row = &(*out)[(*n)++];
-		digest_column(st, 0, &row->weak);
-		row->body = copy_column(st, 1, &row->len);
+		index_column_digest_or_zero(st, 0, &row->weak);
+		row->body = index_column_copy(st, 1, &row->len);
 		row->created_ns = sqlite3_column_int64(st, 2);
 	}
 	sqlite3_finalize(st);
@@ -124,10 +97,10 @@ static int result_rows(struct store *s, sqlite3_stmt *st, struct store_result_ro
 			*out = xrealloc(*out, alloc * sizeof **out);
 		}
 		struct store_result_row *row = &(*out)[(*n)++];
-		digest_column(st, 0, &row->strong);
-		digest_column(st, 1, &row->weak);
-		digest_column(st, 2, &row->pathset);
-		row->body = copy_column(st, 3, &row->len);
+		index_column_digest_or_zero(st, 0, &row->strong);
+		index_column_digest_or_zero(st, 1, &row->weak);
+		index_column_digest_or_zero(st, 2, &row->pathset);
+		row->body = index_column_copy(st, 3, &row->len);
 		row->created_ns = sqlite3_column_int64(st, 4);
 		row->last_used_ns = sqlite3_column_int64(st, 5);
 		row->hits = sqlite3_column_int64(st, 6);
@@ -150,7 +123,7 @@ int store_results_for_pathset(struct store *s, const struct digest *weak,
 			      size_t *n, struct error *e)
 {
 	sqlite3_stmt *st;
-	if (prepare(s, "SELECT " RESULT_COLUMNS " FROM results r WHERE r.weak = ?1 AND r.pathset = ?2"
+	if (index_prepare(s, "SELECT " RESULT_COLUMNS " FROM results r WHERE r.weak = ?1 AND r.pathset = ?2"
 		       " ORDER BY r.created DESC", &st, e) < 0)
 		return -1;
 	sqlite3_bind_blob(st, 1, weak->b, DIGEST_LEN, SQLITE_STATIC);
@@ -162,7 +135,7 @@ int store_results_with_blob(struct store *s, const struct digest *blob,
 			    struct store_result_row **out, size_t *n, struct error *e)
 {
 	sqlite3_stmt *st;
-	if (prepare(s, "SELECT " RESULT_COLUMNS " FROM result_blobs b JOIN results r"
+	if (index_prepare(s, "SELECT " RESULT_COLUMNS " FROM result_blobs b JOIN results r"
 		       " ON r.strong = b.strong WHERE b.digest = ?1 ORDER BY r.created DESC", &st, e) < 0)
 		return -1;
 	sqlite3_bind_blob(st, 1, blob->b, DIGEST_LEN, SQLITE_STATIC);
@@ -184,7 +157,7 @@ int store_mark_nondeterministic(struct store *s, const struct digest *weak, cons
 	sqlite3_stmt *st;
 	if (index_begin(s, e) < 0)
 		return -1;
-	if (prepare(s, "INSERT INTO nondeterministic(weak, count, first_seen, last_seen, summary)"
+	if (index_prepare(s, "INSERT INTO nondeterministic(weak, count, first_seen, last_seen, summary)"
 		       " VALUES(?1, 1, ?2, ?2, ?3) ON CONFLICT(weak) DO UPDATE SET"
 		       " count = count + 1, last_seen = ?2, summary = ?3", &st, e) < 0) {
 		index_rollback(s);
@@ -207,7 +180,7 @@ int store_nondeterministic(struct store *s, const struct digest *weak, char **su
 			   int64_t *count_out, struct error *e)
 {
 	sqlite3_stmt *st;
-	if (prepare(s, "SELECT summary, count FROM nondeterministic WHERE weak = ?1", &st, e) < 0)
+	if (index_prepare(s, "SELECT summary, count FROM nondeterministic WHERE weak = ?1", &st, e) < 0)
 		return -1;
 	sqlite3_bind_blob(st, 1, weak->b, DIGEST_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(st);

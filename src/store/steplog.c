@@ -44,11 +44,19 @@ void store_log_append(struct store *s, const struct store_log_entry *en, uint64_
 	put_field(&line, en->command);
 	buf_addch(&line, '\n');
 	char *path = xasprintf("%s/steplog", s->dir);
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd >= 0) {
+		/* A line cut short (a full disk, a crash) must not swallow this
+		 * one: end it first. */
+		struct stat st;
+		char last;
+		if (fstat(fd, &st) == 0 && st.st_size > 0 &&
+		    pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') {
+			ssize_t nl = write(fd, "\n", 1);
+			(void)nl;
+		}
 		ssize_t w = write(fd, line.data, line.len);
 		(void)w;
-		struct stat st;
 		if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > max_bytes) {
 			/* Several processes may rotate at once; each rename is atomic
 			 * and at worst one of them drops a generation early. */

@@ -135,6 +135,17 @@ static int restrict_mode(const char *path)
 	return 0;
 }
 
+static int on_commit(void *arg)
+{
+	touches_transaction_ended(arg, 1);
+	return 0;
+}
+
+static void on_rollback(void *arg)
+{
+	touches_transaction_ended(arg, 0);
+}
+
 /* Opens the connection and sets up the schema. Returns an SQLite code. */
 static int connect(struct store *s, struct error *e)
 {
@@ -153,6 +164,8 @@ static int connect(struct store *s, struct error *e)
 		return SQLITE_CANTOPEN;
 	}
 	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+	sqlite3_commit_hook(s->db, on_commit, s);
+	sqlite3_rollback_hook(s->db, on_rollback, s);
 	if (!s->readonly) {
 		/* Keep -wal and -shm after the last connection closes: a later
 		 * read-only open (a read-only mount of this cache) cannot create
@@ -197,8 +210,11 @@ static int set_aside(struct store *s, const struct stat *seen)
 		free(to);
 	}
 	free(aside);
-	if (rc == 0)
+	if (rc == 0) {
+		/* A fault of the cache like any other: in the total too. */
 		store_count(s, "index_recreated", 1);
+		store_count(s, "errors", 1);
+	}
 	return rc;
 }
 
@@ -266,9 +282,11 @@ void store_close(struct store *s)
 	if (!s)
 		return;
 	if (s->db) {
+		store_snapshot_end(s);
 		store_fp_flush(s);
 		disconnect(s);
 	}
+	free(s->touch_undo);
 	fp_queue_free(&s->fpq);
 	counters_close(s);
 	blobs_free_contexts(s);

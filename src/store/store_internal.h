@@ -5,7 +5,8 @@
  * statements, path sets, results, entries), fingerprints.c (file_id ->
  * digest cache with an in-memory queue), blobs.c (writing blobs),
  * restore.c (verifying and reading blobs back), counters.c (the shared
- * counter file).
+ * counter file), touches.c (the log of hits, folded into the index by the
+ * next writer).
  *
  * A struct store belongs to one thread at a time.
  */
@@ -98,6 +99,13 @@ struct store {
 	/* zstd contexts, created on first use and reused. */
 	void *cctx;
 	void *dctx;
+
+	/* Touch-log records folded into the open write transaction, appended
+	 * again if it rolls back (touches.c). */
+	unsigned char *touch_undo;
+	size_t touch_undo_len;
+	/* A read transaction opened by store_snapshot_begin. */
+	int in_snapshot;
 };
 
 /* ---- store.c ---- */
@@ -133,6 +141,15 @@ int index_end_nowait(struct store *s, int commit);
 /* Deletes every row of every table (inside the caller's transaction). */
 int index_clear_rows(struct store *s, struct error *e);
 int64_t store_now_ns(void);
+/* A blob column as a malloc'd, NUL-terminated copy; *len excludes the NUL. */
+void *index_column_copy(sqlite3_stmt *st, int col, size_t *len);
+/* A 32-byte digest column: 0, or -1 when the column is not one. */
+int index_column_digest(sqlite3_stmt *st, int col, struct digest *out);
+/* The same, all zeros when the column holds no digest. */
+void index_column_digest_or_zero(sqlite3_stmt *st, int col, struct digest *out);
+/* Prepares a statement used once (inspection queries off the hit path);
+ * the caller finalizes it. 0, or -1 with e set. */
+int index_prepare(struct store *s, const char *sql, sqlite3_stmt **st, struct error *e);
 
 /* ---- fingerprints.c ---- */
 void fp_queue_free(struct fp_queue *q);
@@ -155,6 +172,21 @@ void blobs_free_contexts(struct store *s);
 /* The blob is corrupt: remove it (unless read-only), count it, set e with
  * code EBADMSG. Returns -1. */
 int blob_corrupt(struct store *s, const char *path, struct error *e, const char *why);
+
+/* ---- touches.c ---- */
+/* Appends one hit to the touch log. 1 when the log has grown long enough
+ * that the caller should fold it, 0 otherwise, -1 when it cannot be written. */
+int touches_append(struct store *s, const struct digest *weak, const struct digest *pathset,
+		   const struct digest *strong, int64_t now_ns);
+/* Applies the log to the index and empties it; inside the caller's write
+ * transaction (index_begin and index_begin_nowait call it). Best effort. */
+void touches_fold(struct store *s);
+/* The transaction that folded the log ended: on a rollback the records are
+ * appended again. Called from SQLite's commit and rollback hooks. */
+void touches_transaction_ended(struct store *s, int committed);
+/* Raises last_used[k] to the newest logged use of (weak, pathsets[k]). */
+void touches_merge(struct store *s, const struct digest *weak, const struct digest *pathsets,
+		   int64_t *last_used, size_t count);
 
 /* ---- counters.c ---- */
 void counters_close(struct store *s);

@@ -12,6 +12,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -23,6 +24,7 @@
 #include "cachet/digest.h"
 #include "cachet/path.h"
 #include "trace/classify.h"
+#include "trace/dirorder.h"
 #include "trace/exec_image.h"
 #include "trace/tracer.h"
 
@@ -207,11 +209,20 @@ static void emit(struct tracer *tr, struct tracee *t, enum trace_event_kind kind
 /* The first change of path. keeps_content: the call leaves the old bytes
  * in place or moves them elsewhere (append, chmod, rename's source...), so
  * the output depends on them: they are read, and hashed now, while they
- * still exist. */
-static void touch(struct tracer *tr, struct tracee *t, const char *path, int keeps_content)
+ * still exist. how: TRACE_CHANGE_MOVES for a rename that moves path away,
+ * which the before_change callback hears of even after the first change. */
+static void touch_how(struct tracer *tr, struct tracee *t, const char *path, int keeps_content,
+                      unsigned how)
 {
-	if (event_log_was_touched(&tr->log, path))
+	const struct trace_spec *sp = tr->spec;
+	if (event_log_was_touched(&tr->log, path)) {
+		if ((how & TRACE_CHANGE_MOVES) && sp->before_change)
+			sp->before_change(sp->before_change_ctx, path, how);
 		return;
+	}
+	if (sp->before_change)
+		sp->before_change(sp->before_change_ctx, path,
+		                  how | (keeps_content ? TRACE_CHANGE_KEEPS : 0));
 	struct trace_event ev;
 	memset(&ev, 0, sizeof ev);
 	ev.kind = TRACE_TOUCH;
@@ -231,6 +242,11 @@ static void touch(struct tracer *tr, struct tracee *t, const char *path, int kee
 		}
 	}
 	event_log_touch(&tr->log, &ev);
+}
+
+static void touch(struct tracer *tr, struct tracee *t, const char *path, int keeps_content)
+{
+	touch_how(tr, t, path, keeps_content, 0);
 }
 
 /* The source of a hard link: its bytes live on under the new name. */
@@ -381,9 +397,9 @@ static enum resume entry_rename(struct tracer *tr, struct tracee *t, int olddir,
 	int r1 = tr->raw[0] ? resolve_at(tr, t, olddir, tr->raw, 0, t->p.path) : -1;
 	int r2 = tr->raw2[0] ? resolve_at(tr, t, newdir, tr->raw2, 0, tr->path2) : -1;
 	if (r1 > 0)
-		touch(tr, t, t->p.path, rc.old_keeps);
+		touch_how(tr, t, t->p.path, rc.old_keeps, TRACE_CHANGE_MOVES);
 	if (r2 > 0)
-		touch(tr, t, tr->path2, rc.new_keeps);
+		touch_how(tr, t, tr->path2, rc.new_keeps, rc.new_keeps ? TRACE_CHANGE_MOVES : 0);
 	return RESUME_CONT;
 }
 
@@ -583,7 +599,11 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 	case __NR_getdents:
 	case __NR_getdents64:
 		entry_getdents(tr, t, (int)a[0]);
-		return RESUME_CONT;
+		if (!tr->spec->dirorder)
+			return RESUME_CONT;
+		p->what = PEND_GETDENTS;
+		p->addr = a[1];
+		return RESUME_SYSCALL;
 	case __NR_execve:
 		return entry_exec(tr, t, AT_FDCWD, a[0], 0);
 	case __NR_execveat:
@@ -720,6 +740,19 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 
 /* ---- exit ----------------------------------------------------------- */
 
+/* trace_spec.dirorder: rewrites the entries a getdents call returned. A
+ * buffer that cannot be read, parsed or written back is left as it is. */
+static void reorder_dirents(struct tracer *tr, struct tracee *t, uint64_t addr, size_t len)
+{
+	void *b = malloc(len);
+	if (!b)
+		return;
+	if (tracee_read(t->tid, addr, b, len) == 0 &&
+	    dirents_reorder(b, len, tr->spec->dirorder, tr->spec->dirorder_seed) > 1)
+		tracee_write(t->tid, addr, b, len);
+	free(b);
+}
+
 void syscall_exit(struct tracer *tr, struct tracee *t, const struct __ptrace_syscall_info *si)
 {
 	struct pending *p = &t->p;
@@ -769,6 +802,10 @@ void syscall_exit(struct tracer *tr, struct tracee *t, const struct __ptrace_sys
 	case PEND_CONNECT:
 		if (!err || err == EINPROGRESS)
 			tracer_mark_uncacheable(tr, p->reason);
+		break;
+	case PEND_GETDENTS:
+		if (!err && rv > 0)
+			reorder_dirents(tr, t, p->addr, (size_t)rv);
 		break;
 	}
 }

@@ -150,6 +150,25 @@ int tracee_read(pid_t tid, uint64_t addr, void *out, size_t len)
 	return -1;
 }
 
+int tracee_write(pid_t tid, uint64_t addr, const void *data, size_t len)
+{
+	struct iovec local = {(void *)data, len}, remote = {(void *)(uintptr_t)addr, len};
+	ssize_t r = process_vm_writev(tid, &local, 1, &remote, 1, 0);
+	if (r == (ssize_t)len)
+		return 0;
+	if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
+		char p[64];
+		snprintf(p, sizeof p, "/proc/%d/mem", (int)tid);
+		int fd = open(p, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		ssize_t w = pwrite(fd, data, len, (off_t)addr);
+		close(fd);
+		return w == (ssize_t)len ? 0 : -1;
+	}
+	return -1;
+}
+
 int tracee_read_string(pid_t tid, uint64_t addr, char *out, size_t cap)
 {
 	size_t got = 0;

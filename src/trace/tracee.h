@@ -24,6 +24,7 @@ enum pending_what {
 	PEND_CHDIR,       /* PROBE of the directory; cwd generation bump */
 	PEND_UNCACHEABLE, /* `reason` if the call succeeded */
 	PEND_CONNECT,     /* `reason` if it succeeded or returned EINPROGRESS */
+	PEND_GETDENTS,    /* trace_spec.dirorder: reorder the entries at `addr` */
 };
 
 struct pending {
@@ -31,6 +32,7 @@ struct pending {
 	unsigned flags;     /* TRACE_F_* of the event */
 	int has_path;       /* path holds a recorded (not ignored) path */
 	const char *reason; /* PEND_UNCACHEABLE, PEND_CONNECT */
+	uint64_t addr;      /* PEND_GETDENTS: the tracee's buffer */
 	char path[TRACE_PATHBUF];
 };
 
@@ -64,6 +66,9 @@ struct tracee *tracee_rekey(struct tracee_table *t, pid_t old_tid, pid_t new_tid
 
 /* Reads len bytes at addr. 0, or -1 when any byte is unreadable. */
 int tracee_read(pid_t tid, uint64_t addr, void *out, size_t len);
+/* Writes len bytes at addr (a buffer the tracee gave a syscall, e.g. the
+ * entries getdents returned). 0, or -1 when any byte is not writable. */
+int tracee_write(pid_t tid, uint64_t addr, const void *data, size_t len);
 /* Reads a NUL-terminated string at addr into out (cap bytes). 0, or -1 when
  * unreadable or longer than cap - 1. Reads in chunks that never cross a
  * page boundary, so a string ending just before an unmapped page reads. */

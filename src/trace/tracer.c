@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
@@ -41,9 +42,47 @@ static void child_fail(int fd, int stage)
 
 /* Runs in the forked child of a possibly multi-threaded caller: only
  * async-signal-safe calls until execve. */
+/* The variations of trace_spec, in the child only: the tracer keeps its
+ * own umask, personality and CPUs. */
+static int apply_variations(const struct trace_spec *spec, const cpu_set_t *cpus)
+{
+	if (spec->set_umask)
+		umask((mode_t)(spec->umask & 0777));
+	if (spec->aslr) {
+		int cur = personality(0xffffffff);
+		if (cur < 0)
+			return -1;
+		unsigned long want = spec->aslr > 0
+		                         ? ((unsigned)cur | ADDR_NO_RANDOMIZE)
+		                         : ((unsigned)cur & ~(unsigned)ADDR_NO_RANDOMIZE);
+		if (personality(want) < 0)
+			return -1;
+	}
+	if (cpus && sched_setaffinity(0, sizeof *cpus, cpus) < 0)
+		return -1;
+	return 0;
+}
+
+/* At most max of the CPUs the caller may use, in *out; 0 when that is no
+ * restriction at all (or the affinity cannot be read). */
+static int fewer_cpus(int max, cpu_set_t *out)
+{
+	cpu_set_t all;
+	if (max <= 0 || sched_getaffinity(0, sizeof all, &all) < 0 || CPU_COUNT(&all) <= max)
+		return 0;
+	CPU_ZERO(out);
+	int kept = 0;
+	for (int c = 0; c < CPU_SETSIZE && kept < max; c++)
+		if (CPU_ISSET(c, &all)) {
+			CPU_SET(c, out);
+			kept++;
+		}
+	return 1;
+}
+
 static void __attribute__((noreturn))
 child_main(const struct trace_spec *spec, const struct seccomp_program *prog, int go_fd,
-           int report_fd)
+           int report_fd, const cpu_set_t *cpus)
 {
 	char c;
 	ssize_t n;
@@ -88,6 +127,8 @@ child_main(const struct trace_spec *spec, const struct seccomp_program *prog, in
 			child_fail(rep, STAGE_SETUP);
 	if ((rep > 3 && close_range(3, (unsigned)rep - 1, 0) < 0) ||
 	    close_range((unsigned)rep + 1, ~0U, 0) < 0)
+		child_fail(rep, STAGE_SETUP);
+	if (apply_variations(spec, cpus) < 0)
 		child_fail(rep, STAGE_SETUP);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(rep, STAGE_SETUP);
@@ -312,12 +353,14 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 		tracer_free(tr);
 		return error_errno(e, "trace: pipe");
 	}
+	cpu_set_t child_cpus;
+	int restrict_cpus = fewer_cpus(spec->max_cpus, &child_cpus);
 	int cpu = sched_getcpu();
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(go[1]);
 		close(rep[0]);
-		child_main(spec, prog, go[0], rep[1]);
+		child_main(spec, prog, go[0], rep[1], restrict_cpus ? &child_cpus : NULL);
 	}
 	int fork_errno = errno;
 	close(go[0]);

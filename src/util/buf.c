@@ -153,7 +153,7 @@ void buf_addf(struct buf *b, const char *fmt, ...)
 }
 
 /* Length of the valid UTF-8 sequence starting at s (at most left bytes), or 0. */
-static size_t utf8_seq_len(const unsigned char *s, size_t left)
+size_t utf8_seq_len(const unsigned char *s, size_t left)
 {
 	size_t n;
 	unsigned min;

@@ -562,6 +562,44 @@ static void the_index_is_private_to_its_owner(void **state)
 	store_close(s);
 }
 
+static off_t file_size(const char *rel)
+{
+	char *p = scratch_path("%s", rel);
+	struct stat st;
+	off_t size = stat(p, &st) == 0 ? st.st_size : -1;
+	free(p);
+	return size;
+}
+
+/* A hit goes to the touch log: no write lock, no WAL frames for the last
+ * connection to checkpoint. The next write transaction folds it in, and
+ * puts it back if it rolls back. */
+static void a_hit_writes_nothing_to_the_index(void **state)
+{
+	struct store *s = open_cache();
+	put_ok(s, 1, 1, 1, 8);
+	put_ok(s, 1, 2, 2, 8);
+	store_close(s);
+	s = open_cache();
+	off_t wal = file_size("cache/index.db-wal");
+	struct digest weak = key_digest("weak", 1), p1 = key_digest("pathset", 1),
+		      k1 = key_digest("strong", 1);
+	assert_int_equal(store_touch_hit(s, &weak, &p1, &k1), 0);
+	assert_int_equal(file_size("cache/index.db-wal"), wal);
+	assert_true(file_size("cache/touches") > 0);
+	assert_pathsets(s, 1, (unsigned[]){1, 2}, 2); /* seen before it is folded */
+	struct error e = {0, ""};
+	assert_int_equal(index_begin(s, &e), 0);
+	assert_int_equal(file_size("cache/touches"), 0);
+	index_rollback(s);
+	assert_true(file_size("cache/touches") > 0);
+	assert_int_equal(index_begin(s, &e), 0);
+	assert_int_equal(index_commit(s, &e), 0);
+	assert_int_equal(file_size("cache/touches"), 0);
+	assert_pathsets(s, 1, (unsigned[]){1, 2}, 2);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -581,6 +619,7 @@ int main(void)
 		T(concurrent_writers_all_succeed),
 		T(network_file_systems_are_recognised),
 		T(the_index_is_private_to_its_owner),
+		T(a_hit_writes_nothing_to_the_index),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

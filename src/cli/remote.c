@@ -1,0 +1,157 @@
+/*
+ * cachet remote: the upload spool and the state of the remote caches.
+ *   flush    upload every spooled entry now; wait for a running drainer
+ *   status   remotes (credentials hidden), breakers, spool, remote counters
+ *   drain    what the background drainer runs (quiet; leaves work to a
+ *            drainer that already runs)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cachet/buf.h"
+#include "cachet/remote.h"
+#include "cli/cli.h"
+#include "cli/remote_tier.h"
+#include "cli/settings.h"
+
+static int usage(void)
+{
+	cli_error("usage: cachet remote flush | status [--json]");
+	return EXIT_USAGE;
+}
+
+static int flush(struct store *s, int quiet)
+{
+	struct drain_report rep;
+	struct error e = { 0 };
+	int rc = remote_tier_drain(s, 1, 1, &rep, &e);
+	if (rc < 0)
+		cli_error("remote flush: %s", e.msg);
+	if (!quiet)
+		printf("uploaded %zu, dropped %zu, left %zu\n", rep.uploaded, rep.dropped, rep.left);
+	if (rc == 0 && rep.left)
+		cli_error("remote flush: %zu entries could not be uploaded (see cachet remote status)",
+			  rep.left);
+	return rc == 0 && rep.left == 0 ? 0 : 1;
+}
+
+static int64_t counter(const struct store_counter *c, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(c[i].name, name))
+			return c[i].value;
+	return 0;
+}
+
+static int status(struct store *s, int json)
+{
+	const struct settings *st = cli_settings();
+	char **items = st ? settings_list(st, "remote") : NULL;
+	struct remote_config config = { 0 };
+	struct error e = { 0 };
+	int config_ok = !items || remote_config_parse(items, &config, &e) == 0;
+	settings_list_free(items);
+	char *state = xasprintf("%s/remote", store_dir(s));
+	char **jobs;
+	size_t njobs = 0;
+	if (spool_list(state, &jobs, &njobs, &e) == 0)
+		spool_list_free(jobs, njobs);
+	struct store_counter *c = NULL;
+	size_t n = 0;
+	store_counters(s, &c, &n, &e);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int64_t now_wall = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+
+	struct buf b;
+	buf_init(&b);
+	if (json) {
+		buf_addstr(&b, "{\"remotes\": [");
+		for (size_t i = 0; i < config.n; i++) {
+			const struct remote_spec *r = &config.specs[i];
+			int64_t until = breaker_until(state, r->id);
+			buf_addstr(&b, i ? ", {\"url\": " : "{\"url\": ");
+			buf_add_json_string(&b, r->shown, strlen(r->shown));
+			buf_addf(&b, ", \"read_only\": %s, \"resting_ms\": %lld}",
+				 r->read_only ? "true" : "false",
+				 (long long)(until ? until - now_wall : 0));
+		}
+		buf_addf(&b, "], \"config_ok\": %s, \"spool\": %zu, \"counters\": {",
+			 config_ok ? "true" : "false", njobs);
+		int first = 1;
+		for (size_t i = 0; i < n; i++) {
+			if (strncmp(c[i].name, "remote_", 7) != 0)
+				continue;
+			if (!first)
+				buf_addstr(&b, ", ");
+			first = 0;
+			buf_add_json_string(&b, c[i].name, strlen(c[i].name));
+			buf_addf(&b, ": %lld", (long long)c[i].value);
+		}
+		buf_addf(&b, "}, \"hits\": %lld}\n", (long long)counter(c, n, "hits"));
+	} else {
+		if (!config_ok)
+			buf_addf(&b, "configuration error: %s\n", e.msg);
+		if (!config.n && config_ok)
+			buf_addstr(&b, "no remote configured (setting 'remote')\n");
+		for (size_t i = 0; i < config.n; i++) {
+			const struct remote_spec *r = &config.specs[i];
+			int64_t until = breaker_until(state, r->id);
+			buf_addf(&b, "%s%s", r->shown, r->read_only ? " (read-only)" : "");
+			if (until)
+				buf_addf(&b, "  skipped for %.1f s more after a failure",
+					 (double)(until - now_wall) / 1000.0);
+			buf_addch(&b, '\n');
+		}
+		buf_addf(&b, "uploads waiting                    %12zu\n", njobs);
+		for (size_t i = 0; i < n; i++)
+			if (!strncmp(c[i].name, "remote_", 7))
+				buf_addf(&b, "%-34s %12lld\n", c[i].name + 7, (long long)c[i].value);
+	}
+	fputs(b.data, stdout);
+	buf_free(&b);
+	free(c);
+	free(state);
+	remote_config_free(&config);
+	return config_ok ? 0 : 1;
+}
+
+int cmd_remote(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage();
+	const char *sub = argv[1];
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+		fputs(cli_help_text("remote"), stdout);
+		return 0;
+	}
+	int json = 0, quiet = 0;
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
+			quiet = 1;
+		else
+			return usage();
+	}
+	if (strcmp(sub, "flush") && strcmp(sub, "status") && strcmp(sub, "drain"))
+		return usage();
+	struct store *s = cli_open_store(0, NULL);
+	if (!s)
+		return 1;
+	int rc;
+	if (!strcmp(sub, "flush")) {
+		rc = flush(s, quiet);
+	} else if (!strcmp(sub, "status")) {
+		rc = status(s, json);
+	} else {
+		struct drain_report rep;
+		struct error e = { 0 };
+		remote_tier_drain(s, 0, 0, &rep, &e);
+		rc = 0;
+	}
+	store_close(s);
+	return rc;
+}

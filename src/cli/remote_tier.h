@@ -1,0 +1,51 @@
+/*
+ * The remote tier of `cachet run`: the glue between the local store, the
+ * key layer and the remote layer (cachet/remote.h). run.c calls three
+ * hooks; `cachet remote` drains the upload spool.
+ *
+ * Nothing here ever fails a step: a remote that is down, slow, answers
+ * garbage or hostile entries costs a miss and a counter (remote_* in
+ * `cachet remote status`).
+ */
+#ifndef CACHET_CLI_REMOTE_TIER_H
+#define CACHET_CLI_REMOTE_TIER_H
+
+#include <stddef.h>
+#include "cachet/error.h"
+
+struct settings;
+struct step;
+struct record;
+struct store;
+struct digest_cache;
+
+/* Before the step's key is built. With hermetic_env set, the process's
+ * environment becomes only the listed variables (NAME, or PREFIX* for a
+ * prefix) plus CACHET_*, so the step runs with exactly what is keyed, and
+ * HOME becomes a base of portable keys. Does nothing otherwise. */
+void remote_tier_prepare(const struct settings *st);
+
+/* After a local miss: asks the remotes. Returns 1 on a hit: the outputs are
+ * restored (only inside the output roots: the cwd subtree and base_dir),
+ * stdout and stderr replayed, the entry stored locally, *exit_code set.
+ * Returns 0 otherwise. Loads the transport plugin only when a remote is
+ * configured and not resting after a failure. */
+int remote_tier_lookup(struct store *s, const struct step *step, struct digest_cache *dc,
+		       int *exit_code);
+
+/* After a miss stored its entry: writes an upload job to the spool and
+ * starts a background drainer if none runs. Never waits for the network. */
+void remote_tier_upload(struct store *s, const struct step *step, const struct record *rec);
+
+struct drain_report {
+	size_t uploaded; /* jobs every writable remote now has */
+	size_t dropped;  /* jobs whose blobs left the local store, or corrupt */
+	size_t left;     /* jobs still waiting */
+};
+
+/* Uploads spooled jobs. wait: wait for a running drainer instead of
+ * leaving the work to it. force: try servers whose breaker is open. */
+int remote_tier_drain(struct store *s, int wait, int force, struct drain_report *out,
+		      struct error *e);
+
+#endif

@@ -1,0 +1,304 @@
+/* cachet repro: the variations of the conditions a step runs under. */
+#include "cli/repro.h"
+
+#include <ctype.h>
+#include <locale.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/personality.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LIBFAKETIME "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+/* The time variation moves the clock this many days per variant: far enough
+ * that a date changes, as reprotest's faketime does. */
+#define TIME_SHIFT_DAYS 373
+
+static const char *const names[VARY_COUNT] = {
+    [VARY_ENV] = "env",       [VARY_TZ] = "tz",
+    [VARY_LOCALE] = "locale", [VARY_UMASK] = "umask",
+    [VARY_ASLR] = "aslr",     [VARY_CPUS] = "cpus",
+    [VARY_TIME] = "time",     [VARY_DIRORDER] = "dirorder",
+};
+
+const char *vary_name(int v)
+{
+	return v >= 0 && v < VARY_COUNT ? names[v] : "?";
+}
+
+static int vary_lookup(const char *name, size_t len)
+{
+	for (int v = 0; v < VARY_COUNT; v++)
+		if (strlen(names[v]) == len && !strncmp(names[v], name, len))
+			return v;
+	return -1;
+}
+
+int vary_parse(const char *list, unsigned *mask, char *err, size_t cap)
+{
+	unsigned m = 0;
+	for (const char *p = list; *p;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		int drop = len && p[0] == '-';
+		const char *name = p + drop;
+		size_t nlen = len - (size_t)drop;
+		if (nlen == 3 && !strncmp(name, "all", 3) && !drop) {
+			m = VARY_ALL;
+		} else if (nlen == 4 && !strncmp(name, "none", 4) && !drop) {
+			m = 0;
+		} else {
+			int v = vary_lookup(name, nlen);
+			if (v < 0) {
+				snprintf(err, cap,
+				         "unknown variation '%.*s' (known: env, tz, locale, umask, "
+				         "aslr, "
+				         "cpus, time, dirorder, all)",
+				         (int)nlen, name);
+				return -1;
+			}
+			if (drop)
+				m &= ~(1u << v);
+			else
+				m |= 1u << v;
+		}
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	*mask = m;
+	return 0;
+}
+
+/* ---- the control's conditions, as the variations see them ---- */
+
+static unsigned current_umask(void)
+{
+	mode_t u = umask(022);
+	umask(u);
+	return (unsigned)u;
+}
+
+static int online_cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) < 0)
+		return 1;
+	return CPU_COUNT(&set);
+}
+
+static int faketime_installed(void)
+{
+	return access(LIBFAKETIME, R_OK) == 0;
+}
+
+/* "C.UTF-8" and "C.utf8" name one locale, as do "C" and "POSIX". */
+static void normalise_locale(const char *in, char *out, size_t cap)
+{
+	if (!strcmp(in, "POSIX"))
+		in = "C";
+	size_t k = 0;
+	for (; *in && k + 1 < cap; in++)
+		if (*in != '-')
+			out[k++] = (char)tolower((unsigned char)*in);
+	out[k] = '\0';
+}
+
+/* An installed locale other than the control's: reprotest's et_EE (its
+ * collation sorts "z" after "s" differently) when installed, else one of a
+ * few common ones, else C.UTF-8 against C. */
+static const char *other_locale(void)
+{
+	static const char *const candidates[] = {"et_EE.UTF-8", "fr_CH.UTF-8", "de_DE.UTF-8",
+	                                         "en_US.UTF-8", "C.UTF-8",     "C"};
+	const char *cur = getenv("LC_ALL");
+	if (!cur || !*cur)
+		cur = getenv("LC_CTYPE");
+	if (!cur || !*cur)
+		cur = getenv("LANG");
+	if (!cur || !*cur)
+		cur = "C";
+	char ncur[64], ncand[64];
+	normalise_locale(cur, ncur, sizeof ncur);
+	for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+		normalise_locale(candidates[i], ncand, sizeof ncand);
+		if (!strcmp(ncand, ncur))
+			continue;
+		locale_t l = newlocale(LC_ALL_MASK, candidates[i], (locale_t)0);
+		if (l) {
+			freelocale(l);
+			return candidates[i];
+		}
+	}
+	return "C";
+}
+
+/* Whether the child will be allowed to flip ADDR_NO_RANDOMIZE: tried here
+ * and undone (container seccomp profiles allow only a few personalities). */
+static int can_flip_aslr(void)
+{
+	int cur = personality(0xffffffff);
+	if (cur < 0)
+		return 0;
+	if (personality((unsigned)cur ^ ADDR_NO_RANDOMIZE) < 0)
+		return 0;
+	personality((unsigned)cur);
+	return 1;
+}
+
+void vary_check(unsigned *mask, struct buf *notes)
+{
+	if ((*mask & (1u << VARY_TIME)) && !faketime_installed())
+		buf_addstr(notes, "time: libfaketime is not installed (Debian package faketime): "
+		                  "only SOURCE_DATE_EPOCH varies, not the clock\n");
+	if ((*mask & (1u << VARY_CPUS)) && online_cpus() < 2) {
+		buf_addstr(notes, "cpus: the step may use only one CPU here: not varied\n");
+		*mask &= ~(1u << VARY_CPUS);
+	}
+	if ((*mask & (1u << VARY_ASLR)) && !can_flip_aslr()) {
+		buf_addstr(notes,
+		           "aslr: this process may not change its personality: not varied\n");
+		*mask &= ~(1u << VARY_ASLR);
+	}
+}
+
+/* ---- applying ---- */
+
+/* Sets NAME=value in *env, replacing an existing NAME. */
+static void env_set(char ***env, const char *name, const char *value)
+{
+	size_t nlen = strlen(name), n = 0;
+	char **v = *env;
+	for (; v[n]; n++) {
+		if (!strncmp(v[n], name, nlen) && v[n][nlen] == '=') {
+			free(v[n]);
+			v[n] = xasprintf("%s=%s", name, value);
+			return;
+		}
+	}
+	v = xrealloc(v, (n + 2) * sizeof *v);
+	v[n] = xasprintf("%s=%s", name, value);
+	v[n + 1] = NULL;
+	*env = v;
+}
+
+static const char *env_get(char **env, const char *name)
+{
+	size_t nlen = strlen(name);
+	for (; *env; env++)
+		if (!strncmp(*env, name, nlen) && (*env)[nlen] == '=')
+			return *env + nlen + 1;
+	return NULL;
+}
+
+static void describe(struct buf *text, struct buf *json, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void describe(struct buf *text, struct buf *json, const char *key, const char *fmt, ...)
+{
+	struct buf v;
+	buf_init(&v);
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vaddf(&v, fmt, ap);
+	va_end(ap);
+	if (text->len)
+		buf_addstr(text, ", ");
+	buf_add(text, v.data, v.len);
+	if (json->len)
+		buf_addstr(json, ", ");
+	buf_add_json_string(json, key, strlen(key));
+	buf_addstr(json, ": ");
+	buf_add_json_string(json, v.data, v.len);
+	buf_free(&v);
+}
+
+static void vary_time(unsigned k, char ***env, struct buf *text, struct buf *json)
+{
+	long long days = (long long)k * TIME_SHIFT_DAYS;
+	/* From the control's SOURCE_DATE_EPOCH when it has one, else from now:
+	 * either way a value the control did not see. */
+	const char *sde = env_get(*env, "SOURCE_DATE_EPOCH");
+	char *end = NULL;
+	long long base = sde ? strtoll(sde, &end, 10) : 0;
+	if (!sde || !*sde || *end)
+		base = (long long)time(NULL);
+	char value[32];
+	snprintf(value, sizeof value, "%lld", base + days * 86400);
+	env_set(env, "SOURCE_DATE_EPOCH", value);
+	if (!faketime_installed()) {
+		describe(text, json, "time", "SOURCE_DATE_EPOCH=%s", value);
+		return;
+	}
+	/* The vDSO answers clock_gettime without a syscall, so no tracer trick
+	 * can move the clock; an LD_PRELOAD library can (not for static
+	 * binaries). Stat times and the monotonic clock stay real: make and
+	 * timeouts keep working. */
+	const char *pre = env_get(*env, "LD_PRELOAD");
+	char *preload = pre && *pre ? xasprintf("%s:%s", LIBFAKETIME, pre) : xstrdup(LIBFAKETIME);
+	char shift[32];
+	snprintf(shift, sizeof shift, "+%lldd", days); /* libfaketime's "+373d" */
+	env_set(env, "LD_PRELOAD", preload);
+	env_set(env, "FAKETIME", shift);
+	env_set(env, "NO_FAKE_STAT", "1");
+	env_set(env, "DONT_FAKE_MONOTONIC", "1");
+	free(preload);
+	describe(text, json, "time", "SOURCE_DATE_EPOCH=%s, clock +%lld days", value, days);
+}
+
+void vary_apply(unsigned mask, unsigned variant, char ***env, struct trace_spec *spec,
+                struct buf *text, struct buf *json)
+{
+	if (!variant)
+		return;
+	unsigned k = variant;
+	if (mask & (1u << VARY_ENV)) {
+		env_set(env, "CAPTURE_ENVIRONMENT", "i_capture_the_environment");
+		describe(text, json, "env", "CAPTURE_ENVIRONMENT=i_capture_the_environment");
+	}
+	if (mask & (1u << VARY_TZ)) {
+		/* reprotest's pair: 26 hours apart, so the date differs too. */
+		const char *tz = k % 2 ? "GMT-14" : "GMT+12";
+		env_set(env, "TZ", tz);
+		describe(text, json, "tz", "TZ=%s", tz);
+	}
+	if (mask & (1u << VARY_LOCALE)) {
+		const char *loc = other_locale();
+		env_set(env, "LC_ALL", loc);
+		describe(text, json, "locale", "LC_ALL=%s", loc);
+	}
+	if (mask & (1u << VARY_UMASK)) {
+		unsigned u = current_umask() == 002 ? 022 : 002;
+		spec->set_umask = 1;
+		spec->umask = u;
+		describe(text, json, "umask", "umask %03o", u);
+	}
+	if (mask & (1u << VARY_ASLR)) {
+		int cur = personality(0xffffffff);
+		int off = cur >= 0 && (cur & ADDR_NO_RANDOMIZE);
+		spec->aslr = off ? -1 : 1;
+		describe(text, json, "aslr", "%s", off ? "ASLR on" : "ASLR off");
+	}
+	if (mask & (1u << VARY_CPUS)) {
+		int n = online_cpus();
+		spec->max_cpus = n / 2;
+		describe(text, json, "cpus", "%d of %d CPUs", n / 2, n);
+	}
+	if (mask & (1u << VARY_TIME))
+		vary_time(k, env, text, json);
+	if (mask & (1u << VARY_DIRORDER)) {
+		/* Reversed first: it differs from the kernel's order for any
+		 * directory of two or more entries, whatever its size. */
+		if (k % 2) {
+			spec->dirorder = TRACE_DIRORDER_REVERSE;
+			describe(text, json, "dirorder", "directory order reversed");
+		} else {
+			spec->dirorder = TRACE_DIRORDER_SHUFFLE;
+			spec->dirorder_seed = k;
+			describe(text, json, "dirorder", "directory order shuffled (seed %u)", k);
+		}
+	}
+}

@@ -1,0 +1,101 @@
+/* SHA-256: the FIPS 180-4 test vectors, and the accelerated block function
+ * against the portable one over every split of the input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cachet/digest.h"
+#include "cachet/sha256.h"
+
+static void hex_of(const char *data, size_t len, char *hex)
+{
+	struct digest d;
+	digest_bytes(data, len, &d);
+	digest_to_hex(&d, hex);
+}
+
+static void check_vectors(void)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	hex_of("", 0, hex);
+	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	hex_of("abc", 3, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	hex_of(two, strlen(two), hex);
+	assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	const char *four = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
+			   "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
+	hex_of(four, strlen(four), hex);
+	assert_string_equal(hex, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+	/* A million 'a', fed in uneven pieces through the hasher. */
+	char chunk[1000];
+	memset(chunk, 'a', sizeof chunk);
+	struct hasher h;
+	assert_int_equal(hasher_init(&h, NULL), 0);
+	size_t fed = 0;
+	for (size_t step = 1; fed < 1000000; step = step * 7 % 997 + 1) {
+		size_t n = 1000000 - fed < step ? 1000000 - fed : step;
+		hasher_update(&h, chunk, n);
+		fed += n;
+	}
+	struct digest d;
+	hasher_final(&h, &d);
+	digest_to_hex(&d, hex);
+	assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+static void digests_match_the_published_vectors(void **state)
+{
+	check_vectors();
+}
+
+static void digests_match_the_published_vectors_without_sha_extensions(void **state)
+{
+	sha256_use_portable(1);
+	check_vectors();
+	sha256_use_portable(0);
+}
+
+/* Every length up to a few blocks and every split point: block boundaries
+ * and the buffered tail are where an implementation goes wrong. */
+static void accelerated_and_portable_agree_for_every_length_and_split(void **state)
+{
+	if (!sha256_use_portable(0))
+		skip(); /* no SHA extensions here: nothing to compare */
+	unsigned char data[300];
+	for (size_t i = 0; i < sizeof data; i++)
+		data[i] = (unsigned char)(i * 131 + 7);
+	for (size_t len = 0; len <= sizeof data; len++) {
+		for (size_t split = 0; split <= len; split += len < 140 ? 1 : 13) {
+			unsigned char a[32], b[32];
+			for (int portable = 0; portable < 2; portable++) {
+				sha256_use_portable(portable);
+				struct sha256 c;
+				sha256_init(&c);
+				sha256_update(&c, data, split);
+				sha256_update(&c, data + split, len - split);
+				sha256_final(&c, portable ? b : a);
+			}
+			assert_memory_equal(a, b, 32);
+		}
+	}
+	sha256_use_portable(0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(digests_match_the_published_vectors),
+		cmocka_unit_test(digests_match_the_published_vectors_without_sha_extensions),
+		cmocka_unit_test(accelerated_and_portable_agree_for_every_length_and_split),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
