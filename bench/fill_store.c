@@ -63,48 +63,65 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fill_store: %s\n", e.msg);
 		return 1;
 	}
-	struct buf step, pathset, result;
-	buf_init(&step);
-	buf_init(&pathset);
-	buf_init(&result);
+	/* Bodies of a batch live until its one transaction commits. */
+	enum { BATCH = 5000 };
+	struct batch {
+		struct digest weak, ps, strong;
+		struct buf step, pathset, result;
+	} *b = xcalloc(BATCH, sizeof *b);
+	struct store_entry *en = xcalloc(BATCH, sizeof *en);
+	for (size_t k = 0; k < BATCH; k++) {
+		buf_init(&b[k].step);
+		buf_init(&b[k].pathset);
+		buf_init(&b[k].result);
+	}
 	time_t start = time(NULL);
-	for (unsigned long i = 0; i < count; i++) {
-		struct digest weak = key("weak", i), ps = key("pathset", i), strong = key("strong", i);
-		fill_text(&step, "step", i, 300);
-		fill_text(&pathset, "pathset", i, 1000);
-		fill_text(&result, "result", i, 300);
-		if (i % 10 == 0) {
-			char path[96];
-			snprintf(path, sizeof path, "/src/dir%lu/file%lu.c", i % 1000, i);
-			struct file_id id = {1, i, 1000 + i, (int64_t)i, (int64_t)i, 0100644};
-			store_fp_put(s, path, &id, &strong);
+	for (unsigned long first = 0; first < count; first += BATCH) {
+		size_t n = count - first < BATCH ? count - first : BATCH;
+		for (size_t k = 0; k < n; k++) {
+			unsigned long i = first + k;
+			b[k].weak = key("weak", i);
+			b[k].ps = key("pathset", i);
+			b[k].strong = key("strong", i);
+			fill_text(&b[k].step, "step", i, 300);
+			fill_text(&b[k].pathset, "pathset", i, 1000);
+			fill_text(&b[k].result, "result", i, 300);
+			if (i % 10 == 0) {
+				char path[96];
+				snprintf(path, sizeof path, "/src/dir%lu/file%lu.c", i % 1000, i);
+				struct file_id id = {1, i, 1000 + i, (int64_t)i, (int64_t)i, 0100644};
+				store_fp_put(s, path, &id, &b[k].strong);
+			}
+			en[k] = (struct store_entry){
+				.weak = &b[k].weak,
+				.step_body = b[k].step.data,
+				.step_len = b[k].step.len,
+				.pathset = &b[k].ps,
+				.pathset_body = b[k].pathset.data,
+				.pathset_len = b[k].pathset.len,
+				.strong = &b[k].strong,
+				.result_body = b[k].result.data,
+				.result_len = b[k].result.len,
+				.blobs = &blob,
+				.nblobs = 1,
+				.duration_ms = 100,
+			};
 		}
-		struct store_entry en = {
-			.weak = &weak,
-			.step_body = step.data,
-			.step_len = step.len,
-			.pathset = &ps,
-			.pathset_body = pathset.data,
-			.pathset_len = pathset.len,
-			.strong = &strong,
-			.result_body = result.data,
-			.result_len = result.len,
-			.blobs = &blob,
-			.nblobs = 1,
-			.duration_ms = 100,
-		};
-		if (store_put_entry(s, &en, 16, &e) < 0) {
-			fprintf(stderr, "fill_store: entry %lu: %s\n", i, e.msg);
+		if (store_put_entries(s, en, n, 16, &e) < 0) {
+			fprintf(stderr, "fill_store: entries from %lu: %s\n", first, e.msg);
 			return 1;
 		}
-		if ((i + 1) % 100000 == 0) {
-			fprintf(stderr, "fill_store: %lu entries (%lds)\n", i + 1,
+		if ((first + n) % 100000 == 0)
+			fprintf(stderr, "fill_store: %lu entries (%lds)\n", first + n,
 				(long)(time(NULL) - start));
-		}
 	}
-	buf_free(&step);
-	buf_free(&pathset);
-	buf_free(&result);
+	for (size_t k = 0; k < BATCH; k++) {
+		buf_free(&b[k].step);
+		buf_free(&b[k].pathset);
+		buf_free(&b[k].result);
+	}
+	free(b);
+	free(en);
 	store_close(s);
 	return 0;
 }

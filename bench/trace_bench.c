@@ -5,7 +5,8 @@
  *
  *   trace_bench [-v] [-n RUNS] [-p] -- COMMAND [ARGS...]
  *
- * -p runs the command plainly (fork + execvp + wait) for the comparison.
+ * -p runs the command plainly (fork + execvp + wait) for the comparison;
+ * -P traces without the preload fast path.
  * Built by `ninja cachet-bench-tools` (or `ninja trace_bench`) in the
  * build directory.
  */
@@ -56,17 +57,19 @@ static char *which(const char *name)
 
 int main(int argc, char **argv)
 {
-	int verbose = 0, runs = 1, plain = 0, i;
+	int verbose = 0, runs = 1, plain = 0, no_preload = 0, i;
 	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "-v") == 0)
 			verbose = 1;
 		else if (strcmp(argv[i], "-p") == 0)
 			plain = 1;
+		else if (strcmp(argv[i], "-P") == 0)
+			no_preload = 1;
 		else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc)
 			runs = atoi(argv[++i]);
 	}
 	if (i + 1 >= argc) {
-		fprintf(stderr, "usage: trace_bench [-v] [-p] [-n RUNS] -- COMMAND [ARGS...]\n");
+		fprintf(stderr, "usage: trace_bench [-v] [-p] [-P] [-n RUNS] -- COMMAND [ARGS...]\n");
 		return 2;
 	}
 	char **cmd = argv + i + 1;
@@ -76,9 +79,10 @@ int main(int argc, char **argv)
 	                          .envp = environ,
 	                          .stdin_fd = 0,
 	                          .stdout_fd = 1,
-	                          .stderr_fd = 2};
+	                          .stderr_fd = 2,
+	                          .preload = no_preload ? "" : NULL};
 	double total = 0;
-	size_t stops = 0;
+	size_t stops = 0, exit_stops = 0, records = 0;
 	for (int r = 0; r < runs; r++) {
 		double t0 = now();
 		if (plain) {
@@ -97,6 +101,8 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			stops = res.nstops;
+			exit_stops = res.nexit_stops;
+			records = res.nrecords;
 			if (verbose && r == 0) {
 				for (size_t k = 0; k < res.nevents; k++) {
 					const struct trace_event *ev = &res.events[k];
@@ -123,8 +129,11 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &self);
 	double cpu = (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
 	             (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
-	fprintf(stderr, "%s: %d runs, mean %.2f ms, %zu stops/run, tracer cpu %.2f ms/run\n",
-	        plain ? "plain" : "traced", runs, total / runs * 1000, stops, cpu / runs * 1000);
+	fprintf(stderr,
+	        "%s: %d runs, mean %.2f ms, %zu seccomp + %zu exit stops/run, %zu preload records/run, "
+	        "tracer cpu %.2f ms/run\n",
+	        plain ? "plain" : "traced", runs, total / runs * 1000, stops, exit_stops, records,
+	        cpu / runs * 1000);
 	free(file);
 	return 0;
 }

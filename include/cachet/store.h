@@ -29,7 +29,14 @@ struct store;
 
 enum {
 	STORE_READONLY = 1 << 0, /* never write (read-only mode, or directory not writable) */
+	/* A cache shared between users: directories and files get 0777/0666
+	 * less the mask given with STORE_UMASK, exactly (whatever the process
+	 * umask, which the step inherits and must keep), instead of 0700/0600. */
+	STORE_SHARED = 1 << 1,
 };
+
+/* The flags of a shared cache whose files take umask m (e.g. 002). */
+#define STORE_UMASK(m) (STORE_SHARED | ((unsigned)(m)&0777u) << 16)
 
 /* Opens (creating if needed, mode 0700 directory, 0600 index) the store in
  * dir. On a directory that cannot be written, opens read-only if possible.
@@ -127,6 +134,10 @@ struct store_entry {
  * (code ENOENT) without storing anything if a blob of the entry is missing. */
 int store_put_entry(struct store *s, const struct store_entry *entry, unsigned max_pathsets,
 		    struct error *e);
+/* store_put_entry for n entries in one transaction: all are stored or none
+ * (imports, and the benchmark's store of a million entries). */
+int store_put_entries(struct store *s, const struct store_entry *entries, size_t n,
+		      unsigned max_pathsets, struct error *e);
 
 /* Best effort, never waits for the write lock: marks the path set and result
  * as used now and counts a hit. Returns 0 even when skipped because busy.

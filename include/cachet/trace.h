@@ -120,6 +120,13 @@ struct trace_spec {
 	 * must not wait for the step. NULL: no callback. */
 	void (*before_change)(void *ctx, const char *path, unsigned how);
 	void *before_change_ctx;
+
+	/* The preload fast path (src/trace/ring.h), which spares most stops of
+	 * dynamically linked programs: NULL looks for libcachet-preload.so
+	 * beside the running binary, then in ../lib/cachet/; "" turns it off;
+	 * anything else is the library's path. The step then sees LD_PRELOAD,
+	 * CACHET_TRACE_RING and ASAN_OPTIONS set. */
+	const char *preload;
 };
 
 /* trace_spec.dirorder. The reordering happens within the entries of one
@@ -153,6 +160,8 @@ struct trace_result {
 	struct trace_event *events; /* in syscall order */
 	size_t nevents;
 	size_t nstops;              /* seccomp stops taken, for diagnostics and benchmarks */
+	size_t nexit_stops;         /* syscall-exit stops taken, likewise */
+	size_t nrecords;            /* calls the preload library reported instead */
 };
 
 /* Runs spec under the tracer and waits for the whole process tree to end.

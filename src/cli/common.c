@@ -124,9 +124,11 @@ struct store *cli_open_store(unsigned flags, const char *consequence)
 	}
 	if (settings_bool(st, "read_only"))
 		flags |= STORE_READONLY;
+	/* The umask setting is for the cache's files only: the step keeps the
+	 * caller's umask (it is keyed, and decides its outputs' modes). */
 	int mask = settings_umask(st, "umask");
 	if (mask >= 0)
-		umask((mode_t)mask);
+		flags |= STORE_UMASK(mask);
 	char *dir = cli_cache_dir();
 	struct store *s = NULL;
 	struct error e = { 0 };

@@ -159,7 +159,7 @@ static int tmp_create(struct store *s, struct tmpfile *t, struct error *e)
 		free(t->path);
 		t->path = NULL;
 		/* tmp/ removed by hand under a live cache: make it again. */
-		if (err != ENOENT || mkdir(s->tmp_dir, 0700) < 0) {
+		if (err != ENOENT || store_mkdir(s, s->tmp_dir) < 0) {
 			errno = err;
 			break;
 		}
@@ -207,9 +207,9 @@ static int tmp_install(struct store *s, struct tmpfile *t, const struct digest *
 		if (rc == 0 || errno != ENOENT)
 			break;
 		char *dir = xstrndup(dest, strlen(s->blobs_dir) + 3);
-		int mk = mkdir(dir, 0700);
+		int mk = store_mkdir(s, dir);
 		if (mk < 0 && errno == ENOENT)
-			mk = mkdir(s->blobs_dir, 0700) == 0 ? mkdir(dir, 0700) : -1;
+			mk = store_mkdir(s, s->blobs_dir) == 0 ? store_mkdir(s, dir) : -1;
 		free(dir);
 		if (mk < 0 && errno != EEXIST) {
 			rc = -1;

@@ -38,7 +38,7 @@ static int counters_map(struct store *s)
 	int writable = !s->readonly;
 	int fd = -1;
 	if (writable)
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		fd = store_create_mode(s, open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s->file_mode));
 	if (fd < 0) {
 		writable = 0;
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

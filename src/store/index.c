@@ -126,7 +126,7 @@ static void mark_for_check(struct store *s)
 	if (s->readonly)
 		return;
 	char *marker = xasprintf("%s.check", s->index_path);
-	int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = store_create_mode(s, open(marker, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s->file_mode));
 	if (fd >= 0)
 		close(fd);
 	free(marker);
@@ -707,13 +707,21 @@ static int put_entry_rows(struct store *s, const struct store_entry *en, unsigne
 int store_put_entry(struct store *s, const struct store_entry *entry, unsigned max_pathsets,
 		    struct error *e)
 {
+	return store_put_entries(s, entry, 1, max_pathsets, e);
+}
+
+int store_put_entries(struct store *s, const struct store_entry *entries, size_t n,
+		      unsigned max_pathsets, struct error *e)
+{
 	if (s->readonly)
 		return store_readonly_error(e);
 	if (index_begin(s, e) < 0)
 		return error_wrap(e, "storing an entry");
-	if (put_entry_rows(s, entry, max_pathsets, e) < 0) {
-		index_rollback(s);
-		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (put_entry_rows(s, &entries[i], max_pathsets, e) < 0) {
+			index_rollback(s);
+			return -1;
+		}
 	}
 	/* The write lock is held anyway: write the queued fingerprints too. */
 	if (fp_queue_write(s) < 0) {

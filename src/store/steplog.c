@@ -44,7 +44,7 @@ void store_log_append(struct store *s, const struct store_log_entry *en, uint64_
 	put_field(&line, en->command);
 	buf_addch(&line, '\n');
 	char *path = xasprintf("%s/steplog", s->dir);
-	int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = store_create_mode(s, open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s->file_mode));
 	if (fd >= 0) {
 		/* A line cut short (a full disk, a crash) must not swallow this
 		 * one: end it first. */

@@ -68,11 +68,15 @@ static char *absolute_dir(const char *dir)
 
 static int make_layout(struct store *s)
 {
-	if (path_mkdirs(s->dir, 0700) < 0)
+	struct stat st;
+	int existed = stat(s->dir, &st) == 0;
+	if (path_mkdirs(s->dir, s->dir_mode) < 0)
 		return -1;
-	if (mkdir(s->blobs_dir, 0700) < 0 && errno != EEXIST)
+	if (!existed && s->shared)
+		chmod(s->dir, s->dir_mode);
+	if (store_mkdir(s, s->blobs_dir) < 0 && errno != EEXIST)
 		return -1;
-	if (mkdir(s->tmp_dir, 0700) < 0 && errno != EEXIST)
+	if (store_mkdir(s, s->tmp_dir) < 0 && errno != EEXIST)
 		return -1;
 	return 0;
 }
@@ -124,13 +128,33 @@ static int check_marked(struct store *s, struct error *e)
 	return rc;
 }
 
-static int restrict_mode(const char *path)
+int store_mkdir(const struct store *s, const char *path)
+{
+	if (mkdir(path, s->dir_mode) < 0)
+		return -1;
+	/* The process umask must not narrow a shared cache's modes. */
+	if (s->shared)
+		chmod(path, s->dir_mode);
+	return 0;
+}
+
+int store_create_mode(const struct store *s, int fd)
+{
+	if (fd >= 0 && s->shared)
+		fchmod(fd, s->file_mode); /* fails harmlessly on another user's file */
+	return fd;
+}
+
+/* The index holds argv and environment values, which can be secrets: 0600,
+ * unless the cache is shared between users on purpose (then what its mask
+ * allows; SQLite gives -wal and -shm the index's mode). */
+static int index_mode(const struct store *s)
 {
 	struct stat st;
-	if (stat(path, &st) < 0)
+	if (stat(s->index_path, &st) < 0)
 		return -1;
-	/* It holds argv and environment values, which can be secrets. */
-	if ((st.st_mode & 07777) != 0600 && chmod(path, 0600) < 0)
+	mode_t want = s->file_mode;
+	if ((st.st_mode & 07777) != want && chmod(s->index_path, want) < 0)
 		return -1;
 	return 0;
 }
@@ -159,7 +183,7 @@ static int connect(struct store *s, struct error *e)
 			index_error(s, rc, e, "opening the cache index");
 		return rc;
 	}
-	if (!s->readonly && restrict_mode(s->index_path) < 0) {
+	if (!s->readonly && index_mode(s) < 0) {
 		error_errno(e, "chmod %s", s->index_path);
 		return SQLITE_CANTOPEN;
 	}
@@ -252,6 +276,10 @@ int store_open(const char *dir, unsigned flags, struct store **out, struct error
 	s->blobs_dir = xasprintf("%s/blobs", s->dir);
 	s->tmp_dir = xasprintf("%s/tmp", s->dir);
 	s->readonly = (flags & STORE_READONLY) != 0;
+	s->shared = (flags & STORE_SHARED) != 0;
+	mode_t mask = (mode_t)((flags >> 16) & 0777);
+	s->dir_mode = s->shared ? 0777 & ~mask : 0700;
+	s->file_mode = s->shared ? 0666 & ~mask : 0600;
 	if (!s->readonly && make_layout(s) < 0) {
 		if (errno != EACCES && errno != EPERM && errno != EROFS) {
 			error_errno(e, "creating cache directory %s", s->dir);

@@ -82,6 +82,9 @@ struct store {
 	char *blobs_dir;  /* dir/blobs */
 	char *tmp_dir;    /* dir/tmp */
 	int readonly;
+	int shared;       /* STORE_SHARED */
+	mode_t dir_mode;  /* 0700, or 0777 less the shared cache's mask */
+	mode_t file_mode; /* 0600, or 0666 less the shared cache's mask */
 	int network_fs; /* WAL cannot work there: rollback journal instead */
 	int zstd_level;
 
@@ -114,6 +117,13 @@ struct store {
 int store_fs_is_network(long f_type);
 /* Sets a "store is read-only" error (code EROFS). Returns -1. */
 int store_readonly_error(struct error *e);
+
+/* mkdir with the store's directory mode, exactly (chmod in a shared
+ * cache, where the process umask may be narrower). 0 or -1 with errno. */
+int store_mkdir(const struct store *s, const char *path);
+/* Gives a file just opened with O_CREAT the store's file mode in a shared
+ * cache. Returns fd. */
+int store_create_mode(const struct store *s, int fd);
 
 /* ---- index.c ---- */
 /* Configures the connection (journal mode, pragmas) and creates or migrates

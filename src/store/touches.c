@@ -46,7 +46,7 @@ static char *touch_path(const struct store *s)
 static int append_bytes(const struct store *s, const void *data, size_t len)
 {
 	char *path = touch_path(s);
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = store_create_mode(s, open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s->file_mode));
 	free(path);
 	if (fd < 0)
 		return -1;

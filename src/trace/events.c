@@ -35,14 +35,35 @@ static void append(struct event_log *l, const struct trace_event *ev)
 	e->path = xstrdup(ev->path);
 }
 
+/* One field of the de-duplication key, in hex and ':'-terminated: a
+ * printf per event was a tenth of the tracer's time per event. */
+static void key_num(struct buf *b, unsigned long long v)
+{
+	char t[17];
+	int n = 0;
+	do {
+		t[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	while (n)
+		buf_addch(b, t[--n]);
+	buf_addch(b, ':');
+}
+
 int event_log_add(struct event_log *l, const struct trace_event *ev)
 {
 	buf_reset(&l->key);
-	buf_addf(&l->key, "%d:%u:%d:", (int)ev->kind, ev->flags, ev->err);
-	if (ev->kind == TRACE_READ || ev->kind == TRACE_EXEC)
-		buf_addf(&l->key, "%llx:%llx:%llx:%lld:%lld:%x:", (unsigned long long)ev->id.dev,
-		         (unsigned long long)ev->id.ino, (unsigned long long)ev->id.size,
-		         (long long)ev->id.mtime_ns, (long long)ev->id.ctime_ns, ev->id.mode);
+	key_num(&l->key, (unsigned)ev->kind);
+	key_num(&l->key, ev->flags);
+	key_num(&l->key, (unsigned)ev->err);
+	if (ev->kind == TRACE_READ || ev->kind == TRACE_EXEC) {
+		key_num(&l->key, (unsigned long long)ev->id.dev);
+		key_num(&l->key, (unsigned long long)ev->id.ino);
+		key_num(&l->key, (unsigned long long)ev->id.size);
+		key_num(&l->key, (unsigned long long)ev->id.mtime_ns);
+		key_num(&l->key, (unsigned long long)ev->id.ctime_ns);
+		key_num(&l->key, ev->id.mode);
+	}
 	buf_addstr(&l->key, ev->path);
 	if (strmap_get(&l->seen, l->key.data))
 		return 0;

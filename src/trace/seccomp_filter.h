@@ -24,7 +24,9 @@ struct seccomp_program {
 };
 
 /* Fills prog. stdin_is_stream adds the reads of fd 0. */
-void seccomp_filter_build(struct seccomp_program *prog, int stdin_is_stream);
+/* fast_path: lookups made from the preload library's trusted page
+ * (ring.h) go through without a stop. */
+void seccomp_filter_build(struct seccomp_program *prog, int stdin_is_stream, int fast_path);
 
 /* Installs prog on the calling thread. Async-signal-safe. Returns 0 or -1
  * with errno set. */

@@ -56,6 +56,10 @@ static int is_ignored(const struct tracer *tr, const char *path)
 	for (size_t i = 0; i < sizeof always_ignored / sizeof always_ignored[0]; i++)
 		if (path_is_under(path, always_ignored[i]))
 			return 1;
+	/* The preload library is the tracer's instrument, not the step's
+	 * input: keys must not change with cachet's own build. */
+	if (tr->preload_path && strcmp(path, tr->preload_path) == 0)
+		return 1;
 	const char *const *roots = tr->spec->ignore_roots;
 	for (size_t i = 0; roots && roots[i]; i++)
 		if (path_is_under(path, roots[i]))
@@ -102,6 +106,10 @@ static int demagic(struct tracer *tr, struct tracee *t, char *path, int follow_l
 {
 	struct magic_ref m;
 	classify_magic_path(path, &m);
+	/* The tracer's own descriptors (the preload library opens the ring
+	 * through /proc/TRACER/fd/N) are none of the step's business. */
+	if (m.kind == MAGIC_FD && m.pid == tr->self_pid)
+		return 0;
 	/* Without follow, a bare magic link is the link itself, under /proc
 	 * or /dev: ignored below. */
 	if (m.kind != MAGIC_NONE && (m.rest[0] || follow_last)) {
@@ -186,6 +194,13 @@ static int read_str(struct tracee *t, uint64_t addr, char *out)
 {
 	if (!addr)
 		return -1;
+	if (t->rec_str) {
+		size_t n = strnlen(t->rec_str, PATH_MAX);
+		if (n >= PATH_MAX)
+			return -1;
+		memcpy(out, t->rec_str, n + 1);
+		return 0;
+	}
 	return tracee_read_string(t->tid, addr, out, PATH_MAX);
 }
 
@@ -266,6 +281,11 @@ void tracer_mark_uncacheable(struct tracer *tr, const char *reason)
 
 /* ---- entry handlers ------------------------------------------------- */
 
+static enum resume outcome_probe(struct tracer *tr, struct tracee *t, int follow,
+                                 int access_mode, int access_flags);
+static enum resume outcome_open_read(struct tracer *tr, struct tracee *t,
+                                     const struct open_class *c);
+
 static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
                               uint64_t oflags, uint64_t resolve)
 {
@@ -281,20 +301,16 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
 	struct stat st;
 	switch (c.kind) {
 	case OPEN_KIND_READ:
-		p->what = PEND_OPEN_READ;
-		break;
+		return outcome_open_read(tr, t, &c);
 	case OPEN_KIND_PATH:
 	case OPEN_KIND_TMPFILE:
 		/* O_TMPFILE names no file until linkat gives it one (a TOUCH
 		 * then); the directory is a lookup. */
-		p->what = PEND_PROBE;
-		break;
+		return outcome_probe(tr, t, c.follow_last, -1, 0);
 	case OPEN_KIND_CREATE:
 		/* O_RDONLY|O_CREAT on an existing file changes nothing. */
-		if ((c.follow_last ? stat(p->path, &st) : lstat(p->path, &st)) == 0) {
-			p->what = PEND_OPEN_READ;
-			break;
-		}
+		if ((c.follow_last ? stat(p->path, &st) : lstat(p->path, &st)) == 0)
+			return outcome_open_read(tr, t, &c);
 		/* it creates the file: */
 		__attribute__((fallthrough));
 	case OPEN_KIND_WRITE:
@@ -307,22 +323,65 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
 	return RESUME_SYSCALL;
 }
 
-/* stat family and access family. */
+/* Lookups that only observe (stat, access, open for reading) take their
+ * outcome at entry, from the same lookup made by the tracer, as readlink
+ * does below, instead of from an exit stop: a stop is the price of a miss,
+ * and these are a quarter of a compile's stops. The tracer shares the
+ * step's uid, root and mounts (anything else makes the step uncacheable),
+ * and it looks up the resolved path that the observation records, which is
+ * the path the values are later taken from. The outcome only ever decides
+ * READ against PROBE and checks that the world held still during the run
+ * (src/key's still_holds): an open that then fails for a reason a lookup
+ * cannot see (EMFILE, O_DIRECTORY on a file) records a READ, one input too
+ * many, never one too few. */
+static enum resume outcome_probe(struct tracer *tr, struct tracee *t, int follow, int access_mode,
+                                 int access_flags)
+{
+	struct pending *p = &t->p;
+	struct stat st;
+	int rc;
+	if (access_mode >= 0)
+		rc = faccessat(AT_FDCWD, p->path, access_mode, access_flags);
+	else
+		rc = follow ? stat(p->path, &st) : lstat(p->path, &st);
+	emit(tr, t, TRACE_PROBE, p->flags, rc < 0 ? errno : 0, p->path, NULL);
+	return RESUME_CONT;
+}
+
+static enum resume outcome_open_read(struct tracer *tr, struct tracee *t,
+                                     const struct open_class *c)
+{
+	struct pending *p = &t->p;
+	struct stat st;
+	if ((c->follow_last ? stat(p->path, &st) : lstat(p->path, &st)) < 0)
+		emit(tr, t, TRACE_PROBE, p->flags, errno, p->path, NULL);
+	else if (S_ISREG(st.st_mode))
+		emit(tr, t, TRACE_READ, p->flags, 0, p->path, &st);
+	else /* a directory (listed through getdents), FIFO, device, or the
+	      * symlink that O_NOFOLLOW refuses */
+		emit(tr, t, TRACE_PROBE, p->flags, S_ISLNK(st.st_mode) ? ELOOP : 0, p->path,
+		     NULL);
+	return RESUME_CONT;
+}
+
+/* stat family (access_mode -1) and access family. */
 static enum resume entry_probe(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
-                               uint64_t at_flags, unsigned extra)
+                               uint64_t at_flags, int access_mode)
 {
 	struct pending *p = &t->p;
 	/* NULL or "" (with AT_EMPTY_PATH: a stat of dirfd; without: ENOENT
 	 * whatever the file system holds): no lookup to record. */
 	if (read_str(t, addr, tr->raw) < 0 || !tr->raw[0])
 		return RESUME_CONT;
-	unsigned flags = classify_at_flags(at_flags) | extra;
+	unsigned flags = classify_at_flags(at_flags);
+	if (access_mode >= 0)
+		flags |= classify_access_mode((uint64_t)access_mode);
 	if (resolve_at(tr, t, dirfd, tr->raw, !(flags & TRACE_F_NOFOLLOW), p->path) <= 0)
 		return RESUME_CONT;
-	p->what = PEND_PROBE;
 	p->flags = flags;
 	p->has_path = 1;
-	return RESUME_SYSCALL;
+	return outcome_probe(tr, t, !(flags & TRACE_F_NOFOLLOW), access_mode,
+	                     (int)(at_flags & (AT_EACCESS | AT_SYMLINK_NOFOLLOW)));
 }
 
 /* readlink: the outcome is taken at entry, by the same readlink of the
@@ -579,19 +638,19 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 		return entry_open(tr, t, (int)a[0], a[1], how.flags, how.resolve);
 	}
 	case __NR_stat:
-		return entry_probe(tr, t, AT_FDCWD, a[0], 0, 0);
+		return entry_probe(tr, t, AT_FDCWD, a[0], 0, -1);
 	case __NR_lstat:
-		return entry_probe(tr, t, AT_FDCWD, a[0], AT_SYMLINK_NOFOLLOW, 0);
+		return entry_probe(tr, t, AT_FDCWD, a[0], AT_SYMLINK_NOFOLLOW, -1);
 	case __NR_newfstatat:
-		return entry_probe(tr, t, (int)a[0], a[1], a[3], 0);
+		return entry_probe(tr, t, (int)a[0], a[1], a[3], -1);
 	case __NR_statx:
-		return entry_probe(tr, t, (int)a[0], a[1], a[2], 0);
+		return entry_probe(tr, t, (int)a[0], a[1], a[2], -1);
 	case __NR_access:
-		return entry_probe(tr, t, AT_FDCWD, a[0], 0, classify_access_mode(a[1]));
+		return entry_probe(tr, t, AT_FDCWD, a[0], 0, (int)(a[1] & 7));
 	case __NR_faccessat: /* the syscall has no flags argument */
-		return entry_probe(tr, t, (int)a[0], a[1], 0, classify_access_mode(a[2]));
+		return entry_probe(tr, t, (int)a[0], a[1], 0, (int)(a[2] & 7));
 	case __NR_faccessat2:
-		return entry_probe(tr, t, (int)a[0], a[1], a[3], classify_access_mode(a[2]));
+		return entry_probe(tr, t, (int)a[0], a[1], a[3], (int)(a[2] & 7));
 	case __NR_readlink:
 		return entry_readlink(tr, t, AT_FDCWD, a[0]);
 	case __NR_readlinkat:
@@ -736,6 +795,29 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 	default:
 		return RESUME_CONT;
 	}
+}
+
+/* A scratch tracee, not the thread's own record: the thread may be in the
+ * middle of a stopped call whose pending exit must survive. The calls the
+ * preload library makes without a stop name absolute paths, need no exit
+ * stop and no cwd. */
+void syscall_record(struct tracer *tr, pid_t tid, int nr, const uint64_t args[6],
+                    const char *str)
+{
+	struct tracee *scratch = &tr->rec_tracee;
+	scratch->tid = tid;
+	scratch->started = 1;
+	scratch->cwd_gen = 0;
+	scratch->cwd[0] = '\0';
+	scratch->rec_str = str;
+	struct __ptrace_syscall_info si;
+	memset(&si, 0, sizeof si);
+	si.op = PTRACE_SYSCALL_INFO_SECCOMP;
+	si.arch = AUDIT_ARCH_X86_64;
+	si.seccomp.nr = (uint64_t)nr;
+	memcpy(si.seccomp.args, args, sizeof si.seccomp.args);
+	tr->nrecords++;
+	syscall_entry(tr, scratch, &si);
 }
 
 /* ---- exit ----------------------------------------------------------- */

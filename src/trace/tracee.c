@@ -77,6 +77,7 @@ struct tracee *tracee_add(struct tracee_table *t, pid_t tid)
 	r->cwd[0] = '\0';
 	r->p.what = PEND_NONE;
 	r->p.has_path = 0;
+	r->rec_str = NULL;
 	insert(t, r);
 	return r;
 }

@@ -47,6 +47,9 @@ struct tracee {
 	unsigned cwd_gen;
 	char cwd[TRACE_PATHBUF];
 	struct pending p;
+	/* A record of the preload fast path: its string argument, which
+	 * read_str returns instead of reading the tracee's memory. */
+	const char *rec_str;
 };
 
 struct tracee_table {

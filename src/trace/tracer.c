@@ -81,8 +81,8 @@ static int fewer_cpus(int max, cpu_set_t *out)
 }
 
 static void __attribute__((noreturn))
-child_main(const struct trace_spec *spec, const struct seccomp_program *prog, int go_fd,
-           int report_fd, const cpu_set_t *cpus)
+child_main(const struct trace_spec *spec, char *const *envp, const struct seccomp_program *prog,
+           int go_fd, int report_fd, const cpu_set_t *cpus)
 {
 	char c;
 	ssize_t n;
@@ -134,7 +134,7 @@ child_main(const struct trace_spec *spec, const struct seccomp_program *prog, in
 		child_fail(rep, STAGE_SETUP);
 	if (seccomp_filter_install(prog) < 0)
 		child_fail(rep, STAGE_SECCOMP);
-	execve(spec->file, spec->argv, spec->envp);
+	execve(spec->file, spec->argv, envp);
 	child_fail(rep, STAGE_EXEC);
 	_exit(127);
 }
@@ -215,6 +215,7 @@ static void handle_stop(struct tracer *tr, struct tracee *t, int status)
 
 	if (sig == (SIGTRAP | 0x80)) { /* a syscall-exit stop we asked for */
 		t->started = 1;
+		tr->nexit_stops++;
 		if (syscall_info(t->tid, &si) == 0)
 			syscall_exit(tr, t, &si);
 		else
@@ -294,6 +295,9 @@ static void run_loop(struct tracer *tr, pid_t main_pid, int *status_out)
 				continue;
 			break; /* ECHILD: nothing is left to wait for */
 		}
+		/* What the preload library reported happened before this stop's
+		 * call runs: classify it first (ring.h). */
+		ring_drain(tr, 0);
 		struct tracee *t = tracee_find(&tr->tracees, tid);
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			if (t)
@@ -317,6 +321,7 @@ static void run_loop(struct tracer *tr, pid_t main_pid, int *status_out)
 
 static void tracer_free(struct tracer *tr)
 {
+	ring_close(tr);
 	event_log_free(&tr->log);
 	tracee_table_free(&tr->tracees);
 	free(tr);
@@ -328,11 +333,14 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 	struct tracer *tr = xcalloc(1, sizeof *tr);
 	tr->spec = spec;
 	tr->cwd_gen = 1;
+	tr->ring_fd = -1;
+	tr->self_pid = getpid();
 	event_log_init(&tr->log);
 	tracee_table_init(&tr->tracees);
+	int fast = ring_open(tr);
 
 	struct seccomp_program *prog = xmalloc(sizeof *prog);
-	seccomp_filter_build(prog, spec->stdin_is_stream);
+	seccomp_filter_build(prog, spec->stdin_is_stream, fast);
 	struct stat st;
 	if (spec->stdin_is_stream && spec->stdin_fd >= 0 && fstat(spec->stdin_fd, &st) == 0) {
 		tr->have_stdin_id = 1;
@@ -360,7 +368,8 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 	if (pid == 0) {
 		close(go[1]);
 		close(rep[0]);
-		child_main(spec, prog, go[0], rep[1], restrict_cpus ? &child_cpus : NULL);
+		child_main(spec, fast ? tr->ring_env : spec->envp, prog, go[0], rep[1],
+		           restrict_cpus ? &child_cpus : NULL);
 	}
 	int fork_errno = errno;
 	close(go[0]);
@@ -394,6 +403,7 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 	close(go[1]);
 
 	run_loop(tr, pid, &out->status);
+	ring_drain(tr, 1);
 
 	if (tr->pinned_cpu >= 0)
 		sched_setaffinity(0, sizeof tr->saved_affinity, &tr->saved_affinity);
@@ -412,6 +422,8 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 		out->exec_errno = r.err ? r.err : ENOEXEC;
 	out->uncacheable = tr->uncacheable;
 	out->nstops = tr->nstops;
+	out->nexit_stops = tr->nexit_stops;
+	out->nrecords = tr->nrecords;
 	out->events = event_log_detach(&tr->log, &out->nevents);
 	tracer_free(tr);
 	return 0;

@@ -19,6 +19,8 @@ struct tracer {
 	struct tracee_table tracees;
 	const char *uncacheable; /* first reason found */
 	size_t nstops;
+	size_t nexit_stops;
+	size_t nrecords; /* calls reported by the preload library instead of a stop */
 	/* Bumped by every chdir/fchdir exit: each tracee re-reads its cwd on
 	 * its next relative lookup. */
 	unsigned cwd_gen;
@@ -26,6 +28,14 @@ struct tracer {
 	int have_stdin_id;
 	dev_t stdin_dev;
 	ino_t stdin_ino;
+	/* The preload fast path (ring.c): the shared ring, its memfd, and the
+	 * step's environment that names them (NULL: not in use). */
+	struct ring *ring;
+	int ring_fd;
+	char **ring_env;
+	char *preload_path; /* the library, never recorded as an input */
+	pid_t self_pid;
+	struct tracee rec_tracee; /* syscall_record's stand-in for the caller */
 	/* The tracer's own CPU affinity: restored at the end. */
 	int can_pin;
 	int pinned_cpu; /* -1: not pinned */
@@ -56,5 +66,19 @@ void syscall_exit(struct tracer *tr, struct tracee *t, const struct __ptrace_sys
 void syscall_exec_done(struct tracer *tr, struct tracee *t);
 
 void tracer_mark_uncacheable(struct tracer *tr, const char *reason);
+
+/* A call the preload library made without a stop: fed to syscall_entry as
+ * if it had stopped, its string argument taken from str (syscalls.c). */
+void syscall_record(struct tracer *tr, pid_t tid, int nr, const uint64_t args[6],
+                    const char *str);
+
+/* ring.c. ring_open: 1 when the fast path is set up (tr->ring_env is then
+ * the step's environment), 0 when it is not available. ring_drain: feeds
+ * the complete records to syscall_record, in order; with final set, also
+ * skips those that will never be completed. */
+struct ring;
+int ring_open(struct tracer *tr);
+void ring_drain(struct tracer *tr, int final);
+void ring_close(struct tracer *tr);
 
 #endif

@@ -20,7 +20,8 @@ static char *log_path;
 
 static void setup(void)
 {
-	char tmpl[] = "/tmp/cachet-fuzz-steplog.XXXXXX";
+	/* In the working directory, which run.sh empties before each run. */
+	char tmpl[] = "steplog-store.XXXXXX";
 	char *dir = mkdtemp(tmpl);
 	struct error e = { 0 };
 	if (!dir || store_open(dir, 0, &store, &e) < 0)

@@ -1,0 +1,540 @@
+/*
+ * libcachet-preload.so: the preload fast path of the tracer (see
+ * src/trace/ring.h for the design and why it is sound).
+ *
+ * Loaded into every dynamically linked program of a traced step through
+ * LD_PRELOAD. For lookups that only look and name an absolute path it
+ * appends a raw syscall record to the tracer's ring and makes the syscall
+ * from the trusted page, which the seccomp filter lets through without a
+ * stop; it also turns fstat() into the NULL-path form the filter allows
+ * outright. Everything else goes to libc unchanged, and libc's syscalls
+ * stop as before.
+ *
+ * It is not a second classifier: it never decides what a call means, only
+ * whether the call may skip its stop (it cannot change anything). It keeps
+ * no state beyond the two mappings, takes no locks, and never allocates
+ * except in realpath(NULL buffer), as libc's does.
+ *
+ * Built without sanitizers or profiling (it runs inside arbitrary
+ * programs), with -mno-red-zone because it calls the trusted page from
+ * inline assembly.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "trace/ring.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static struct ring *ring;
+static int active;
+
+/* ---- the trusted page ------------------------------------------------ */
+
+static long safe_syscall(long nr, long a1, long a2, long a3, long a4)
+{
+	long ret;
+	register long r10 __asm__("r10") = a4;
+	__asm__ volatile("call *%[page]"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10),
+			   [page] "r"((long)RING_SAFE_PAGE)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* Sets errno the way libc does. */
+static long ret_errno(long r)
+{
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/* Appends the record of one call. 0, or -1 when the call must take the
+ * ordinary path (no ring, ring full, path too long). */
+static int record(int nr, long a0, long a1, long a2, long a3, const char *path)
+{
+	if (!active)
+		return -1;
+	size_t len = strnlen(path, RING_STR);
+	if (len >= RING_STR)
+		return -1;
+	uint64_t h;
+	do {
+		h = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+		if (h - __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) >= RING_SLOTS)
+			return -1; /* full: the stop of the ordinary path drains it */
+	} while (!__atomic_compare_exchange_n(&ring->head, &h, h + 1, 0, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	struct ring_slot *s = &ring->slot[h % RING_SLOTS];
+	s->tid = (int32_t)syscall(SYS_gettid);
+	s->nr = nr;
+	s->args[0] = (uint64_t)a0;
+	s->args[1] = (uint64_t)a1;
+	s->args[2] = (uint64_t)a2;
+	s->args[3] = (uint64_t)a3;
+	s->args[4] = s->args[5] = 0;
+	memcpy(s->str, path, len + 1);
+	__atomic_store_n(&s->ready, (uint32_t)(h + 1), __ATOMIC_RELEASE);
+	return 0;
+}
+
+__attribute__((constructor)) static void preload_init(void)
+{
+	const char *where = getenv(RING_ENV);
+	if (!where || !*where)
+		return;
+	/* The page: `syscall; ret`, at the address the filter trusts. */
+	/* Constructors run once per exec (a forked child inherits both
+	 * mappings), so the address is free unless something else took it:
+	 * then this process goes without the fast path. */
+	void *page = mmap((void *)RING_SAFE_PAGE, RING_SAFE_PAGE_SIZE, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (page == MAP_FAILED)
+		return;
+	if (page != (void *)RING_SAFE_PAGE) { /* kernels before 4.17: a hint only */
+		munmap(page, RING_SAFE_PAGE_SIZE);
+		return;
+	}
+	static const unsigned char stub[] = {0x0f, 0x05, 0xc3}; /* syscall; ret */
+	memcpy(page, stub, sizeof stub);
+	if (mprotect(page, RING_SAFE_PAGE_SIZE, PROT_READ | PROT_EXEC) != 0) {
+		munmap(page, RING_SAFE_PAGE_SIZE);
+		return;
+	}
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, where, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	void *m = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return;
+	struct ring *r = m;
+	if (r->magic != RING_MAGIC || r->slots != RING_SLOTS) {
+		munmap(m, RING_BYTES);
+		return;
+	}
+	ring = r;
+	active = 1;
+}
+
+/* ---- libc's own functions, for everything not fast-pathed ------------- */
+
+/* libc's definition of the function being interposed (same type). */
+#define REAL(name)                                                                                 \
+	static __typeof__(&name) real_##name;                                                       \
+	if (!real_##name)                                                                           \
+		real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name);
+
+/* An open that cannot change anything: the filter lets exactly these
+ * through from the trusted page (whoever calls it). */
+static int look_only(int flags)
+{
+	return (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE)) == 0;
+}
+
+static int fast_open(int dirfd, const char *path, int flags, mode_t mode)
+{
+	if (record(SYS_openat, dirfd, (long)path, flags, mode, path) < 0)
+		return -2;
+	return (int)ret_errno(safe_syscall(SYS_openat, dirfd, (long)path, flags, mode));
+}
+
+static mode_t mode_arg(int flags, va_list ap)
+{
+	return (flags & (O_CREAT | __O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
+}
+
+#define OPEN_BODY(dirfd, real_call)                                                                \
+	if (path && path[0] == '/' && look_only(flags)) {                                         \
+		int r = fast_open(dirfd, path, flags, mode);                                        \
+		if (r != -2)                                                                        \
+			return r;                                                                   \
+	}                                                                                           \
+	return real_call;
+
+EXPORT int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	REAL(open)
+	OPEN_BODY(AT_FDCWD, real_open(path, flags, mode))
+}
+
+EXPORT int open64(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	REAL(open64)
+	OPEN_BODY(AT_FDCWD, real_open64(path, flags, mode))
+}
+
+EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	REAL(openat)
+	OPEN_BODY(dirfd, real_openat(dirfd, path, flags, mode))
+}
+
+EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	REAL(openat64)
+	OPEN_BODY(dirfd, real_openat64(dirfd, path, flags, mode))
+}
+
+/* _FORTIFY_SOURCE's checked variants (no mode: they refuse O_CREAT). */
+EXPORT int __open_2(const char *path, int flags)
+{
+	mode_t mode = 0;
+	REAL(__open_2)
+	OPEN_BODY(AT_FDCWD, real___open_2(path, flags))
+}
+
+EXPORT int __open64_2(const char *path, int flags)
+{
+	mode_t mode = 0;
+	REAL(__open64_2)
+	OPEN_BODY(AT_FDCWD, real___open64_2(path, flags))
+}
+
+EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+	mode_t mode = 0;
+	REAL(__openat_2)
+	OPEN_BODY(dirfd, real___openat_2(dirfd, path, flags))
+}
+
+EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	mode_t mode = 0;
+	REAL(__openat64_2)
+	OPEN_BODY(dirfd, real___openat64_2(dirfd, path, flags))
+}
+
+/* ---- stat ------------------------------------------------------------ */
+
+/* newfstatat of an absolute path: -2 when not fast-pathed. */
+static int fast_stat(const char *path, struct stat *st, int flags)
+{
+	if (!path || path[0] != '/')
+		return -2;
+	if (record(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, flags, path) < 0)
+		return -2;
+	return (int)ret_errno(safe_syscall(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, flags));
+}
+
+/* fstat(fd) as newfstatat(fd, NULL, AT_EMPTY_PATH), which the filter lets
+ * through outright (libc passes "", which it must stop for: the filter
+ * cannot read strings). Kernels before 6.11 refuse NULL: then libc. */
+static int fast_fstat(int fd, struct stat *st)
+{
+	if (!active)
+		return -2;
+	long r = syscall(SYS_newfstatat, fd, NULL, st, AT_EMPTY_PATH);
+	if (r < 0 && errno == EFAULT)
+		return -2;
+	return (int)r;
+}
+
+EXPORT int stat(const char *path, struct stat *st)
+{
+	int r = fast_stat(path, st, 0);
+	if (r != -2)
+		return r;
+	REAL(stat)
+	return real_stat(path, st);
+}
+
+EXPORT int stat64(const char *path, struct stat64 *st)
+{
+	int r = fast_stat(path, (struct stat *)st, 0);
+	if (r != -2)
+		return r;
+	REAL(stat64)
+	return real_stat64(path, st);
+}
+
+EXPORT int lstat(const char *path, struct stat *st)
+{
+	int r = fast_stat(path, st, AT_SYMLINK_NOFOLLOW);
+	if (r != -2)
+		return r;
+	REAL(lstat)
+	return real_lstat(path, st);
+}
+
+EXPORT int lstat64(const char *path, struct stat64 *st)
+{
+	int r = fast_stat(path, (struct stat *)st, AT_SYMLINK_NOFOLLOW);
+	if (r != -2)
+		return r;
+	REAL(lstat64)
+	return real_lstat64(path, st);
+}
+
+EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	int r = -2;
+	if (path && !path[0] && (flags & AT_EMPTY_PATH))
+		r = fast_fstat(dirfd, st);
+	else if (!(flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)))
+		r = fast_stat(path, st, flags);
+	if (r != -2)
+		return r;
+	REAL(fstatat)
+	return real_fstatat(dirfd, path, st, flags);
+}
+
+EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	int r = -2;
+	if (path && !path[0] && (flags & AT_EMPTY_PATH))
+		r = fast_fstat(dirfd, (struct stat *)st);
+	else if (!(flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)))
+		r = fast_stat(path, (struct stat *)st, flags);
+	if (r != -2)
+		return r;
+	REAL(fstatat64)
+	return real_fstatat64(dirfd, path, st, flags);
+}
+
+EXPORT int fstat(int fd, struct stat *st)
+{
+	int r = fast_fstat(fd, st);
+	if (r != -2)
+		return r;
+	REAL(fstat)
+	return real_fstat(fd, st);
+}
+
+EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	int r = fast_fstat(fd, (struct stat *)st);
+	if (r != -2)
+		return r;
+	REAL(fstat64)
+	return real_fstat64(fd, st);
+}
+
+/* ---- access and readlink --------------------------------------------- */
+
+EXPORT int access(const char *path, int mode)
+{
+	if (path && path[0] == '/' && record(SYS_access, (long)path, mode, 0, 0, path) == 0)
+		return (int)ret_errno(safe_syscall(SYS_access, (long)path, mode, 0, 0));
+	REAL(access)
+	return real_access(path, mode);
+}
+
+static ssize_t fast_readlink(const char *path, char *buf, size_t size)
+{
+	if (!path || path[0] != '/' ||
+	    record(SYS_readlink, (long)path, (long)buf, (long)size, 0, path) < 0)
+		return -2;
+	return ret_errno(safe_syscall(SYS_readlink, (long)path, (long)buf, (long)size, 0));
+}
+
+EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
+{
+	ssize_t r = fast_readlink(path, buf, size);
+	if (r != -2)
+		return r;
+	REAL(readlink)
+	return real_readlink(path, buf, size);
+}
+
+/* ---- realpath -------------------------------------------------------- */
+
+/* The dir_check of glibc's realpath: is dir (with "/" appended) an
+ * accessible directory. faccessat2 through the trusted page, recorded as
+ * the lookup it is. */
+static int dir_ok(char *dir, char *end)
+{
+	end[0] = '/';
+	end[1] = '\0';
+	int ok;
+	if (record(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK, AT_EACCESS, dir) == 0)
+		ok = ret_errno(safe_syscall(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK, AT_EACCESS)) ==
+		     0;
+	else
+		ok = faccessat(AT_FDCWD, dir, F_OK, AT_EACCESS) == 0;
+	end[0] = '\0';
+	return ok;
+}
+
+/* glibc's suffix_requires_dir_check: a rest of "/", "/." or "/.." (after
+ * any number of slashes) needs the component to be a directory. */
+static int suffix_needs_dir(const char *end)
+{
+	while (*end == '/') {
+		do
+			end++;
+		while (*end == '/');
+		switch (*end++) {
+		default:
+			return 0;
+		case '\0':
+			return 1;
+		case '.':
+			break;
+		}
+		if (!*end || (*end == '.' && (!end[1] || end[1] == '/')))
+			return 1;
+	}
+	return 0;
+}
+
+/* glibc's realpath (stdlib/canonicalize.c), step for step: the same
+ * readlink of every prefix, the same answers and errors, the partial
+ * result left in `resolved` when a name is missing or unsearchable. Its readlinks are libc-internal,
+ * so interposing readlink alone would miss them: cc1 makes about a
+ * thousand per compile. */
+static char *fast_realpath(const char *name, char *resolved)
+{
+	if (!name) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!name[0]) {
+		errno = ENOENT;
+		return NULL;
+	}
+	char rname[PATH_MAX + 2];
+	char link[PATH_MAX];
+	char extra[2 * PATH_MAX + 2];
+	char *dest;
+	const char *start, *end;
+	int links = 0, failed = 1;
+	if (name[0] != '/') {
+		if (!getcwd(rname, PATH_MAX)) {
+			if (errno == ERANGE)
+				errno = ENAMETOOLONG;
+			dest = rname;
+			goto error;
+		}
+		dest = rname + strlen(rname);
+	} else {
+		rname[0] = '/';
+		dest = rname + 1;
+	}
+	for (start = name; *start; start = end) {
+		while (*start == '/')
+			start++;
+		for (end = start; *end && *end != '/'; end++)
+			;
+		size_t len = (size_t)(end - start);
+		if (len == 0)
+			break;
+		if (len == 1 && start[0] == '.')
+			continue;
+		if (len == 2 && start[0] == '.' && start[1] == '.') {
+			if (dest > rname + 1)
+				for (--dest; dest > rname && dest[-1] != '/'; --dest)
+					;
+			continue;
+		}
+		if (dest[-1] != '/')
+			*dest++ = '/';
+		if ((size_t)(dest - rname) + len >= PATH_MAX) {
+			errno = ENAMETOOLONG;
+			goto error;
+		}
+		memcpy(dest, start, len);
+		dest += len;
+		*dest = '\0';
+		ssize_t n = fast_readlink(rname, link, sizeof link - 1);
+		if (n == -2) {
+			REAL(readlink)
+			n = real_readlink(rname, link, sizeof link - 1);
+		}
+		if (n >= 0) {
+			if (++links > 40) {
+				errno = ELOOP;
+				goto error;
+			}
+			link[n] = '\0';
+			size_t rest = strlen(end);
+			if ((size_t)n + rest >= sizeof extra) {
+				errno = ENAMETOOLONG;
+				goto error;
+			}
+			memmove(extra + n, end, rest + 1);
+			memcpy(extra, link, (size_t)n);
+			end = extra;
+			if (link[0] == '/') {
+				dest = rname;
+				*dest++ = '/';
+			} else if (dest > rname + 1) {
+				for (--dest; dest > rname && dest[-1] != '/'; --dest)
+					;
+			}
+		} else if (!(suffix_needs_dir(end) ? dir_ok(rname, dest) : errno == EINVAL)) {
+			goto error;
+		}
+	}
+	if (dest > rname + 1 && dest[-1] == '/')
+		--dest;
+	failed = 0;
+error:
+	*dest = '\0';
+	if (resolved) {
+		/* As glibc: the partial result only when the failure is a name
+		 * that does not exist or cannot be searched. */
+		if (!failed || errno == ENOENT || errno == EACCES)
+			strcpy(resolved, rname);
+		return failed ? NULL : resolved;
+	}
+	if (failed)
+		return NULL;
+	char *out = strdup(rname);
+	if (!out)
+		errno = ENOMEM;
+	return out;
+}
+
+EXPORT char *realpath(const char *name, char *resolved)
+{
+	if (active)
+		return fast_realpath(name, resolved);
+	REAL(realpath)
+	return real_realpath(name, resolved);
+}
+
+EXPORT char *canonicalize_file_name(const char *name)
+{
+	return realpath(name, NULL);
+}
+
+EXPORT char *__realpath_chk(const char *name, char *resolved, size_t resolvedlen)
+{
+	if (resolvedlen < PATH_MAX) {
+		REAL(__realpath_chk)
+		return real___realpath_chk(name, resolved, resolvedlen);
+	}
+	return realpath(name, resolved);
+}

@@ -1,0 +1,149 @@
+/*
+ * The tracer's side of the preload fast path (ring.h): the ring in a memfd,
+ * the step's environment that points the preload library at it, and the
+ * drain that feeds its records to the classifier.
+ */
+#include "trace/ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cachet/buf.h"
+#include "cachet/path.h"
+#include "trace/tracer.h"
+
+#define PRELOAD_NAME "libcachet-preload.so"
+
+/* Beside the binary (a build tree), else ../lib/cachet/ (installed), as
+ * the remote plugins. NULL when neither has it. */
+static char *find_preload(void)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	char *dir = path_dirname(self);
+	char *cands[2] = {xasprintf("%s/" PRELOAD_NAME, dir),
+			  xasprintf("%s/../lib/cachet/" PRELOAD_NAME, dir)};
+	free(dir);
+	char *found = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (!found && access(cands[i], R_OK) == 0)
+			found = cands[i];
+		else
+			free(cands[i]);
+	}
+	return found;
+}
+
+/* NAME=VALUE entries of envp, with LD_PRELOAD led by the library, the ring
+ * named, and ASan's check that its runtime is the first library turned off
+ * (a sanitized program in the step would abort otherwise). */
+static char **step_env(char *const *envp, const char *lib, const char *ring_path)
+{
+	size_t n = 0;
+	while (envp && envp[n])
+		n++;
+	char **out = xcalloc(n + 4, sizeof *out);
+	size_t k = 0;
+	const char *preload = NULL, *asan = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+			preload = envp[i] + 11;
+		else if (!strncmp(envp[i], "ASAN_OPTIONS=", 13))
+			asan = envp[i] + 13;
+		else if (strncmp(envp[i], RING_ENV "=", sizeof RING_ENV))
+			out[k++] = xstrdup(envp[i]);
+	}
+	out[k++] = preload && *preload ? xasprintf("LD_PRELOAD=%s:%s", lib, preload)
+				       : xasprintf("LD_PRELOAD=%s", lib);
+	out[k++] = xasprintf(RING_ENV "=%s", ring_path);
+	out[k++] = asan && *asan ? xasprintf("ASAN_OPTIONS=%s:verify_asan_link_order=0", asan)
+				 : xstrdup("ASAN_OPTIONS=verify_asan_link_order=0");
+	out[k] = NULL;
+	return out;
+}
+
+int ring_open(struct tracer *tr)
+{
+	const struct trace_spec *spec = tr->spec;
+	if (spec->preload && !*spec->preload)
+		return 0; /* turned off */
+	char *lib = spec->preload ? xstrdup(spec->preload) : find_preload();
+	if (!lib)
+		return 0;
+	int fd = memfd_create("cachet-trace-ring", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)RING_BYTES) < 0) {
+		if (fd >= 0)
+			close(fd);
+		free(lib);
+		return 0;
+	}
+	void *m = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		close(fd);
+		free(lib);
+		return 0;
+	}
+	struct ring *r = m;
+	r->slots = RING_SLOTS;
+	__atomic_store_n(&r->magic, RING_MAGIC, __ATOMIC_RELEASE);
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), fd);
+	tr->ring = r;
+	tr->ring_fd = fd;
+	tr->ring_env = step_env(spec->envp, lib, path);
+	/* As the step's programs will name it: the loader opens the
+	 * LD_PRELOAD entry as given. */
+	tr->preload_path = lib;
+	return 1;
+}
+
+void ring_close(struct tracer *tr)
+{
+	if (tr->ring)
+		munmap(tr->ring, RING_BYTES);
+	if (tr->ring_fd >= 0)
+		close(tr->ring_fd);
+	if (tr->ring_env) {
+		for (char **p = tr->ring_env; *p; p++)
+			free(*p);
+		free(tr->ring_env);
+	}
+	free(tr->preload_path);
+	tr->ring = NULL;
+	tr->ring_fd = -1;
+	tr->ring_env = NULL;
+	tr->preload_path = NULL;
+}
+
+void ring_drain(struct tracer *tr, int final)
+{
+	struct ring *r = tr->ring;
+	if (!r)
+		return;
+	uint64_t tail = r->tail;
+	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	while (tail < head) {
+		struct ring_slot *s = &r->slot[tail % RING_SLOTS];
+		if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != (uint32_t)(tail + 1)) {
+			/* Reserved, not yet written: its writer runs now (it makes no
+			 * syscall that could stop it in between), so its record comes
+			 * at the next drain. At the end nobody is left to write it. */
+			if (!final)
+				break;
+		} else {
+			s->str[RING_STR - 1] = '\0';
+			syscall_record(tr, s->tid, s->nr, s->args, s->str);
+		}
+		tail++;
+		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
+	}
+}

@@ -1,0 +1,70 @@
+/*
+ * The preload fast path: what libcachet-preload.so (preload.c) and the
+ * tracer (ring.c) share.
+ *
+ * A stop costs a round trip through the tracer, and a gcc compile makes
+ * about 1,500 of them, two thirds readlinks from cc1's realpath(). The
+ * preload library interposes the libc functions behind those lookups and,
+ * for calls that only look (read-only opens, stat, access, readlink of an
+ * absolute path), makes the syscall from one page at a fixed address that
+ * the seccomp filter lets through without a stop. Before each such call it
+ * appends a raw record of the syscall (number, arguments, the path) to a
+ * ring in shared memory. The tracer drains the ring before it handles any
+ * stop or exit and feeds each record to the same syscall_entry as a stop,
+ * so there is one classifier: the preload decides only whether a call may
+ * skip the stop, never what it means.
+ *
+ * Why deferring is sound: every call that changes a path (open for
+ * writing, rename, unlink, chdir...) still stops, and the tracer drains
+ * the ring before handling it, so a record always reaches the classifier
+ * before any later change of the files; the fast-pathed calls carry
+ * absolute paths only, so no cwd or descriptor is needed to resolve them
+ * later. Anything the library does not handle (static binaries, raw
+ * syscalls, programs that drop LD_PRELOAD, a full ring) takes the ordinary
+ * stop.
+ */
+#ifndef CACHET_TRACE_RING_H
+#define CACHET_TRACE_RING_H
+
+#include <stdint.h>
+
+/* The page with the one syscall instruction the filter trusts. Chosen far
+ * from where the kernel places programs, libraries and stacks; a process
+ * where it is taken simply goes without the fast path. */
+#define RING_SAFE_PAGE 0x3afe00000000ULL
+#define RING_SAFE_PAGE_SIZE 4096ULL
+
+#define RING_MAGIC 0x31474e52u /* "RNG1" */
+/* 512-byte slots: most paths are short, and every page of the ring that a
+ * compile touches is a page fault in the step and in the tracer. A longer
+ * path takes the ordinary stop. */
+#define RING_SLOTS 4096u
+#define RING_STR 448u
+
+/* Environment of the traced step: where the ring is ("/proc/PID/fd/N" of
+ * the tracer's memfd). */
+#define RING_ENV "CACHET_TRACE_RING"
+
+struct ring_slot {
+	uint32_t ready; /* (uint32_t)(seq + 1) once the record is complete */
+	int32_t tid;
+	int32_t nr;
+	int32_t unused;
+	uint64_t args[6];
+	char str[RING_STR]; /* the path argument, NUL-terminated */
+};
+_Static_assert(sizeof(struct ring_slot) == 512, "a slot is 512 bytes");
+
+struct ring {
+	uint32_t magic;
+	uint32_t slots;
+	/* Next sequence number to reserve (producers, compare-and-swap). */
+	uint64_t head __attribute__((aligned(64)));
+	/* Next sequence number to consume (the tracer only). */
+	uint64_t tail __attribute__((aligned(64)));
+	struct ring_slot slot[];
+};
+
+#define RING_BYTES (sizeof(struct ring) + (uint64_t)RING_SLOTS * sizeof(struct ring_slot))
+
+#endif

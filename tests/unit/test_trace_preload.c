@@ -1,0 +1,286 @@
+/*
+ * The tracer's preload fast path (src/trace/ring.h): a program traced with
+ * libcachet-preload.so behaves exactly as without it (its realpath() is
+ * glibc's, answer for answer), the tracer records the same events with or
+ * without it, and it spares the stops.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cachet/buf.h"
+#include "cachet/trace.h"
+
+extern char **environ;
+
+static char dir[PATH_MAX];   /* scratch directory (real path) */
+static char probe[PATH_MAX]; /* the program below, compiled here */
+
+/* For each argument: realpath (into a buffer and malloc'd), stat, lstat,
+ * access, readlink and open, with results and errnos on stdout. */
+static const char probe_src[] =
+    "#define _GNU_SOURCE\n"
+    "#include <errno.h>\n#include <fcntl.h>\n#include <limits.h>\n#include <stdio.h>\n"
+    "#include <stdlib.h>\n#include <string.h>\n#include <sys/stat.h>\n#include <unistd.h>\n"
+    "int main(int argc, char **argv) {\n"
+    "  for (int i = 1; i < argc; i++) {\n"
+    "    const char *p = argv[i]; char buf[PATH_MAX]; struct stat st;\n"
+    "    strcpy(buf, \"untouched\"); errno = 0;\n"
+    "    char *r = realpath(p, buf);\n"
+    "    printf(\"[%s] realpath %s errno=%d buf=%s\\n\", p, r ? r : \"NULL\", r ? 0 : errno, buf);\n"
+    "    errno = 0; char *m = canonicalize_file_name(p);\n"
+    "    printf(\"  canonical %s errno=%d\\n\", m ? m : \"NULL\", m ? 0 : errno); free(m);\n"
+    "    errno = 0; int rc = stat(p, &st);\n"
+    "    printf(\"  stat %d errno=%d mode=%o\\n\", rc, rc ? errno : 0, rc ? 0 : st.st_mode & S_IFMT);\n"
+    "    errno = 0; rc = lstat(p, &st);\n"
+    "    printf(\"  lstat %d errno=%d mode=%o\\n\", rc, rc ? errno : 0, rc ? 0 : st.st_mode & S_IFMT);\n"
+    "    errno = 0; rc = access(p, R_OK); printf(\"  access %d errno=%d\\n\", rc, rc ? errno : 0);\n"
+    "    char lb[PATH_MAX]; errno = 0; ssize_t n = readlink(p, lb, sizeof lb);\n"
+    "    printf(\"  readlink %zd errno=%d %.*s\\n\", n, n < 0 ? errno : 0, n > 0 ? (int)n : 0, lb);\n"
+    "    errno = 0; int fd = open(p, O_RDONLY);\n"
+    "    printf(\"  open errno=%d\\n\", fd < 0 ? errno : 0);\n"
+    "    if (fd >= 0) { rc = fstat(fd, &st); printf(\"  fstat %d mode=%o\\n\", rc, st.st_mode & S_IFMT); close(fd); }\n"
+    "  }\n"
+    "  return 0;\n"
+    "}\n";
+
+static int sh(const char *cmd)
+{
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int group_setup(void **state)
+{
+	char tmpl[] = "/tmp/cachet-preload-XXXXXX";
+	if (!mkdtemp(tmpl) || !realpath(tmpl, dir) || chdir(dir) < 0)
+		return -1;
+	char cmd[4 * PATH_MAX];
+	snprintf(cmd, sizeof cmd,
+	         "cd %s && cat > probe.c && gcc -O1 -o probe probe.c && "
+	         "mkdir -p dir/sub && echo content > file && ln -s file link_file && "
+	         "ln -s %s/dir abs_link && ln -s ../file dir/up && ln -s nowhere dangling && "
+	         "ln -s loop2 loop1 && ln -s loop1 loop2 && ln -s sub dir/rel_dir",
+	         dir, dir);
+	FILE *f = popen(cmd, "w");
+	if (!f)
+		return -1;
+	fputs(probe_src, f);
+	if (pclose(f) != 0)
+		return -1;
+	snprintf(probe, sizeof probe, "%s/probe", dir);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	return sh(cmd) == 0 ? 0 : -1;
+}
+
+/* The probe's arguments: absolute and relative names through every kind
+ * of symlink, "..", ".", trailing slashes, dangling links, loops. */
+static char **probe_argv(void)
+{
+	static const char *const rel[] = {
+	    "file",           "file/",          "dir/.",        "dir/..",          "dir/sub/../../file",
+	    "link_file",      "abs_link/sub",   "dir/up",       "dangling",        "loop1",
+	    "nonexistent",    "nonexistent/x",  "file/x",       "abs_link/../file", "dir/rel_dir/",
+	    "dir/rel_dir/..", "dir//sub///",    "link_file/",   "abs_link/.",      "dir/up/..",
+	};
+	size_t n = sizeof rel / sizeof rel[0];
+	char **argv = xcalloc(2 * n + 5, sizeof *argv);
+	size_t k = 0;
+	argv[k++] = xstrdup(probe);
+	for (size_t i = 0; i < n; i++) {
+		argv[k++] = xasprintf("%s/%s", dir, rel[i]); /* absolute: fast path */
+		argv[k++] = xstrdup(rel[i]);                  /* relative: libc */
+	}
+	argv[k++] = xstrdup("/");
+	argv[k++] = xstrdup("//");
+	argv[k++] = xstrdup("");
+	return argv;
+}
+
+static void free_argv(char **argv)
+{
+	for (char **p = argv; *p; p++)
+		free(*p);
+	free(argv);
+}
+
+static char *slurp(int fd)
+{
+	struct buf b;
+	buf_init(&b);
+	char chunk[4096];
+	ssize_t n;
+	lseek(fd, 0, SEEK_SET);
+	while ((n = read(fd, chunk, sizeof chunk)) > 0)
+		buf_add(&b, chunk, (size_t)n);
+	return buf_detach(&b, NULL);
+}
+
+static char *run_plain(char **argv)
+{
+	int out = open(dir, O_TMPFILE | O_RDWR, 0600);
+	assert_true(out >= 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(out, 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	char *text = slurp(out);
+	close(out);
+	return text;
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Traced, with the preload library (lib) or without it (""). The events
+ * go to *events as sorted, de-duplicated lines without pids. */
+static char *run_traced(char **argv, const char *lib, struct trace_result *r, char **events)
+{
+	int out = open(dir, O_TMPFILE | O_RDWR, 0600);
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	assert_true(out >= 0 && devnull >= 0);
+	struct trace_spec spec;
+	memset(&spec, 0, sizeof spec);
+	spec.file = argv[0];
+	spec.argv = argv;
+	spec.envp = environ;
+	spec.stdin_fd = devnull;
+	spec.stdout_fd = out;
+	spec.stderr_fd = 2;
+	spec.preload = lib;
+	struct error e;
+	if (trace_run(&spec, r, &e) < 0)
+		fail_msg("trace_run: %s", e.msg);
+	assert_true(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0);
+	assert_null(r->uncacheable);
+	char *text = slurp(out);
+	close(out);
+	close(devnull);
+	/* Sorted, unique "kind flags err path" lines. */
+	char **lines = xcalloc(r->nevents + 1, sizeof *lines);
+	for (size_t i = 0; i < r->nevents; i++) {
+		const struct trace_event *ev = &r->events[i];
+		lines[i] = xasprintf("%d %u %d %s", (int)ev->kind, ev->flags, ev->err, ev->path);
+	}
+	qsort(lines, r->nevents, sizeof *lines, cmp_line);
+	struct buf b;
+	buf_init(&b);
+	for (size_t i = 0; i < r->nevents; i++) {
+		if (i && !strcmp(lines[i], lines[i - 1]))
+			continue;
+		buf_addstr(&b, lines[i]);
+		buf_addch(&b, '\n');
+	}
+	for (size_t i = 0; i < r->nevents; i++)
+		free(lines[i]);
+	free(lines);
+	*events = buf_detach(&b, NULL);
+	return text;
+}
+
+static void realpath_and_lookups_answer_as_without_the_library(void **state)
+{
+	char **argv = probe_argv();
+	char *plain = run_plain(argv);
+	struct trace_result r;
+	char *events;
+	char *fast = run_traced(argv, CACHET_TEST_PRELOAD, &r, &events);
+	assert_string_equal(fast, plain);
+	assert_true(r.nrecords > 0);
+	trace_result_free(&r);
+	free(events);
+	free(plain);
+	free(fast);
+	free_argv(argv);
+}
+
+static void the_tracer_records_the_same_events_and_spares_the_stops(void **state)
+{
+	char **argv = probe_argv();
+	struct trace_result slow, fast;
+	char *slow_events, *fast_events;
+	char *a = run_traced(argv, "", &slow, &slow_events);
+	char *b = run_traced(argv, CACHET_TEST_PRELOAD, &fast, &fast_events);
+	assert_string_equal(a, b);
+	assert_string_equal(fast_events, slow_events);
+	assert_int_equal(slow.nrecords, 0);
+	assert_true(fast.nrecords > 0);
+	assert_true(fast.nstops < slow.nstops);
+	trace_result_free(&slow);
+	trace_result_free(&fast);
+	free(a);
+	free(b);
+	free(slow_events);
+	free(fast_events);
+	free_argv(argv);
+}
+
+/* The trusted page lets through only what cannot change anything: an
+ * open for writing from it still stops (and so is still seen). */
+static void a_write_from_the_trusted_page_still_stops(void **state)
+{
+	static const char src[] =
+	    "#include <fcntl.h>\n#include <unistd.h>\n"
+	    "int main(int argc, char **argv) {\n"
+	    "  long r; register long r10 __asm__(\"r10\") = 0644;\n"
+	    "  /* wait until the library has mapped the page, then call through it */\n"
+	    "  __asm__ volatile(\"call *%[p]\" : \"=a\"(r) : \"a\"(257L), \"D\"(-100L), \"S\"(argv[1]),\n"
+	    "      \"d\"((long)(O_WRONLY | O_CREAT | O_TRUNC)), \"r\"(r10), [p] \"r\"(0x3afe00000000L)\n"
+	    "      : \"rcx\", \"r11\", \"memory\");\n"
+	    "  return r >= 0 ? 0 : 1;\n"
+	    "}\n";
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof cmd, "cd %s && cat > jumper.c && gcc -O1 -mno-red-zone -o jumper jumper.c",
+	         dir);
+	FILE *f = popen(cmd, "w");
+	assert_non_null(f);
+	fputs(src, f);
+	assert_int_equal(pclose(f), 0);
+	char *argv[] = {xasprintf("%s/jumper", dir), xasprintf("%s/written_by_jumper", dir), NULL};
+	struct trace_result r;
+	char *events;
+	char *out = run_traced(argv, CACHET_TEST_PRELOAD, &r, &events);
+	char *want = xasprintf("%d 0 0 %s\n", (int)TRACE_TOUCH, argv[1]);
+	assert_non_null(strstr(events, want));
+	free(want);
+	free(out);
+	free(events);
+	trace_result_free(&r);
+	free(argv[0]);
+	free(argv[1]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(realpath_and_lookups_answer_as_without_the_library),
+	    cmocka_unit_test(the_tracer_records_the_same_events_and_spares_the_stops),
+	    cmocka_unit_test(a_write_from_the_trusted_page_still_stops),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
