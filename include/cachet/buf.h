@@ -45,6 +45,12 @@ void buf_add_json_string(struct buf *b, const char *s, size_t len);
  * overlong form, surrogate, beyond U+10FFFF, truncated). */
 size_t utf8_seq_len(const unsigned char *s, size_t left);
 
+/* Tab-separated text records (the step log, the stats log): a field with
+ * its tabs, newlines and backslashes escaped as \t, \n and \\, and back. */
+void buf_add_field(struct buf *b, const char *s);
+/* The unescaped copy of a field of len bytes (malloc'd). */
+char *field_unescape(const char *s, size_t len);
+
 /* Binary encoding. */
 void buf_put_u8(struct buf *b, uint8_t v);
 void buf_put_u32(struct buf *b, uint32_t v);

@@ -24,18 +24,6 @@ void cli_stats_log_note(const char *counter, int64_t delta)
 		step_errors += delta;
 }
 
-static void put_escaped(struct buf *b, const char *s)
-{
-	for (; s && *s; s++) {
-		if (*s == '\t')
-			buf_addstr(b, "\\t");
-		else if (*s == '\n')
-			buf_addstr(b, "\\n");
-		else if (*s == '\\')
-			buf_addstr(b, "\\\\");
-		else
-			buf_addch(b, *s);
-	}
 }
 
 void cli_stats_log_step(const struct settings *st, const char *result, const char *reason,
@@ -49,9 +37,9 @@ void cli_stats_log_step(const struct settings *st, const char *result, const cha
 	struct buf line;
 	buf_init(&line);
 	buf_addf(&line, "%lld\t", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-	put_escaped(&line, result);
+	buf_add_field(&line, result);
 	buf_addch(&line, '\t');
-	put_escaped(&line, reason);
+	buf_add_field(&line, reason);
 	buf_addf(&line, "\t%lld\t%lld\n", (long long)duration_ms, (long long)step_errors);
 	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd >= 0) {
@@ -87,20 +75,6 @@ static void add(struct tally *t, const char *name, int64_t delta)
 	t->n++;
 }
 
-static void unescape(char *s)
-{
-	char *w = s;
-	for (char *r = s; *r; r++) {
-		if (*r == '\\' && r[1]) {
-			r++;
-			*w++ = *r == 't' ? '\t' : *r == 'n' ? '\n' : *r;
-		} else {
-			*w++ = *r;
-		}
-	}
-	*w = '\0';
-}
-
 /* Splits line (without its newline) into at most max tab-separated fields. */
 static size_t split(char *line, char **f, size_t max)
 {
@@ -121,8 +95,8 @@ static void count_line(struct tally *t, char *line)
 	char *f[5];
 	if (split(line, f, 5) < 5)
 		return;
-	char *result = f[1], *reason = f[2];
-	unescape(reason);
+	char *result = f[1];
+	char *reason = field_unescape(f[2], strlen(f[2]));
 	char *name;
 	if (!strcmp(result, "hit")) {
 		/* A sampled re-run of a hit counts as the cache counts it. */
@@ -139,8 +113,10 @@ static void count_line(struct tally *t, char *line)
 		add(t, name, 1);
 		free(name);
 	} else {
+		free(reason);
 		return;
 	}
+	free(reason);
 	add(t, "errors", strtoll(f[4], NULL, 10));
 	add(t, "steps", 1);
 }

@@ -18,14 +18,7 @@ static void *blob_column(sqlite3_stmt *st, int col, size_t *len)
 	*len = 0;
 	if (sqlite3_column_type(st, col) == SQLITE_NULL)
 		return NULL;
-	const void *p = sqlite3_column_blob(st, col);
-	size_t n = (size_t)sqlite3_column_bytes(st, col);
-	void *out = xmalloc(n + 1);
-	if (n)
-		memcpy(out, p, n);
-	((char *)out)[n] = '\0';
-	*len = n;
-	return out;
+	return index_column_copy(st, col, len);
 }
 
 int store_largest_results(struct store *s, size_t limit, struct store_sized_result **out,

@@ -14,18 +14,6 @@
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
-static void put_field(struct buf *b, const char *s)
-{
-	for (; s && *s; s++) {
-		if (*s == '\t')
-			buf_addstr(b, "\\t");
-		else if (*s == '\n')
-			buf_addstr(b, "\\n");
-		else if (*s == '\\')
-			buf_addstr(b, "\\\\");
-		else
-			buf_addch(b, *s);
-	}
 }
 
 void store_log_append(struct store *s, const struct store_log_entry *en, uint64_t max_bytes)
@@ -35,13 +23,13 @@ void store_log_append(struct store *s, const struct store_log_entry *en, uint64_
 	struct buf line;
 	buf_init(&line);
 	buf_addf(&line, "%lld\t", (long long)en->time_ms);
-	put_field(&line, en->result);
+	buf_add_field(&line, en->result);
 	buf_addch(&line, '\t');
-	put_field(&line, en->reason);
+	buf_add_field(&line, en->reason);
 	buf_addf(&line, "\t%lld\t", (long long)en->duration_ms);
-	put_field(&line, en->cwd);
+	buf_add_field(&line, en->cwd);
 	buf_addch(&line, '\t');
-	put_field(&line, en->command);
+	buf_add_field(&line, en->command);
 	buf_addch(&line, '\n');
 	char *path = xasprintf("%s/steplog", s->dir);
 	int fd = store_create_mode(s, open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s->file_mode));
@@ -70,22 +58,6 @@ void store_log_append(struct store *s, const struct store_log_entry *en, uint64_
 	buf_free(&line);
 }
 
-static char *unescape(const char *s, size_t len)
-{
-	char *out = xmalloc(len + 1);
-	size_t k = 0;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] == '\\' && i + 1 < len) {
-			i++;
-			out[k++] = s[i] == 't' ? '\t' : s[i] == 'n' ? '\n' : s[i];
-		} else {
-			out[k++] = s[i];
-		}
-	}
-	out[k] = '\0';
-	return out;
-}
-
 static int parse_line(const char *line, size_t len, struct store_log_entry *en)
 {
 	const char *field[6];
@@ -104,11 +76,11 @@ static int parse_line(const char *line, size_t len, struct store_log_entry *en)
 		return -1;
 	memset(en, 0, sizeof *en);
 	en->time_ms = strtoll(field[0], NULL, 10);
-	en->result = unescape(field[1], flen[1]);
-	en->reason = unescape(field[2], flen[2]);
+	en->result = field_unescape(field[1], flen[1]);
+	en->reason = field_unescape(field[2], flen[2]);
 	en->duration_ms = strtoll(field[3], NULL, 10);
-	en->cwd = unescape(field[4], flen[4]);
-	en->command = unescape(field[5], flen[5]);
+	en->cwd = field_unescape(field[4], flen[4]);
+	en->command = field_unescape(field[5], flen[5]);
 	return 0;
 }
 

@@ -214,6 +214,36 @@ void buf_add_json_string(struct buf *b, const char *s, size_t len)
 	buf_addch(b, '"');
 }
 
+void buf_add_field(struct buf *b, const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '\t')
+			buf_addstr(b, "\\t");
+		else if (*s == '\n')
+			buf_addstr(b, "\\n");
+		else if (*s == '\\')
+			buf_addstr(b, "\\\\");
+		else
+			buf_addch(b, *s);
+	}
+}
+
+char *field_unescape(const char *s, size_t len)
+{
+	char *out = xmalloc(len + 1);
+	size_t k = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '\\' && i + 1 < len) {
+			i++;
+			out[k++] = s[i] == 't' ? '\t' : s[i] == 'n' ? '\n' : s[i];
+		} else {
+			out[k++] = s[i];
+		}
+	}
+	out[k] = '\0';
+	return out;
+}
+
 void buf_put_u8(struct buf *b, uint8_t v)
 {
 	buf_add(b, &v, 1);
