@@ -24,8 +24,6 @@ void cli_stats_log_note(const char *counter, int64_t delta)
 		step_errors += delta;
 }
 
-}
-
 void cli_stats_log_step(const struct settings *st, const char *result, const char *reason,
 			int64_t duration_ms)
 {

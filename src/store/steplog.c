@@ -14,8 +14,6 @@
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
-}
-
 void store_log_append(struct store *s, const struct store_log_entry *en, uint64_t max_bytes)
 {
 	if (s->readonly)
