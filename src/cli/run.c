@@ -743,8 +743,8 @@ static int run_main(int argc, char **argv, int masquerade)
 			exit(exit_code);
 		}
 		/* Local miss: ask the remote caches (restored inside the output
-		 * roots only, and stored locally). */
-		if (remote_tier_lookup(r.store, &r.step, &r.dc, &exit_code)) {
+		 * roots only, and stored locally); a hit being verified runs. */
+		if (!r.verifying && remote_tier_lookup(r.store, &r.step, &r.dc, &exit_code)) {
 			report(&r, "hit", "remote");
 			finish(&r);
 			exit(exit_code);
