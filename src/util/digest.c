@@ -11,13 +11,13 @@
 int hasher_init(struct hasher *h, struct error *e)
 {
 	(void)e;
-	sha256_init(&h->ctx);
+	SHA256_Init(&h->ctx);
 	return 0;
 }
 
 void hasher_update(struct hasher *h, const void *data, size_t len)
 {
-	sha256_update(&h->ctx, data, len);
+	SHA256_Update(&h->ctx, data, len);
 }
 
 void hasher_update_u64(struct hasher *h, uint64_t v)
@@ -37,7 +37,7 @@ void hasher_update_str(struct hasher *h, const char *s)
 
 void hasher_final(struct hasher *h, struct digest *out)
 {
-	sha256_final(&h->ctx, out->b);
+	SHA256_Final(out->b, &h->ctx);
 }
 
 void hasher_abort(struct hasher *h)
@@ -47,10 +47,7 @@ void hasher_abort(struct hasher *h)
 
 void digest_bytes(const void *data, size_t len, struct digest *out)
 {
-	struct sha256 c;
-	sha256_init(&c);
-	sha256_update(&c, data, len);
-	sha256_final(&c, out->b);
+	SHA256(data, len, out->b);
 }
 
 int digest_fd(int fd, struct digest *out, uint64_t *size_out, struct error *e)
