@@ -47,7 +47,13 @@ void hasher_abort(struct hasher *h)
 
 void digest_bytes(const void *data, size_t len, struct digest *out)
 {
-	SHA256(data, len, out->b);
+	/* Not SHA256(): OpenSSL 3 implements that one-shot through
+	 * EVP_Q_digest, which initialises the providers (6 M instructions
+	 * measured, more than a whole hit). */
+	SHA256_CTX c;
+	SHA256_Init(&c);
+	SHA256_Update(&c, data, len);
+	SHA256_Final(out->b, &c);
 }
 
 int digest_fd(int fd, struct digest *out, uint64_t *size_out, struct error *e)
