@@ -86,6 +86,7 @@ int event_log_was_read(const struct event_log *l, const char *path)
 
 void event_log_touch(struct event_log *l, const struct trace_event *ev)
 {
+	l->touches++;
 	strmap_put(&l->touched, ev->path, (void *)1);
 	append(l, ev);
 }

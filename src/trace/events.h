@@ -25,6 +25,7 @@ struct event_log {
 	struct strmap touched; /* path -> (void *)1 */
 	struct strmap read;    /* path -> (void *)1 */
 	struct buf key;        /* scratch for dedup keys */
+	size_t touches;        /* TRACE_TOUCH events so far */
 };
 
 void event_log_init(struct event_log *l);

@@ -12,10 +12,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cachet/buf.h"
 #include "cachet/path.h"
+#include "cachet/strmap.h"
 #include "trace/tracer.h"
 
 #define PRELOAD_NAME "libcachet-preload.so"
@@ -100,6 +102,8 @@ int ring_open(struct tracer *tr)
 	tr->ring = r;
 	tr->ring_fd = fd;
 	tr->ring_env = step_env(spec->envp, lib, path);
+	strmap_init(&tr->rec_seen);
+	buf_init(&tr->rec_key);
 	/* As the step's programs will name it: the loader opens the
 	 * LD_PRELOAD entry as given. */
 	tr->preload_path = lib;
@@ -118,10 +122,60 @@ void ring_close(struct tracer *tr)
 		free(tr->ring_env);
 	}
 	free(tr->preload_path);
+	if (tr->ring) {
+		strmap_free(&tr->rec_seen);
+		buf_free(&tr->rec_key);
+	}
 	tr->ring = NULL;
 	tr->ring_fd = -1;
 	tr->ring_env = NULL;
 	tr->preload_path = NULL;
+}
+
+/* 1 when the same call (number, flag arguments, path) was classified
+ * since the step last changed anything: it would find the same outcome,
+ * and the log would drop the event. gcc and nvcc repeat most of their
+ * lookups (about six records in seven), and this is far cheaper than
+ * resolving and looking up the path again. A change from outside the step
+ * in between goes unseen here, but the first event then no longer holds at
+ * the end of the run, which makes the run not storable all the same. */
+static int seen_before(struct tracer *tr, const struct ring_slot *s)
+{
+	/* A relative path names another file after a chdir or through
+	 * another dirfd: only absolute ones repeat for certain. The preload
+	 * sends no others today; this keeps that an assumption checked. */
+	if (s->str[0] != '/')
+		return 0;
+	if (tr->rec_seen_touches != tr->log.touches) {
+		strmap_free(&tr->rec_seen);
+		strmap_init(&tr->rec_seen);
+		tr->rec_seen_touches = tr->log.touches;
+	}
+	/* The arguments that shape the lookup (not buffer addresses). */
+	uint64_t a = 0, b = 0;
+	switch (s->nr) {
+	case SYS_openat:
+		a = s->args[2];
+		break;
+	case SYS_newfstatat:
+		a = s->args[3];
+		break;
+	case SYS_access:
+		a = s->args[1];
+		break;
+	case SYS_faccessat2:
+		a = s->args[2];
+		b = s->args[3];
+		break;
+	}
+	struct buf *k = &tr->rec_key;
+	buf_reset(k);
+	buf_addf(k, "%d:%llx:%llx:", s->nr, (unsigned long long)a, (unsigned long long)b);
+	buf_addstr(k, s->str);
+	if (strmap_get(&tr->rec_seen, k->data))
+		return 1;
+	strmap_put(&tr->rec_seen, k->data, (void *)1);
+	return 0;
 }
 
 void ring_drain(struct tracer *tr, int final)
@@ -141,7 +195,8 @@ void ring_drain(struct tracer *tr, int final)
 				break;
 		} else {
 			s->str[RING_STR - 1] = '\0';
-			syscall_record(tr, s->tid, s->nr, s->args, s->str);
+			if (!seen_before(tr, s))
+				syscall_record(tr, s->tid, s->nr, s->args, s->str);
 		}
 		tail++;
 		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);

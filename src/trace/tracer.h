@@ -36,6 +36,11 @@ struct tracer {
 	char *preload_path; /* the library, never recorded as an input */
 	pid_t self_pid;
 	struct tracee rec_tracee; /* syscall_record's stand-in for the caller */
+	/* Records already classified since the last TOUCH (ring.c): a
+	 * repeat finds the same outcome, and the log would drop it. */
+	struct strmap rec_seen;
+	size_t rec_seen_touches;
+	struct buf rec_key;
 	/* The tracer's own CPU affinity: restored at the end. */
 	int can_pin;
 	int pinned_cpu; /* -1: not pinned */
