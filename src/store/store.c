@@ -196,6 +196,11 @@ static int connect(struct store *s, struct error *e)
 		 * the -shm and would fail without it. */
 		int one = 1;
 		sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
+		/* The last connection to close would checkpoint the WAL: four
+		 * fdatasyncs (1.7 ms measured) in every serial miss. The WAL is
+		 * checkpointed by the commit that grows it past wal_autocheckpoint
+		 * instead; a crash loses nothing either way. */
+		sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	}
 	rc = index_setup(s, e);
 	if ((rc & 0xff) == SQLITE_CANTOPEN && s->readonly) {
