@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <sys/stat.h>
+#include "cachet/buf.h"
 
 struct file_id {
 	uint64_t dev;
@@ -21,5 +22,8 @@ struct file_id {
 void file_id_from_stat(const struct stat *st, struct file_id *out);
 /* Equal in dev, ino, size, mtime, ctime and mode. */
 int file_id_equal(const struct file_id *a, const struct file_id *b);
+/* The binary form in memos (44 bytes). */
+void file_id_encode(const struct file_id *id, struct buf *out);
+void file_id_decode(struct reader *r, struct file_id *out);
 
 #endif

@@ -64,6 +64,14 @@ void pathset_strong_key(const struct pathset *ps, const struct digest *weak,
 			const struct digest *ps_digest, struct digest_cache *dc,
 			struct buf *values_out, struct digest *strong);
 
+/* pathset_strong_key where known(ctx, i, &v, &len) may supply the value of
+ * observation i without a lookup (1; the caller vouches that it holds). */
+typedef int (*pathset_known_fn)(void *ctx, size_t i, const void **value, size_t *len);
+void pathset_strong_key_known(const struct pathset *ps, const struct digest *weak,
+			      const struct digest *ps_digest, struct digest_cache *dc,
+			      pathset_known_fn known, void *known_ctx, struct buf *values_out,
+			      struct digest *strong);
+
 /* Same as pathset_strong_key, but with the values already known (recorded
  * at the end of a run): values is the concatenation of buf_put_bytes(value)
  * for each observation in canonical order. */

@@ -7,6 +7,8 @@
  * Layout under the cache directory:
  *   index.db (+ -wal, -shm)     path sets, results, fingerprints
  *   blobs/ab/<64 hex>[.zst]      contents; .zst = one zstd frame with checksum
+ *   memo/<64 hex>                the last hit or store of each step, answered
+ *                                without opening the index (memo.c)
  *   stats                        counters, updated without the index lock
  *   tmp/                         temporary files, renamed into place
  *   evict.lock, gc.stamp         one evicting process at a time; time of the last sweep
@@ -33,6 +35,9 @@ enum {
 	 * less the mask given with STORE_UMASK, exactly (whatever the process
 	 * umask, which the step inherits and must keep), instead of 0700/0600. */
 	STORE_SHARED = 1 << 1,
+	/* Do not open the index yet (store_index_open does): a hit through a
+	 * memo needs only blobs, counters and logs. */
+	STORE_DEFER_INDEX = 1 << 2,
 };
 
 /* The flags of a shared cache whose files take umask m (e.g. 002). */
@@ -44,6 +49,9 @@ enum {
  * index.db.corrupt-<time> and recreated (counted as "index_recreated"). */
 int store_open(const char *dir, unsigned flags, struct store **out, struct error *e);
 void store_close(struct store *s);
+/* Opens the index of a store opened with STORE_DEFER_INDEX (a no-op when it
+ * is open). On failure the store is unusable but for store_close. */
+int store_index_open(struct store *s, struct error *e);
 const char *store_dir(const struct store *s);
 int store_is_readonly(const struct store *s);
 
@@ -351,5 +359,40 @@ struct store_counter {
 /* Snapshot of every counter; *out malloc'd. */
 int store_counters(struct store *s, struct store_counter **out, size_t *n, struct error *e);
 void store_counters_zero(struct store *s);
+
+/* ---- memos (memo.c) ---- */
+
+/* The last hit or store of a step, answered without the index: a copy of
+ * one path set, its strong key and result, and the fingerprints of the
+ * files it reads. Named by the caller; a stale or damaged memo is only a
+ * slower hit. */
+struct store_memo_fp {
+	char *path;
+	struct file_id id;
+	struct digest digest;
+};
+
+struct store_memo {
+	struct digest weak, pathset, strong;
+	void *pathset_body;
+	size_t pathset_len;
+	void *result_body;
+	size_t result_len;
+	void *dirs; /* opaque to the store: directory fingerprints (dirfp.h) */
+	size_t dirs_len;
+	struct store_memo_fp *fps;
+	size_t nfps;
+};
+
+/* 1 and *out (store_memo_free it), 0 when there is none, -1 with e set when
+ * it cannot be read or is damaged (a damaged memo is removed). */
+int store_memo_read(struct store *s, const struct digest *name, struct store_memo *out,
+		    struct error *e);
+int store_memo_write(struct store *s, const struct digest *name, const struct store_memo *m,
+		     struct error *e);
+void store_memo_free(struct store_memo *m);
+/* Removes every memo: after clearing, eviction, or a step found
+ * nondeterministic, whose memo would skip the index's verdict. */
+void store_memo_drop_all(struct store *s);
 
 #endif

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cachet/buf.h"
+#include "cachet/dirfp.h"
 #include "cachet/elfsyms.h"
 #include "cachet/outputs.h"
 #include "cachet/path.h"
@@ -26,6 +27,7 @@
 #include "cachet/record.h"
 #include "cachet/step.h"
 #include "cachet/trace.h"
+#include "cli/fplog.h"
 #include "cli/run_checks.h"
 #include "cli/remote_tier.h"
 #include "cli/gc.h"
@@ -47,8 +49,13 @@ struct run {
 	int verbose;
 	int recache;
 	struct store *store;
-	struct digest_cache dc;
+	struct fplog fps;       /* fingerprints used, for the memo */
+	struct digest_cache dc; /* fps.dc */
+	struct digest memo_name;
+	int memo_failed;        /* the memo's entry could not be served... */
+	struct digest memo_strong; /* ...under this strong key */
 	struct step step;
+	int step_ready;         /* step initialised (by the memo lookup) */
 	int64_t start_ms;
 	char *tmpdir;
 	char *cache_dir;
@@ -189,6 +196,218 @@ static int load_output(struct store *s, const struct blob_ref *ref, void **data,
 	return ref->size ? store_blob_read(s, ref, data, len, e) : 0;
 }
 
+/* Serves a result found for the step: checks that its blobs are all there,
+ * restores its outputs and replays its stdout and stderr. 1 on a hit (with
+ * *exit_code), 0 when it cannot be served (counted; the caller goes on),
+ * -1 when the hit is chosen for a verifying re-run (r->verify_cached then
+ * owns res). */
+static int serve(struct run *r, struct result *res, const struct digest *pathset,
+		 const struct digest *strong, int *exit_code)
+{
+	struct error e = { 0 };
+	/* Every blob must be there before anything is written, so that a
+	 * damaged entry costs a run, never a half-restored tree. */
+	size_t nblobs;
+	struct blob_ref *blobs = result_blobs(res, &nblobs);
+	int complete = 1;
+	for (size_t b = 0; b < nblobs && complete; b++)
+		if (blobs[b].size && !store_blob_exists(r->store, &blobs[b]))
+			complete = 0;
+	free(blobs);
+	if (!complete) {
+		count(r, "errors", 1);
+		count(r, "missing_blobs", 1);
+		return 0;
+	}
+	if (verify_chosen(r->verify_forced, settings_rate(r->settings, "verify_rate"))) {
+		/* Sampled re-run: run the step for real and compare. */
+		r->verify_cached = *res;
+		r->verifying = 1;
+		return -1;
+	}
+	if (r->nondeterministic)
+		cli_warn("warning: this step was found to give different outputs on identical "
+			 "runs (cachet show lists it); serving the cached result");
+	/* stdout and stderr are read and checked before any output is
+	 * written: found damaged after the restore, they would make a hit
+	 * that prints nothing (and `gen > file.h` an empty header). */
+	void *out_data = NULL, *err_data = NULL;
+	size_t out_len, err_len;
+	if (load_output(r->store, &res->out, &out_data, &out_len, &e) < 0 ||
+	    load_output(r->store, &res->err, &err_data, &err_len, &e) < 0) {
+		count_error(r, "cannot read the recorded output", &e);
+		free(out_data);
+		return 0;
+	}
+	if (result_restore(res, r->store, &e) < 0) {
+		count_error(r, "cannot restore outputs", &e);
+		free(out_data);
+		free(err_data);
+		return 0;
+	}
+	report(r, "hit", NULL);
+	write_all(1, out_data, out_len);
+	write_all(2, err_data, err_len);
+	free(out_data);
+	free(err_data);
+	store_touch_hit(r->store, &r->step.weak, pathset, strong);
+	count(r, "hits", 1);
+	int64_t saved = res->duration_ms - (now_ms() - r->start_ms);
+	if (saved > 0)
+		count(r, "time_saved_ms", saved);
+	*exit_code = res->exit_code;
+	return 1;
+}
+
+/* The strong key of a stored path set for the step as the file system is
+ * now. -1 (counted) when the body is damaged. With a memo and its result,
+ * the lookups that the memo's unchanged directories decide are skipped. */
+static int strong_key(struct run *r, const void *body, size_t len, const struct digest *digest,
+		      const struct store_memo *m, const struct result *res, struct digest *strong)
+{
+	struct error e = { 0 };
+	/* A path set is named by the digest of its body: a damaged row (the
+	 * index has no checksums) shows as a mismatch. */
+	struct digest body_digest;
+	digest_bytes(body, len, &body_digest);
+	struct pathset ps;
+	if (!digest_equal(&body_digest, digest)) {
+		error_set(&e, "path set: body does not match its digest (damaged entry)");
+		count_error(r, "corrupt path set", &e);
+		return -1;
+	}
+	if (pathset_decode(body, len, &ps, &e) < 0) {
+		count_error(r, "corrupt path set", &e);
+		return -1;
+	}
+	struct dirfp_set dirs;
+	if (m && res && dirfp_decode(m->dirs, m->dirs_len, ps.nobs, &dirs) == 0) {
+		dirfp_strong_key(&dirs, &ps, &r->step.weak, digest, &r->dc, res->values,
+				 res->values_len, strong);
+		dirfp_free(&dirs);
+	} else {
+		pathset_strong_key(&ps, &r->step.weak, digest, &r->dc, NULL, strong);
+	}
+	pathset_free(&ps);
+	return 0;
+}
+
+/* ---- memos: the hit path without the index ---- */
+
+/* What names a step's memo: its command, directory and program, and the
+ * user (in a cache shared between users, what a lookup finds can depend on
+ * who looks). The rest of the weak key (environment, platform, the
+ * program's digest) is checked against the memo's weak key. */
+static void memo_name(struct run *r)
+{
+	struct hasher h;
+	hasher_init(&h, NULL);
+	hasher_update_str(&h, "cachet memo");
+	hasher_update_u64(&h, (uint64_t)geteuid());
+	for (char **a = r->argv; *a; a++)
+		hasher_update_str(&h, *a);
+	char *cwd = getcwd(NULL, 0);
+	hasher_update_str(&h, cwd ? cwd : "");
+	free(cwd);
+	hasher_update_str(&h, r->program);
+	hasher_final(&h, &r->memo_name);
+}
+
+/* Leaves the entry just hit or stored, with the fingerprints this run
+ * used, as the step's memo. Best effort. */
+static void write_memo(struct run *r, const struct digest *pathset, const void *pathset_body,
+		       size_t pathset_len, const struct digest *strong, const void *result_body,
+		       size_t result_len)
+{
+	if (store_is_readonly(r->store))
+		return;
+	struct store_memo m = {
+		.weak = r->step.weak,
+		.pathset = *pathset,
+		.strong = *strong,
+		.pathset_body = (void *)pathset_body,
+		.pathset_len = pathset_len,
+		.result_body = (void *)result_body,
+		.result_len = result_len,
+	};
+	/* The directories that vouch for the values the result recorded:
+	 * they held when this run looked them up or recorded them. */
+	struct pathset ps;
+	struct result res;
+	struct dirfp_set dirs = { 0 };
+	struct buf dirs_body;
+	buf_init(&dirs_body);
+	struct error e = { 0 };
+	if (pathset_decode(pathset_body, pathset_len, &ps, &e) == 0) {
+		if (result_decode(result_body, result_len, &res, &e) == 0) {
+			dirfp_collect(&ps, res.values, res.values_len, &dirs);
+			result_free(&res);
+		}
+		pathset_free(&ps);
+	}
+	dirfp_encode(&dirs, &dirs_body);
+	dirfp_free(&dirs);
+	m.dirs = dirs_body.data;
+	m.dirs_len = dirs_body.len;
+	m.fps = fplog_used(&r->fps, &m.nfps);
+	if (store_memo_write(r->store, &r->memo_name, &m, &e) < 0 && r->verbose)
+		cli_warn("cannot write a memo: %s", e.msg);
+	free(m.fps);
+	buf_free(&dirs_body);
+}
+
+/* The step's memo, if it still holds: 1 on a hit (as lookup), else 0 with
+ * the memo's fingerprints kept for the index lookup that follows. */
+static int memo_lookup(struct run *r, int *exit_code)
+{
+	struct store_memo m;
+	struct error e = { 0 };
+	int found = store_memo_read(r->store, &r->memo_name, &m, &e);
+	if (found < 0)
+		count_error(r, "unusable memo", &e);
+	if (found != 1)
+		return 0;
+	fplog_load(&r->fps, &m);
+	int hit = 0;
+	struct digest strong;
+	struct result res;
+	if (cli_step_init(&r->step, r->argv, r->program, &r->dc, &e) < 0)
+		goto out; /* said by the index path, which tries again */
+	r->step_ready = 1;
+	if (!digest_equal(&r->step.weak, &m.weak))
+		goto out;
+	if (result_decode(m.result_body, m.result_len, &res, &e) < 0) {
+		count_error(r, "corrupt result", &e);
+		goto out;
+	}
+	if (strong_key(r, m.pathset_body, m.pathset_len, &m.pathset, &m, &res, &strong) < 0 ||
+	    !digest_equal(&strong, &m.strong)) {
+		result_free(&res);
+		goto out;
+	}
+	/* A hit chosen for verification goes through the index, which
+	 * verifies it (the choice is made once). */
+	r->verify_forced = r->verify_forced ||
+			   verify_chosen(0, settings_rate(r->settings, "verify_rate"));
+	if (r->verify_forced) {
+		result_free(&res);
+		goto out;
+	}
+	hit = serve(r, &res, &m.pathset, &m.strong, exit_code) == 1;
+	result_free(&res);
+	/* Damaged blobs are counted once: the index has the same entry. */
+	r->memo_failed = !hit;
+	r->memo_strong = m.strong;
+	/* Files hashed again (changed times, same content): keep their new
+	 * fingerprints for the next hit. */
+	if (hit && r->fps.added)
+		write_memo(r, &m.pathset, m.pathset_body, m.pathset_len, &m.strong, m.result_body,
+			   m.result_len);
+out:
+	store_memo_free(&m);
+	return hit;
+}
+
 /* Tries every path set of the weak key. 1 on a hit (outputs restored,
  * output replayed, *status set), 0 on a miss; *had_pathsets tells a new
  * step from one whose inputs changed. */
@@ -209,23 +428,11 @@ static int lookup(struct run *r, int *exit_code, int *had_pathsets)
 	*had_pathsets = nsets > 0;
 	int hit = 0;
 	for (size_t i = 0; i < nsets && !hit; i++) {
-		/* A path set is named by the digest of its body: a damaged row
-		 * (the index has no checksums) shows as a mismatch. */
-		struct digest body_digest;
-		digest_bytes(sets[i].body, sets[i].len, &body_digest);
-		struct pathset ps;
-		if (!digest_equal(&body_digest, &sets[i].digest)) {
-			error_set(&e, "path set: body does not match its digest (damaged entry)");
-			count_error(r, "corrupt path set", &e);
-			continue;
-		}
-		if (pathset_decode(sets[i].body, sets[i].len, &ps, &e) < 0) {
-			count_error(r, "corrupt path set", &e);
-			continue;
-		}
 		struct digest strong;
-		pathset_strong_key(&ps, &r->step.weak, &sets[i].digest, &r->dc, NULL, &strong);
-		pathset_free(&ps);
+		if (strong_key(r, sets[i].body, sets[i].len, &sets[i].digest, NULL, NULL, &strong) < 0)
+			continue;
+		if (r->memo_failed && digest_equal(&strong, &r->memo_strong))
+			continue;
 		void *body;
 		size_t len;
 		int found = store_get_result(r->store, &strong, &body, &len, &e);
@@ -234,68 +441,19 @@ static int lookup(struct run *r, int *exit_code, int *had_pathsets)
 		if (found != 1)
 			continue;
 		struct result res;
-		int rc = result_decode(body, len, &res, &e);
-		free(body);
-		if (rc < 0) {
+		if (result_decode(body, len, &res, &e) < 0) {
+			free(body);
 			count_error(r, "corrupt result", &e);
 			continue;
 		}
-		/* Every blob must be there before anything is written, so that a
-		 * damaged entry costs a run, never a half-restored tree. */
-		size_t nblobs;
-		struct blob_ref *blobs = result_blobs(&res, &nblobs);
-		int complete = 1;
-		for (size_t b = 0; b < nblobs && complete; b++)
-			if (blobs[b].size && !store_blob_exists(r->store, &blobs[b]))
-				complete = 0;
-		free(blobs);
-		if (!complete) {
-			count(r, "errors", 1);
-			count(r, "missing_blobs", 1);
-			result_free(&res);
-			continue;
-		}
-		if (verify_chosen(r->verify_forced, settings_rate(r->settings, "verify_rate"))) {
-			/* Sampled re-run: run the step for real and compare. */
-			r->verify_cached = res;
-			r->verifying = 1;
-			break;
-		}
-		if (r->nondeterministic)
-			cli_warn("warning: this step was found to give different outputs on identical "
-				 "runs (cachet show lists it); serving the cached result");
-		/* stdout and stderr are read and checked before any output is
-		 * written: found damaged after the restore, they would make a hit
-		 * that prints nothing (and `gen > file.h` an empty header). */
-		void *out_data = NULL, *err_data = NULL;
-		size_t out_len, err_len;
-		if (load_output(r->store, &res.out, &out_data, &out_len, &e) < 0 ||
-		    load_output(r->store, &res.err, &err_data, &err_len, &e) < 0) {
-			count_error(r, "cannot read the recorded output", &e);
-			free(out_data);
-			result_free(&res);
-			continue;
-		}
-		if (result_restore(&res, r->store, &e) < 0) {
-			count_error(r, "cannot restore outputs", &e);
-			free(out_data);
-			free(err_data);
-			result_free(&res);
-			continue;
-		}
-		report(r, "hit", NULL);
-		write_all(1, out_data, out_len);
-		write_all(2, err_data, err_len);
-		free(out_data);
-		free(err_data);
-		store_touch_hit(r->store, &r->step.weak, &sets[i].digest, &strong);
-		count(r, "hits", 1);
-		int64_t saved = res.duration_ms - (now_ms() - r->start_ms);
-		if (saved > 0)
-			count(r, "time_saved_ms", saved);
-		*exit_code = res.exit_code;
+		int served = serve(r, &res, &sets[i].digest, &strong, exit_code);
+		if (served == 1 && !r->nondeterministic)
+			write_memo(r, &sets[i].digest, sets[i].body, sets[i].len, &strong, body, len);
+		free(body);
+		if (served < 0)
+			break; /* chosen for verification: r->verify_cached owns res */
 		result_free(&res);
-		hit = 1;
+		hit = served;
 	}
 	store_pathsets_free(sets, nsets);
 	store_snapshot_end(r->store);
@@ -350,6 +508,9 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 		.duration_ms = duration,
 	};
 	int rc = store_put_entry(r->store, &entry, MAX_PATHSETS, e);
+	if (rc == 0 && !r->nondeterministic)
+		write_memo(r, &rec->ps_digest, rec->ps_body.data, rec->ps_body.len, &strong,
+			   result_body.data, result_body.len);
 	free(blobs);
 	buf_free(&step_body);
 	buf_free(&result_body);
@@ -698,10 +859,12 @@ static int run_main(int argc, char **argv, int masquerade)
 		run_direct(r.argv, r.program);
 
 	r.cache_dir = cli_cache_dir();
-	r.store = cli_open_store(0, "running without it");
+	/* The index is opened only when the step's memo cannot answer. */
+	r.store = cli_open_store(STORE_DEFER_INDEX, "running without it");
 	if (!r.store)
 		run_direct(r.argv, r.program);
-	cli_digest_cache(r.store, &r.dc);
+	fplog_init(&r.fps);
+	r.dc = r.fps.dc;
 
 	struct error e = { 0 };
 	if (uncacheable_command(&r)) {
@@ -721,7 +884,23 @@ static int run_main(int argc, char **argv, int masquerade)
 		finish(&r);
 		run_direct(r.argv, r.program);
 	}
-	if (cli_step_init(&r.step, r.argv, r.program, &r.dc, &e) < 0) {
+	memo_name(&r);
+	if (!r.recache) {
+		int exit_code;
+		if (memo_lookup(&r, &exit_code)) {
+			finish(&r);
+			exit(exit_code);
+		}
+	}
+	if (store_index_open(r.store, &e) < 0) {
+		cli_warn("cache unusable, running without it: %s", e.msg);
+		finish(&r);
+		run_direct(r.argv, r.program);
+	}
+	struct digest_cache index_dc;
+	cli_digest_cache(r.store, &index_dc);
+	fplog_set_inner(&r.fps, &index_dc);
+	if (!r.step_ready && cli_step_init(&r.step, r.argv, r.program, &r.dc, &e) < 0) {
 		cli_warn("running without the cache: %s", e.msg);
 		count(&r, "errors", 1);
 		finish(&r);

@@ -9,22 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int tee_open(struct tee *t)
 {
 	int out[2], err[2];

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include "cachet/buf.h"
+#include "cachet/fdio.h"
 
 struct tee {
 	int out_read, err_read;   /* read ends, owned by the tee */
@@ -32,8 +33,5 @@ void tee_close_writers(struct tee *t);
 /* Waits until both pipes reach end of file (every holder closed them). */
 void tee_finish(struct tee *t);
 void tee_free(struct tee *t);
-
-/* Writes all of data to fd, retrying on EINTR and short writes. */
-int write_all(int fd, const void *data, size_t len);
 
 #endif

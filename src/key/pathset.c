@@ -337,9 +337,10 @@ static void strong_begin(struct hasher *h, const struct digest *weak, const stru
 	hasher_update(h, ps_digest->b, DIGEST_LEN);
 }
 
-void pathset_strong_key(const struct pathset *ps, const struct digest *weak,
-			const struct digest *ps_digest, struct digest_cache *dc,
-			struct buf *values_out, struct digest *strong)
+void pathset_strong_key_known(const struct pathset *ps, const struct digest *weak,
+			      const struct digest *ps_digest, struct digest_cache *dc,
+			      pathset_known_fn known, void *known_ctx, struct buf *values_out,
+			      struct digest *strong)
 {
 	struct hasher h;
 	struct buf value;
@@ -349,11 +350,17 @@ void pathset_strong_key(const struct pathset *ps, const struct digest *weak,
 	strong_begin(&h, weak, ps_digest);
 	for (size_t i = 0; i < ps->nobs; i++) {
 		const struct observation *o = &ps->obs[i];
-		const char **excluded = pathset_excluded(ps, i);
 		buf_reset(&value);
-		observe_value_memo(o->kind, o->flags, ps->paths[o->path], excluded, dc, &memo, &value,
-				   NULL);
-		free(excluded);
+		const void *v;
+		size_t vlen;
+		if (known && known(known_ctx, i, &v, &vlen)) {
+			buf_add(&value, v, vlen);
+		} else {
+			const char **excluded = pathset_excluded(ps, i);
+			observe_value_memo(o->kind, o->flags, ps->paths[o->path], excluded, dc, &memo,
+					   &value, NULL);
+			free(excluded);
+		}
 		hasher_update_u64(&h, value.len);
 		hasher_update(&h, value.data, value.len);
 		if (values_out)
@@ -361,6 +368,13 @@ void pathset_strong_key(const struct pathset *ps, const struct digest *weak,
 	}
 	buf_free(&value);
 	hasher_final(&h, strong);
+}
+
+void pathset_strong_key(const struct pathset *ps, const struct digest *weak,
+			const struct digest *ps_digest, struct digest_cache *dc,
+			struct buf *values_out, struct digest *strong)
+{
+	pathset_strong_key_known(ps, weak, ps_digest, dc, NULL, NULL, values_out, strong);
 }
 
 void pathset_strong_key_from_values(const struct digest *weak, const struct digest *ps_digest,

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/fdio.h"
+
 #define JOB_MAGIC 0x424a5243u /* "CRJB" */
 #define JOB_VERSION 1u
 #define JOB_MAX_BYTES (256u << 20)
@@ -174,15 +176,8 @@ int spool_read(const char *path, struct spool_job *j, struct error *e)
 	}
 	size_t len = (size_t)st.st_size;
 	char *data = xmalloc(len ? len : 1);
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = read(fd, data + got, len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	ssize_t n = read_full(fd, data, len);
+	size_t got = n < 0 ? 0 : (size_t)n;
 	close(fd);
 	struct reader r;
 	reader_init(&r, data, got);

@@ -804,8 +804,12 @@ int store_evict(struct store *s, uint64_t max_bytes, int64_t max_age_s, unsigned
 	free(ev.moved);
 	if (rc == 0 && !ev.dry) {
 		estimate_set(s, out->bytes_left);
-		if (out->entries)
+		if (out->entries) {
 			store_count(s, "evicted_entries", (int64_t)out->entries);
+			/* Memos are not accounted in the size: dropping them all
+			 * keeps them bounded by what has run since. */
+			store_memo_drop_all(s);
+		}
 		if (out->bytes_freed)
 			store_count(s, "evicted_bytes", (int64_t)out->bytes_freed);
 		if (flags & STORE_EVICT_SWEEP)

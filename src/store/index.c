@@ -173,6 +173,9 @@ sqlite3_stmt *index_stmt(struct store *s, enum stmt_id id, struct error *e)
 {
 	if (s->stmts[id])
 		return s->stmts[id];
+	/* Opened with STORE_DEFER_INDEX and not yet needed until now. */
+	if (store_index_open(s, e) < 0)
+		return NULL;
 	int rc = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
 				    &s->stmts[id], NULL);
 	if (rc != SQLITE_OK) {
@@ -743,9 +746,11 @@ int store_touch_hit(struct store *s, const struct digest *weak, const struct dig
 	/* Usually the touch goes to the log, not the index (touches.c): no write
 	 * lock, no WAL frames to checkpoint. With fingerprints to write anyway,
 	 * or on a network file system, it goes into the index directly. */
-	if (!s->network_fs && s->fpq.n == 0) {
+	if (!s->network_fs && (s->fpq.n == 0 || !s->db)) {
 		int fold = touches_append(s, weak, pathset, strong, now);
-		if (fold > 0 && index_begin_nowait(s) == 1)
+		/* A hit through a memo has not opened the index: opening it once
+		 * in TOUCH_FOLD_RECORDS hits is the price of an accurate LRU. */
+		if (fold > 0 && store_index_open(s, NULL) == 0 && index_begin_nowait(s) == 1)
 			index_end_nowait(s, 1);
 		if (fold >= 0)
 			return 0;
@@ -753,6 +758,8 @@ int store_touch_hit(struct store *s, const struct digest *weak, const struct dig
 	}
 	/* A hit must never queue behind a writer: if the lock is taken, the LRU
 	 * update is simply lost. */
+	if (store_index_open(s, NULL) < 0)
+		return 0;
 	int begun = index_begin_nowait(s);
 	if (begun <= 0) {
 		store_count(s, "lru_updates_skipped", 1);

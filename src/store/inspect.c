@@ -173,7 +173,12 @@ int store_mark_nondeterministic(struct store *s, const struct digest *weak, cons
 		index_rollback(s);
 		return -1;
 	}
-	return index_commit(s, e);
+	if (index_commit(s, e) < 0)
+		return -1;
+	/* A memo would serve the step's hits without the warning (or, with
+	 * nondeterministic = rerun, at all). */
+	store_memo_drop_all(s);
+	return 0;
 }
 
 int store_nondeterministic(struct store *s, const struct digest *weak, char **summary_out,

@@ -302,12 +302,17 @@ int store_open(const char *dir, unsigned flags, struct store **out, struct error
 		return -1;
 	}
 	s->network_fs = store_fs_is_network((long)fs.f_type);
-	if (open_index(s, e) < 0) {
+	if (!(flags & STORE_DEFER_INDEX) && open_index(s, e) < 0) {
 		store_close(s);
 		return -1;
 	}
 	*out = s;
 	return 0;
+}
+
+int store_index_open(struct store *s, struct error *e)
+{
+	return s->db ? 0 : open_index(s, e);
 }
 
 void store_close(struct store *s)
@@ -359,6 +364,7 @@ int store_clear(struct store *s, struct error *e)
 	int blobs_rc = blobs_remove_all(s, &blob_err);
 	if (index_commit(s, e) < 0)
 		return error_wrap(e, "clearing the cache");
+	store_memo_drop_all(s);
 	if (blobs_rc < 0) {
 		if (e)
 			*e = blob_err;

@@ -251,6 +251,20 @@ assert isinstance(v, int) and not isinstance(v, bool), "%s is not an integer: %r
 print(v)' "$1"
 }
 
+# Named counters from the counters file (what `stats --json` totals), one
+# per argument, on one line.
+counters() {
+    python3 - "$CACHET_DIR/stats" "$@" <<'EOF'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+found = {}
+for i in range(len(data) // 56):
+    name, value = struct.unpack_from("<48sq", data, i * 56)
+    found[name.split(b"\0")[0].decode(errors="replace")] = value
+print(" ".join(str(found.get(n, 0)) for n in sys.argv[2:]))
+EOF
+}
+
 # A directory inside $T for the test's work; prints its path.
 workdir() {
     local d="$T/${1:-work}"

@@ -1,0 +1,95 @@
+#include "cli/fplog.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cachet/buf.h"
+
+struct fplog_entry {
+	struct file_id id;
+	struct digest digest;
+	int used;
+};
+
+static struct fplog_entry *remember(struct fplog *l, const char *path, const struct file_id *id,
+				    const struct digest *d)
+{
+	struct fplog_entry *en = strmap_get(&l->map, path);
+	if (!en) {
+		en = xcalloc(1, sizeof *en);
+		strmap_put(&l->map, path, en);
+	}
+	en->id = *id;
+	en->digest = *d;
+	return en;
+}
+
+static int fplog_get(void *ctx, const char *path, const struct file_id *id, struct digest *out)
+{
+	struct fplog *l = ctx;
+	struct fplog_entry *en = strmap_get(&l->map, path);
+	if (en && file_id_equal(&en->id, id)) {
+		*out = en->digest;
+		en->used = 1;
+		return 1;
+	}
+	if (!l->inner.get || l->inner.get(l->inner.ctx, path, id, out) != 1)
+		return 0;
+	remember(l, path, id, out)->used = 1;
+	l->added++;
+	return 1;
+}
+
+static void fplog_put(void *ctx, const char *path, const struct file_id *id,
+		      const struct digest *d)
+{
+	struct fplog *l = ctx;
+	if (l->inner.put)
+		l->inner.put(l->inner.ctx, path, id, d);
+	remember(l, path, id, d)->used = 1;
+	l->added++;
+}
+
+void fplog_init(struct fplog *l)
+{
+	memset(l, 0, sizeof *l);
+	strmap_init(&l->map);
+	l->dc.get = fplog_get;
+	l->dc.put = fplog_put;
+	l->dc.ctx = l;
+}
+
+void fplog_free(struct fplog *l)
+{
+	for (size_t i = 0; i < l->map.cap; i++)
+		if (l->map.slots[i].key)
+			free(l->map.slots[i].value);
+	strmap_free(&l->map);
+}
+
+void fplog_load(struct fplog *l, const struct store_memo *m)
+{
+	for (size_t i = 0; i < m->nfps; i++)
+		remember(l, m->fps[i].path, &m->fps[i].id, &m->fps[i].digest);
+}
+
+void fplog_set_inner(struct fplog *l, const struct digest_cache *inner)
+{
+	l->inner = *inner;
+}
+
+struct store_memo_fp *fplog_used(const struct fplog *l, size_t *n)
+{
+	struct store_memo_fp *out = xmalloc((l->map.count ? l->map.count : 1) * sizeof *out);
+	*n = 0;
+	for (size_t i = 0; i < l->map.cap; i++) {
+		const struct fplog_entry *en = l->map.slots[i].value;
+		if (!l->map.slots[i].key || !en->used)
+			continue;
+		out[*n].path = l->map.slots[i].key;
+		out[*n].id = en->id;
+		out[*n].digest = en->digest;
+		(*n)++;
+	}
+	return out;
+}

@@ -1,0 +1,233 @@
+/*
+ * Memos: the last hit or store of a step, kept in one small file so that
+ * the next identical run is answered without opening the index. Opening
+ * SQLite (WAL, shared memory, locks, schema) and its fingerprint queries
+ * were over a third of a hit.
+ *
+ * A memo is named by the caller (run.c: a digest of argv, cwd and program)
+ * and holds the weak key, one path set with its digest, the strong key and
+ * result body stored with it, and the fingerprints (file id -> content
+ * digest) of the files that path set reads. The index stays the record:
+ * a memo is a copy of rows, checked as they are (the path set against its
+ * digest, the whole file against a SHA-256 trailer), and a hit through it
+ * is the same computation as through the index (the strong key from the
+ * current values). A memo that is missing, damaged or stale costs the
+ * index lookup it would have saved, nothing more.
+ *
+ * Whatever would make an index row stale for the hit path drops every memo:
+ * clearing, eviction, and marking a step nondeterministic. They are rare,
+ * and the next hit of each step writes its memo again.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cachet/buf.h"
+#include "cachet/fdio.h"
+#include "store/store_internal.h"
+
+#define MEMO_DIR "memo"
+#define MEMO_MAGIC "cachet memo 1\n"
+/* A memo is a path set and a result: far below this. */
+#define MEMO_MAX_BYTES ((size_t)16 << 20)
+
+static char *memo_dir(const struct store *s)
+{
+	return xasprintf("%s/" MEMO_DIR, s->dir);
+}
+
+static char *memo_path(const struct store *s, const struct digest *name)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(name, hex);
+	return xasprintf("%s/" MEMO_DIR "/%s", s->dir, hex);
+}
+
+static void put_digest(struct buf *b, const struct digest *d)
+{
+	buf_add(b, d->b, DIGEST_LEN);
+}
+
+static void encode(const struct store_memo *m, struct buf *b)
+{
+	buf_add(b, MEMO_MAGIC, strlen(MEMO_MAGIC));
+	put_digest(b, &m->weak);
+	put_digest(b, &m->pathset);
+	put_digest(b, &m->strong);
+	buf_put_bytes(b, m->pathset_body, m->pathset_len);
+	buf_put_bytes(b, m->result_body, m->result_len);
+	buf_put_bytes(b, m->dirs, m->dirs_len);
+	buf_put_u32(b, (uint32_t)m->nfps);
+	for (size_t i = 0; i < m->nfps; i++) {
+		const struct store_memo_fp *f = &m->fps[i];
+		buf_put_str(b, f->path);
+		file_id_encode(&f->id, b);
+		put_digest(b, &f->digest);
+	}
+	struct digest sum;
+	digest_bytes(b->data, b->len, &sum);
+	put_digest(b, &sum);
+}
+
+static void *copy_bytes(struct reader *r, size_t *len)
+{
+	const void *p = reader_bytes(r, len);
+	if (!p)
+		return NULL;
+	void *out = xmalloc(*len ? *len : 1);
+	memcpy(out, p, *len);
+	return out;
+}
+
+static int decode(const unsigned char *data, size_t len, struct store_memo *m)
+{
+	size_t magic = strlen(MEMO_MAGIC);
+	if (len < magic + DIGEST_LEN || memcmp(data, MEMO_MAGIC, magic) != 0)
+		return -1;
+	struct digest sum;
+	digest_bytes(data, len - DIGEST_LEN, &sum);
+	if (memcmp(sum.b, data + len - DIGEST_LEN, DIGEST_LEN) != 0)
+		return -1;
+	struct reader r;
+	reader_init(&r, data + magic, len - magic - DIGEST_LEN);
+	reader_raw(&r, m->weak.b, DIGEST_LEN);
+	reader_raw(&r, m->pathset.b, DIGEST_LEN);
+	reader_raw(&r, m->strong.b, DIGEST_LEN);
+	m->pathset_body = copy_bytes(&r, &m->pathset_len);
+	m->result_body = copy_bytes(&r, &m->result_len);
+	m->dirs = copy_bytes(&r, &m->dirs_len);
+	uint32_t n = reader_u32(&r);
+	/* Each fingerprint takes at least 81 bytes: a count beyond what is
+	 * left is damage, not a reason to allocate. */
+	if (r.failed || n > r.left / 81)
+		return -1;
+	m->fps = xcalloc(n ? n : 1, sizeof *m->fps);
+	for (uint32_t i = 0; i < n && !r.failed; i++) {
+		struct store_memo_fp *f = &m->fps[i];
+		f->path = reader_strdup(&r);
+		file_id_decode(&r, &f->id);
+		reader_raw(&r, f->digest.b, DIGEST_LEN);
+		m->nfps = i + 1;
+	}
+	return r.failed || r.left != 0 || !m->pathset_body || !m->result_body || !m->dirs ? -1 : 0;
+}
+
+int store_memo_read(struct store *s, const struct digest *name, struct store_memo *out,
+		    struct error *e)
+{
+	memset(out, 0, sizeof *out);
+	/* There, hits are logged in the index itself (touches.c). */
+	if (s->network_fs)
+		return 0;
+	char *path = memo_path(s, name);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		int err = errno;
+		if (err == ELOOP && !s->readonly)
+			unlink(path); /* a symlink where a memo belongs */
+		free(path);
+		if (err == ENOENT)
+			return 0;
+		errno = err;
+		return error_errno(e, "reading a memo");
+	}
+	struct stat st;
+	unsigned char *data = NULL;
+	int rc = -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > MEMO_MAX_BYTES) {
+		error_set(e, "memo %s: not a memo file", path);
+		if (!s->readonly && (unlink(path) < 0 && errno == EISDIR))
+			rmdir(path);
+		goto out;
+	}
+	size_t len = (size_t)st.st_size;
+	data = xmalloc(len ? len : 1);
+	if (read_full(fd, data, len) != (ssize_t)len || decode(data, len, out) < 0) {
+		store_memo_free(out);
+		/* Damaged (or cut short by a crash of a file system without
+		 * ordered renames): drop it, the index still has the entry. */
+		if (!s->readonly)
+			unlink(path);
+		error_set(e, "memo %s: damaged", path);
+		goto out;
+	}
+	rc = 1;
+out:
+	free(data);
+	close(fd);
+	free(path);
+	return rc;
+}
+
+int store_memo_write(struct store *s, const struct digest *name, const struct store_memo *m,
+		     struct error *e)
+{
+	if (s->readonly)
+		return store_readonly_error(e);
+	if (s->network_fs)
+		return 0;
+	struct buf b;
+	buf_init(&b);
+	encode(m, &b);
+	char *dir = memo_dir(s);
+	char *path = memo_path(s, name);
+	char *tmp = xasprintf("%s/memo.XXXXXX", s->tmp_dir);
+	int rc = -1;
+	int fd = store_create_mode(s, mkostemp(tmp, O_CLOEXEC));
+	if (fd < 0) {
+		error_errno(e, "writing a memo");
+		goto out;
+	}
+	int wrote = write_all(fd, b.data, b.len);
+	if (close(fd) < 0 || wrote < 0) {
+		error_errno(e, "writing a memo");
+		unlink(tmp);
+		goto out;
+	}
+	if (rename(tmp, path) < 0 && (errno != ENOENT || store_mkdir(s, dir) < 0 ||
+				      rename(tmp, path) < 0)) {
+		error_errno(e, "writing a memo");
+		unlink(tmp);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(tmp);
+	free(path);
+	free(dir);
+	buf_free(&b);
+	return rc;
+}
+
+void store_memo_free(struct store_memo *m)
+{
+	free(m->pathset_body);
+	free(m->result_body);
+	free(m->dirs);
+	for (size_t i = 0; i < m->nfps; i++)
+		free(m->fps[i].path);
+	free(m->fps);
+	memset(m, 0, sizeof *m);
+}
+
+void store_memo_drop_all(struct store *s)
+{
+	if (s->readonly)
+		return;
+	char *dir = memo_dir(s);
+	DIR *d = opendir(dir);
+	if (d) {
+		int dfd = dirfd(d);
+		struct dirent *de;
+		while ((de = readdir(d)) != NULL)
+			if (de->d_name[0] != '.')
+				unlinkat(dfd, de->d_name, 0);
+		closedir(d);
+	}
+	free(dir);
+}

@@ -1,0 +1,216 @@
+/* Directory fingerprints: which lookups they may skip, that skipping never
+ * changes a strong key, and that any change to a deciding directory ends
+ * the skipping. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cachet/dirfp.h"
+#include "cachet/pathset.h"
+
+static char root[64];
+
+static char *at(const char *rel)
+{
+	static char buf[8][256];
+	static int next;
+	char *b = buf[next++ % 8];
+	snprintf(b, sizeof buf[0], "%s/%s", root, rel);
+	return b;
+}
+
+static int setup(void **state)
+{
+	strcpy(root, "/tmp/cachet-dirfp-XXXXXX");
+	assert_non_null(mkdtemp(root));
+	assert_int_equal(mkdir(at("d"), 0755), 0);
+	FILE *f = fopen(at("d/f"), "w");
+	assert_non_null(f);
+	fputs("content\n", f);
+	fclose(f);
+	assert_int_equal(symlink("f", at("d/l")), 0);
+	return 0;
+}
+
+/* Fingerprints are only taken of directories older than the margin. */
+static void settle(void)
+{
+	usleep((useconds_t)(DIGEST_CACHE_MARGIN_NS / 1000) + 200000);
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+	return system(cmd);
+}
+
+/* Six observations; the first five are decided by d's entries. */
+static void build(struct pathset *ps)
+{
+	pathset_init(ps);
+	pathset_add(ps, OBS_STAT, 0, at("d/absent.h"), NULL);
+	pathset_add(ps, OBS_STAT, 0, at("d/missing/deeper/x.h"), NULL);
+	pathset_add(ps, OBS_READLINK, 0, at("d/f"), NULL);
+	pathset_add(ps, OBS_READLINK, 0, at("d/l"), NULL);
+	pathset_add(ps, OBS_LIST, 0, at("d"), NULL);
+	pathset_add(ps, OBS_READ, 0, at("d/f"), NULL);
+	pathset_canonicalise(ps, NULL);
+}
+
+static const struct digest weak = { { 1 } }, psd = { { 2 } };
+
+static void recorded(const struct pathset *ps, struct buf *values, struct digest *strong)
+{
+	buf_init(values);
+	pathset_strong_key(ps, &weak, &psd, NULL, values, strong);
+}
+
+static size_t eligible(const struct dirfp_set *set)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < set->nobs; i++)
+		n += set->obs_dir[i] != 0;
+	return n;
+}
+
+static void unchanged_directories_skip_their_lookups_with_the_same_key(void **state)
+{
+	settle();
+	struct pathset ps;
+	build(&ps);
+	struct buf values;
+	struct digest strong, got;
+	recorded(&ps, &values, &strong);
+	struct dirfp_set set;
+	dirfp_collect(&ps, values.data, values.len, &set);
+	assert_int_equal(eligible(&set), 5);
+	assert_int_equal(set.ndirs, 1); /* all decided by d */
+	/* Through the encoding, as a memo keeps it. */
+	struct buf enc;
+	buf_init(&enc);
+	dirfp_encode(&set, &enc);
+	dirfp_free(&set);
+	assert_int_equal(dirfp_decode(enc.data, enc.len, ps.nobs, &set), 0);
+	assert_int_equal(dirfp_strong_key(&set, &ps, &weak, &psd, NULL, values.data, values.len,
+					  &got),
+			 5);
+	assert_memory_equal(got.b, strong.b, DIGEST_LEN);
+	dirfp_free(&set);
+	buf_free(&enc);
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
+/* Each change to d: the skipped lookups are made again and the key is the
+ * one a full evaluation gives. */
+static void check_change_is_seen(const char *what)
+{
+	settle();
+	struct pathset ps;
+	build(&ps);
+	struct buf values;
+	struct digest before, after, full;
+	recorded(&ps, &values, &before);
+	struct dirfp_set set;
+	dirfp_collect(&ps, values.data, values.len, &set);
+	assert_int_equal(eligible(&set), 5);
+	if (!strcmp(what, "create"))
+		assert_int_equal(close(creat(at("d/absent.h"), 0644)), 0);
+	else if (!strcmp(what, "mkdir"))
+		assert_int_equal(mkdir(at("d/missing"), 0755), 0);
+	else if (!strcmp(what, "retarget"))
+		assert_int_equal(unlink(at("d/l")) | symlink("absent.h", at("d/l")), 0);
+	else
+		fail_msg("unknown change %s", what);
+	size_t saved = dirfp_strong_key(&set, &ps, &weak, &psd, NULL, values.data, values.len,
+					&after);
+	assert_int_equal(saved, 0);
+	pathset_strong_key(&ps, &weak, &psd, NULL, NULL, &full);
+	assert_memory_equal(after.b, full.b, DIGEST_LEN);
+	if (strcmp(what, "mkdir") != 0) /* an empty directory changes no value */
+		assert_memory_not_equal(after.b, before.b, DIGEST_LEN);
+	dirfp_free(&set);
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
+static void a_created_file_is_seen(void **state)
+{
+	check_change_is_seen("create");
+	unlink(at("d/absent.h"));
+}
+
+static void a_created_directory_on_an_absent_path_is_seen(void **state)
+{
+	check_change_is_seen("mkdir");
+	rmdir(at("d/missing"));
+}
+
+static void a_retargeted_symlink_is_seen(void **state)
+{
+	check_change_is_seen("retarget");
+}
+
+static void a_directory_changed_just_now_is_not_fingerprinted(void **state)
+{
+	assert_int_equal(mkdir(at("fresh"), 0755), 0);
+	struct pathset ps;
+	pathset_init(&ps);
+	pathset_add(&ps, OBS_STAT, 0, at("fresh/absent.h"), NULL);
+	pathset_canonicalise(&ps, NULL);
+	struct buf values;
+	struct digest strong;
+	recorded(&ps, &values, &strong);
+	struct dirfp_set set;
+	dirfp_collect(&ps, values.data, values.len, &set);
+	assert_int_equal(eligible(&set), 0);
+	dirfp_free(&set);
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
+static void damaged_encodings_are_refused(void **state)
+{
+	settle();
+	struct pathset ps;
+	build(&ps);
+	struct buf values;
+	struct digest strong;
+	recorded(&ps, &values, &strong);
+	struct dirfp_set set;
+	dirfp_collect(&ps, values.data, values.len, &set);
+	struct buf enc;
+	buf_init(&enc);
+	dirfp_encode(&set, &enc);
+	dirfp_free(&set);
+	/* Every truncation, and an observation index out of range. */
+	for (size_t n = 0; n < enc.len; n++)
+		assert_int_equal(dirfp_decode(enc.data, n, ps.nobs, &set), -1);
+	assert_int_equal(dirfp_decode(enc.data, enc.len, 2, &set), -1);
+	buf_free(&enc);
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(unchanged_directories_skip_their_lookups_with_the_same_key),
+		cmocka_unit_test(a_created_file_is_seen),
+		cmocka_unit_test(a_created_directory_on_an_absent_path_is_seen),
+		cmocka_unit_test(a_retargeted_symlink_is_seen),
+		cmocka_unit_test(a_directory_changed_just_now_is_not_fingerprinted),
+		cmocka_unit_test(damaged_encodings_are_refused),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
