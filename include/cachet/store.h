@@ -391,6 +391,10 @@ int store_memo_read(struct store *s, const struct digest *name, struct store_mem
 int store_memo_write(struct store *s, const struct digest *name, const struct store_memo *m,
 		     struct error *e);
 void store_memo_free(struct store_memo *m);
+/* The file's bytes: a SHA-256 over the rest ends them. Decoding takes
+ * untrusted bytes (0, or -1 with *m to be freed all the same). */
+void store_memo_encode(const struct store_memo *m, struct buf *out);
+int store_memo_decode(const void *data, size_t len, struct store_memo *m);
 /* Removes every memo: after clearing, eviction, or a step found
  * nondeterministic, whose memo would skip the index's verdict. */
 void store_memo_drop_all(struct store *s);

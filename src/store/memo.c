@@ -53,7 +53,7 @@ static void put_digest(struct buf *b, const struct digest *d)
 	buf_add(b, d->b, DIGEST_LEN);
 }
 
-static void encode(const struct store_memo *m, struct buf *b)
+void store_memo_encode(const struct store_memo *m, struct buf *b)
 {
 	buf_add(b, MEMO_MAGIC, strlen(MEMO_MAGIC));
 	put_digest(b, &m->weak);
@@ -84,8 +84,10 @@ static void *copy_bytes(struct reader *r, size_t *len)
 	return out;
 }
 
-static int decode(const unsigned char *data, size_t len, struct store_memo *m)
+int store_memo_decode(const void *bytes, size_t len, struct store_memo *m)
 {
+	const unsigned char *data = bytes;
+	memset(m, 0, sizeof *m);
 	size_t magic = strlen(MEMO_MAGIC);
 	if (len < magic + DIGEST_LEN || memcmp(data, MEMO_MAGIC, magic) != 0)
 		return -1;
@@ -147,7 +149,7 @@ int store_memo_read(struct store *s, const struct digest *name, struct store_mem
 	}
 	size_t len = (size_t)st.st_size;
 	data = xmalloc(len ? len : 1);
-	if (read_full(fd, data, len) != (ssize_t)len || decode(data, len, out) < 0) {
+	if (read_full(fd, data, len) != (ssize_t)len || store_memo_decode(data, len, out) < 0) {
 		store_memo_free(out);
 		/* Damaged (or cut short by a crash of a file system without
 		 * ordered renames): drop it, the index still has the entry. */
@@ -173,7 +175,7 @@ int store_memo_write(struct store *s, const struct digest *name, const struct st
 		return 0;
 	struct buf b;
 	buf_init(&b);
-	encode(m, &b);
+	store_memo_encode(m, &b);
 	char *dir = memo_dir(s);
 	char *path = memo_path(s, name);
 	char *tmp = xasprintf("%s/memo.XXXXXX", s->tmp_dir);

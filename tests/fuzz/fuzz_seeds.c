@@ -3,16 +3,18 @@
  * cachet's own encoders, as seeds for the fuzz targets: libFuzzer mutates
  * from there instead of rediscovering the formats' magic numbers.
  *
- *   fuzz_seeds OUTDIR    (OUTDIR/pathset/, result/, step/, remote/ must exist)
+ *   fuzz_seeds OUTDIR    (OUTDIR/pathset/, result/, step/, remote/, memo/ must exist)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/dirfp.h"
 #include "cachet/outputs.h"
 #include "cachet/pathset.h"
 #include "cachet/remote.h"
 #include "cachet/step.h"
+#include "cachet/store.h"
 
 static void save(const char *dir, const char *sub, const char *name, const struct buf *b)
 {
@@ -143,6 +145,41 @@ static void remotes(const char *dir)
 	buf_free(&b);
 }
 
+/* A memo of a path set whose every lookup its directory decides, with a
+ * fingerprint (made up: decoding does not stat). */
+static void memos(const char *dir)
+{
+	struct pathset ps;
+	pathset_init(&ps);
+	pathset_add(&ps, OBS_STAT, 0, "/usr/include/missing.h", NULL);
+	pathset_add(&ps, OBS_READLINK, 0, "/usr/bin/cc", NULL);
+	pathset_add(&ps, OBS_READ, 0, "/usr/include/stdio.h", NULL);
+	pathset_canonicalise(&ps, NULL);
+	struct buf body, dirs, b;
+	buf_init(&body);
+	buf_init(&dirs);
+	buf_init(&b);
+	pathset_encode(&ps, &body);
+	struct dirfp fp = { .dir = "/usr/include", .id = { 1, 2, 4096, 5, 6, 040755 } };
+	uint32_t obs_dir[3] = { 1, 0, 0 };
+	struct dirfp_set set = { .dirs = &fp, .ndirs = 1, .obs_dir = obs_dir, .nobs = 3 };
+	dirfp_encode(&set, &dirs);
+	struct store_memo_fp f = { .path = "/usr/include/stdio.h", .id = { 1, 3, 100, 7, 8, 0100644 } };
+	struct store_memo m = {
+		.weak = { { 1 } }, .pathset = { { 2 } }, .strong = { { 3 } },
+		.pathset_body = body.data, .pathset_len = body.len,
+		.result_body = "result", .result_len = 6,
+		.dirs = dirs.data, .dirs_len = dirs.len,
+		.fps = &f, .nfps = 1,
+	};
+	store_memo_encode(&m, &b);
+	save(dir, "memo", "one", &b);
+	pathset_free(&ps);
+	buf_free(&body);
+	buf_free(&dirs);
+	buf_free(&b);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -153,5 +190,6 @@ int main(int argc, char **argv)
 	results(argv[1]);
 	steps(argv[1]);
 	remotes(argv[1]);
+	memos(argv[1]);
 	return 0;
 }

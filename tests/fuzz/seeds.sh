@@ -8,7 +8,7 @@ set -euo pipefail
 out=$1
 gen=$2
 rm -rf "$out"
-mkdir -p "$out"/{pathset,result,step,settings,compare,steplog,remote}
+mkdir -p "$out"/{pathset,result,step,settings,compare,steplog,remote,memo}
 "$gen" "$out"
 
 cat > "$out/settings/1" <<'CONF'
