@@ -206,6 +206,11 @@ void remote_entry_free(struct remote_entry *en);
 
 struct remote_signer;
 
+/* Where the signature plugin (libcachet-ed25519.so, loaded on first use)
+ * is; by default where remote_plugin_dir finds the transports beside the
+ * running program. */
+void sign_set_plugin_dir(const char *dir);
+
 /* Writes a new key pair: the private key to path (PEM, mode 0600, never
  * overwriting) and the public key to path.pub (PEM). hex_out (65 bytes)
  * gets the public key in the inline form trusted_keys accepts. */

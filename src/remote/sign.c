@@ -1,31 +1,67 @@
 /*
- * Ed25519 signatures over remote entries (OpenSSL libcrypto, which cachet
- * links anyway for SHA-256: signing adds no library). A server can be made
- * to return any bytes, so with trusted keys configured an entry counts only
- * when one of them signed exactly these keys and this result.
+ * Ed25519 signatures over remote entries. A server can be made to return
+ * any bytes, so with trusted keys configured an entry counts only when one
+ * of them signed exactly these keys and this result. The cryptography is
+ * OpenSSL's, in a plugin loaded on first use (ed25519.h).
  */
 #include "cachet/remote.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "remote/ed25519.h"
+
+_Static_assert(REMOTE_PUBKEY_LEN == ED25519_PUBKEY_LEN, "key sizes");
+_Static_assert(REMOTE_SIG_LEN == ED25519_SIG_LEN, "signature sizes");
+
 struct remote_signer {
-	EVP_PKEY *key;
+	void *key;
 	unsigned char pub[REMOTE_PUBKEY_LEN];
 };
 
-static int raw_public(EVP_PKEY *k, unsigned char out[REMOTE_PUBKEY_LEN])
+static char *plugin_dir;
+static const struct ed25519_ops *loaded;
+
+void sign_set_plugin_dir(const char *dir)
 {
-	size_t n = REMOTE_PUBKEY_LEN;
-	return EVP_PKEY_get_raw_public_key(k, out, &n) == 1 && n == REMOTE_PUBKEY_LEN ? 0 : -1;
+	free(plugin_dir);
+	plugin_dir = dir ? xstrdup(dir) : NULL;
+}
+
+/* The plugin, loaded once; NULL with e set when it cannot be. */
+static const struct ed25519_ops *ed25519(struct error *e)
+{
+	if (loaded)
+		return loaded;
+	char *dir = plugin_dir ? xstrdup(plugin_dir) : NULL;
+	if (!dir) {
+		char self[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+		if (n > 0) {
+			self[n] = '\0';
+			dir = remote_plugin_dir(self);
+		}
+	}
+	if (!dir) {
+		error_set(e, "the signature plugin %s is not installed", ED25519_PLUGIN);
+		return NULL;
+	}
+	char *path = xasprintf("%s/%s", dir, ED25519_PLUGIN);
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	ed25519_plugin_fn fn = h ? (ed25519_plugin_fn)dlsym(h, ED25519_PLUGIN_SYMBOL) : NULL;
+	if (fn)
+		loaded = fn();
+	else
+		error_set(e, "cannot load %s: %s", path, h ? "no entry point" : dlerror());
+	free(path);
+	free(dir);
+	return loaded;
 }
 
 static void to_hex(const unsigned char *b, size_t n, char *out)
@@ -38,69 +74,34 @@ static void to_hex(const unsigned char *b, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-/* Creates path exclusively with mode and writes k to it as PEM. */
-static int write_pem(const char *path, mode_t mode, EVP_PKEY *k, int private_key, struct error *e)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-	if (fd < 0)
-		return error_errno(e, "cannot create %s", path);
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(path);
-		return error_errno(e, "cannot write %s", path);
-	}
-	int ok = private_key ? PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL)
-			     : PEM_write_PUBKEY(f, k);
-	if (fclose(f) != 0 || ok != 1) {
-		unlink(path);
-		return error_set(e, "cannot write %s", path);
-	}
-	return 0;
-}
-
 int sign_keygen(const char *path, char *hex_out, struct error *e)
 {
-	EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
-	if (!k)
-		return error_set(e, "cannot generate an Ed25519 key");
+	const struct ed25519_ops *ops = ed25519(e);
+	if (!ops)
+		return -1;
 	char *pub_path = xasprintf("%s.pub", path);
 	unsigned char pub[REMOTE_PUBKEY_LEN];
-	int rc = raw_public(k, pub) < 0 ? error_set(e, "cannot read the public key") : 0;
-	if (rc == 0 && access(pub_path, F_OK) == 0)
-		rc = error_set(e, "%s already exists", pub_path);
-	if (rc == 0)
-		rc = write_pem(path, 0600, k, 1, e);
-	if (rc == 0 && write_pem(pub_path, 0644, k, 0, e) < 0) {
-		unlink(path);
-		rc = -1;
-	}
-	if (rc == 0)
+	char why[512] = "";
+	int rc = ops->keygen(path, pub_path, pub, why, sizeof why);
+	if (rc < 0)
+		error_set(e, "%s", why);
+	else
 		to_hex(pub, REMOTE_PUBKEY_LEN, hex_out);
 	free(pub_path);
-	EVP_PKEY_free(k);
 	return rc;
 }
 
 struct remote_signer *sign_load(const char *path, struct error *e)
 {
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		error_errno(e, "cannot read the signing key %s", path);
+	const struct ed25519_ops *ops = ed25519(e);
+	if (!ops)
 		return NULL;
-	}
-	EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
-	fclose(f);
-	if (!k || EVP_PKEY_get_id(k) != EVP_PKEY_ED25519) {
-		EVP_PKEY_free(k);
-		error_set(e, "%s is not an Ed25519 private key (cachet keygen makes one)", path);
-		return NULL;
-	}
 	struct remote_signer *s = xcalloc(1, sizeof *s);
-	s->key = k;
-	if (raw_public(k, s->pub) < 0) {
-		sign_free(s);
-		error_set(e, "%s: cannot derive the public key", path);
+	char why[512] = "";
+	s->key = ops->load_private(path, s->pub, why, sizeof why);
+	if (!s->key) {
+		free(s);
+		error_set(e, "%s", why);
 		return NULL;
 	}
 	return s;
@@ -110,7 +111,8 @@ void sign_free(struct remote_signer *s)
 {
 	if (!s)
 		return;
-	EVP_PKEY_free(s->key);
+	if (s->key && loaded)
+		loaded->free_key(s->key);
 	free(s);
 }
 
@@ -118,13 +120,8 @@ static int sign_digest(struct remote_signer *s, const struct digest *msg,
 		       unsigned char pub[REMOTE_PUBKEY_LEN], unsigned char sig[REMOTE_SIG_LEN],
 		       struct error *e)
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	size_t siglen = REMOTE_SIG_LEN;
-	int ok = ctx && EVP_DigestSignInit(ctx, NULL, NULL, NULL, s->key) == 1 &&
-		 EVP_DigestSign(ctx, sig, &siglen, msg->b, DIGEST_LEN) == 1 &&
-		 siglen == REMOTE_SIG_LEN;
-	EVP_MD_CTX_free(ctx);
-	if (!ok)
+	/* A signer exists only once the plugin is loaded. */
+	if (loaded->sign(s->key, msg->b, DIGEST_LEN, sig) < 0)
 		return error_set(e, "cannot sign");
 	memcpy(pub, s->pub, REMOTE_PUBKEY_LEN);
 	return 0;
@@ -178,19 +175,19 @@ int trusted_keys_load(char *const *items, struct trusted_keys *out, struct error
 			out->n++;
 			continue;
 		}
-		FILE *f = fopen(item, "re");
-		if (!f) {
+		if (access(item, R_OK) < 0) {
 			trusted_keys_free(out);
 			return error_errno(e, "trusted key %s", item);
 		}
-		EVP_PKEY *k = PEM_read_PUBKEY(f, NULL, NULL, NULL);
-		fclose(f);
-		if (!k || EVP_PKEY_get_id(k) != EVP_PKEY_ED25519 || raw_public(k, out->keys[out->n]) < 0) {
-			EVP_PKEY_free(k);
+		const struct ed25519_ops *ops = ed25519(e);
+		if (!ops) {
+			trusted_keys_free(out);
+			return -1;
+		}
+		if (ops->load_public(item, out->keys[out->n]) < 0) {
 			trusted_keys_free(out);
 			return error_set(e, "trusted key %s: not an Ed25519 public key", item);
 		}
-		EVP_PKEY_free(k);
 		out->n++;
 	}
 	return 0;
@@ -211,15 +208,9 @@ static int verify_digest(const struct trusted_keys *t, const struct digest *msg,
 		trusted = !memcmp(t->keys[i], pub, REMOTE_PUBKEY_LEN);
 	if (!trusted)
 		return 0;
-	EVP_PKEY *k = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, REMOTE_PUBKEY_LEN);
-	if (!k)
-		return 0;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	int ok = ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k) == 1 &&
-		 EVP_DigestVerify(ctx, sig, REMOTE_SIG_LEN, msg->b, DIGEST_LEN) == 1;
-	EVP_MD_CTX_free(ctx);
-	EVP_PKEY_free(k);
-	return ok;
+	/* Without the plugin nothing can be verified: nothing is trusted. */
+	const struct ed25519_ops *ops = ed25519(NULL);
+	return ops && ops->verify(pub, msg->b, DIGEST_LEN, sig) == 1;
 }
 
 int trusted_keys_verify(const struct trusted_keys *t, const struct remote_entry *en)

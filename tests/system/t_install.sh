@@ -29,6 +29,15 @@ CACHET_BIN="$P/bin/cachet" step gcc -c m.c -o m.o
 expect hit
 assert_exists m.o
 
+section "the installed cachet finds its plugins (signatures: cachet keygen)"
+for f in lib/cachet/libcachet-remote-http.so lib/cachet/libcachet-remote-redis.so \
+    lib/cachet/libcachet-ed25519.so; do
+    [ -f "$P/$f" ] || fail "cmake --install did not install $f"
+done
+"$P/bin/cachet" keygen -f "$W/team.key" > "$W/keygen.out" || fail "the installed cachet keygen failed"
+grep -Eq '[0-9a-f]{64}' "$W/keygen.out" || fail "keygen printed no public key: $(cat "$W/keygen.out")"
+[ -f "$W/team.key.pub" ] || fail "keygen wrote no public key file"
+
 section "man finds the installed page"
 if command -v man > /dev/null; then
     MANPATH="$P/share/man" MANWIDTH=80 man cachet 2> "$T/man.err" > "$T/man.txt" || fail "man cachet failed: $(cat "$T/man.err")"

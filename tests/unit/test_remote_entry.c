@@ -134,6 +134,11 @@ static void signatures_bind_keys_and_result(void **state)
 	char *key = scratch_path("k");
 	char hex[65];
 	struct error e = { 0 };
+	/* Without the plugin: a clear error, and nothing verifies. */
+	sign_set_plugin_dir("/nonexistent");
+	assert_int_equal(sign_keygen(key, hex, &e), -1);
+	assert_non_null(strstr(e.msg, "libcachet-ed25519.so"));
+	sign_set_plugin_dir(CACHET_TEST_PLUGIN_DIR);
 	assert_int_equal(sign_keygen(key, hex, &e), 0);
 	struct stat st;
 	assert_int_equal(stat(key, &st), 0);
