@@ -43,6 +43,12 @@ void digest_bytes(const void *data, size_t len, struct digest *out);
 /* Digest of everything readable from fd, starting at offset 0 (pread: the
  * descriptor's offset is left alone). *size_out gets the byte count if non-NULL. */
 int digest_fd(int fd, struct digest *out, uint64_t *size_out, struct error *e);
+/* digest_fd that also hands every chunk it reads to each(ctx, chunk, len),
+ * so that another pass over the bytes (a search) rides on the hashing read
+ * instead of reading the file again. */
+int digest_fd_each(int fd, struct digest *out, uint64_t *size_out,
+		   void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
+		   struct error *e);
 
 /* Opens path with O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC, refuses anything
  * but a regular file (never opens a FIFO or device for hashing), hashes it. */

@@ -58,6 +58,13 @@ void digest_bytes(const void *data, size_t len, struct digest *out)
 
 int digest_fd(int fd, struct digest *out, uint64_t *size_out, struct error *e)
 {
+	return digest_fd_each(fd, out, size_out, NULL, NULL, e);
+}
+
+int digest_fd_each(int fd, struct digest *out, uint64_t *size_out,
+		   void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
+		   struct error *e)
+{
 	struct hasher h;
 	if (hasher_init(&h, e) < 0)
 		return -1;
@@ -83,6 +90,8 @@ int digest_fd(int fd, struct digest *out, uint64_t *size_out, struct error *e)
 		if (n == 0)
 			break;
 		hasher_update(&h, chunk, (size_t)n);
+		if (each)
+			each(ctx, chunk, (size_t)n);
 		off += (uint64_t)n;
 	}
 	free(chunk);
