@@ -54,11 +54,12 @@ void dirfp_encode(const struct dirfp_set *set, struct buf *out);
 int dirfp_decode(const void *data, size_t len, size_t nobs, struct dirfp_set *out);
 void dirfp_free(struct dirfp_set *set);
 
-/* The strong key of ps as pathset_strong_key computes it, taking the
- * recorded value (values, as above) of each observation whose directory
- * is unchanged instead of looking it up. Returns how many lookups it
- * saved. */
-size_t dirfp_strong_key(struct dirfp_set *set, const struct pathset *ps, const struct digest *weak,
+/* The strong key of ps (this checkout's paths) as pathset_strong_key
+ * computes it under bases b, taking the recorded value (values, as above)
+ * of each observation whose directory is unchanged instead of looking it
+ * up. Returns how many lookups it saved. */
+size_t dirfp_strong_key(struct dirfp_set *set, const struct pathset *ps,
+			const struct step_bases *b, const struct digest *weak,
 			const struct digest *ps_digest, struct digest_cache *dc,
 			const void *values, size_t values_len, struct digest *strong);
 

@@ -12,6 +12,7 @@
  *   'L' digest[32]                  LIST: sorted names and types, minus the step's own
  *   'R' target                      READLINK
  *   'E' errno[4]                    any lookup that failed
+ *   'B' path                        BASE: the path itself (portable.h)
  * observe_value never opens a FIFO, socket or device, whatever a path set says.
  */
 #ifndef CACHET_OBSERVE_H
@@ -30,6 +31,11 @@ enum obs_kind {
 	OBS_STAT = 3,
 	OBS_LIST = 4,
 	OBS_READLINK = 5,
+	/* Not a lookup: a base (portable.h) whose real path a run's outputs
+	 * hold. Its path is the base's, which evaluation turns into the
+	 * current checkout's; its value is that path as text, so the run
+	 * holds only where the base lies at the same real path. */
+	OBS_BASE = 6,
 };
 
 enum {

@@ -47,12 +47,18 @@ struct result {
 	 * index) and buf_put_bytes(listing as observe_value_detail writes it) */
 	void *listings;
 	size_t listings_len;
+	/* Why the entry holds only where its bases lie at the recorded real
+	 * paths ("output /src/x.d contains /src"; portable.h), for explain and
+	 * show; NULL when it is not pinned. Kept in the local index only. */
+	char *pinned;
 };
 
 void result_init(struct result *r);
 void result_free(struct result *r);
 struct output *result_add_output(struct result *r, enum output_kind kind, const char *path);
 
+/* pinned is written only when set, so results without it encode as they
+ * always did. */
 void result_encode(const struct result *r, struct buf *out);
 /* Decodes untrusted bytes; checks the trailing SHA-256 that result_encode
  * writes, then every length, kind and path (absolute, no NUL). */

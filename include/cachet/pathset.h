@@ -18,6 +18,8 @@
 #include "cachet/error.h"
 #include "cachet/observe.h"
 
+struct step_bases;
+
 struct observation {
 	uint8_t kind;          /* enum obs_kind */
 	uint8_t flags;         /* OBS_F_* */
@@ -58,19 +60,22 @@ int pathset_decode(const void *data, size_t len, struct pathset *ps, struct erro
 const char **pathset_excluded(const struct pathset *ps, size_t i);
 
 /* Evaluates every observation against the file system now and returns the
- * strong key. values_out, if not NULL, receives the concatenated
- * length-prefixed values (for explain). */
-void pathset_strong_key(const struct pathset *ps, const struct digest *weak,
-			const struct digest *ps_digest, struct digest_cache *dc,
-			struct buf *values_out, struct digest *strong);
+ * strong key. ps holds this checkout's paths (portable_localise_pathset);
+ * values are keyed in portable form under the bases b (portable_value; NULL
+ * or none: as found). values_out, if not NULL, receives the concatenated
+ * length-prefixed values as keyed (for explain). */
+void pathset_strong_key(const struct pathset *ps, const struct step_bases *b,
+			const struct digest *weak, const struct digest *ps_digest,
+			struct digest_cache *dc, struct buf *values_out, struct digest *strong);
 
 /* pathset_strong_key where known(ctx, i, &v, &len) may supply the value of
- * observation i without a lookup (1; the caller vouches that it holds). */
+ * observation i without a lookup (1; the caller vouches that it holds). A
+ * supplied value is a recorded one, already in keyed (portable) form. */
 typedef int (*pathset_known_fn)(void *ctx, size_t i, const void **value, size_t *len);
-void pathset_strong_key_known(const struct pathset *ps, const struct digest *weak,
-			      const struct digest *ps_digest, struct digest_cache *dc,
-			      pathset_known_fn known, void *known_ctx, struct buf *values_out,
-			      struct digest *strong);
+void pathset_strong_key_known(const struct pathset *ps, const struct step_bases *b,
+			      const struct digest *weak, const struct digest *ps_digest,
+			      struct digest_cache *dc, pathset_known_fn known, void *known_ctx,
+			      struct buf *values_out, struct digest *strong);
 
 /* Same as pathset_strong_key, but with the values already known (recorded
  * at the end of a run): values is the concatenation of buf_put_bytes(value)

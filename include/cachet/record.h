@@ -20,6 +20,7 @@
 #include "cachet/error.h"
 #include "cachet/outputs.h"
 #include "cachet/pathset.h"
+#include "cachet/portable.h"
 #include "cachet/store.h"
 #include "cachet/trace.h"
 
@@ -33,15 +34,29 @@ struct record {
 	/* NULL, or why this run must not be stored although it succeeded:
 	 * "input modified during run" and the like. Static string. */
 	const char *not_storable;
+	/* Bit i: the real path of base i (portable.h) occurs in an output or
+	 * in stdout or stderr, so the entry must hold only where that base
+	 * lies at the same path; pinned_by[i] says where it was seen first
+	 * ("output /src/x.d contains /src", "stdout contains /src";
+	 * malloc'd). portable_record adds the bases that lookups pin. */
+	unsigned pinned;
+	char *pinned_by[STEP_MAX_BASES];
 };
 
 /* Builds the path set and values from the events, checks that every
  * observation still holds what the step saw, and captures the outputs into
  * store s (skipped when s is NULL or not_storable is set). Paths under
  * ignore_roots (NULL-terminated) are neither observations nor outputs.
- * Returns -1 only on a failure of cachet itself (store full, ...). */
+ * Each captured file is searched for the real path of every base in scan
+ * (may be NULL) while it is hashed, which sets pinned. Returns -1 only on a
+ * failure of cachet itself (store full, ...). */
 int record_run(const struct trace_event *events, size_t n, const char *const *ignore_roots,
-	       struct store *s, struct digest_cache *dc, struct record *out, struct error *e);
+	       const struct step_bases *scan, struct store *s, struct digest_cache *dc,
+	       struct record *out, struct error *e);
+/* Searches the run's stdout or stderr (name says which) for the bases'
+ * real paths, as record_run searches outputs. */
+void record_scan_stream(struct record *rec, const char *name, const void *data, size_t len,
+			const struct step_bases *scan);
 void record_free(struct record *r);
 
 #endif

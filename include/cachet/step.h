@@ -4,8 +4,9 @@
  *
  * The weak key is SHA-256 over the format version, the namespace, argv, cwd,
  * the keyed environment, the platform, the executable's digest and, when
- * stdin is a regular file, its content digest. What the step then reads is
- * the path set's business (pathset.h).
+ * stdin is a regular file, its content digest; paths under the step's bases
+ * in portable form (portable.h). What the step then reads is the path
+ * set's business (pathset.h).
  */
 #ifndef CACHET_STEP_H
 #define CACHET_STEP_H
@@ -14,6 +15,7 @@
 #include "cachet/buf.h"
 #include "cachet/digest.h"
 #include "cachet/error.h"
+#include "cachet/portable.h"
 
 struct digest_cache;
 
@@ -35,6 +37,10 @@ struct step {
 	 * Keyed with TERM: the bytes written to a terminal differ. */
 	unsigned terminal;
 	char *term;            /* TERM when terminal != 0; owned */
+	/* Where checkouts may lie elsewhere (base_dir; HOME in the hermetic
+	 * mode): the weak key, path sets and results are portable under
+	 * them. The strings are not owned and outlive the step. */
+	struct step_bases bases;
 	struct digest weak;
 };
 
@@ -65,11 +71,13 @@ char *env_strip_make_jobs(const char *value);
 
 /* Fills step from argv (the command, argv[0] already the resolved program
  * path or name), the process's cwd, environment envp, stdin and platform,
- * and computes the weak key. exe is the resolved program path. The digest
- * cache serves the executable's digest (nvcc's driver is 30 MB). */
+ * and computes the weak key under bases (may be NULL: none). exe is the
+ * resolved program path. The digest cache serves the executable's digest
+ * (nvcc's driver is 30 MB). Fails when the step cannot be keyed under its
+ * bases (step_weak_key). */
 int step_init(struct step *step, char *const *argv, const char *exe, char *const *envp,
-	      const char *const *env_ignore, const char *namespace_, struct digest_cache *dc,
-	      struct error *e);
+	      const char *const *env_ignore, const char *namespace_,
+	      const struct step_bases *bases, struct digest_cache *dc, struct error *e);
 void step_free(struct step *step);
 
 /* Serialises what explain and show need to describe the step (argv, cwd,
@@ -92,37 +100,12 @@ char *platform_describe(void);
  * EACCES (found but not executable). */
 char *step_find_program(const char *name, const char *skip_self);
 
-/* ---- sharing: keys that do not depend on where a tree lives ----
- *
- * A base is a directory whose location differs between machines and users
- * (base_dir; HOME in the hermetic mode). For a remote cache, a path under a
- * base is written in its portable form, which names the base by index:
- * "/@cachet-base1/src/x.c" for $HOME/src/x.c. Bases are canonical absolute
- * paths (no symlinks, no trailing '/'), never "/"; NULL when unset. Two
- * machines share hits when their bases play the same roles. */
-#define STEP_MAX_BASES 2
-#define STEP_BASE_DIR 0  /* base_dir */
-#define STEP_BASE_HOME 1 /* HOME, in the hermetic mode */
-#define STEP_PORTABLE_PREFIX "/@cachet-base"
-
-struct step_bases {
-	const char *dir[STEP_MAX_BASES]; /* not owned */
-};
-
-/* The portable form of an absolute path (malloc'd): under the deepest base
- * that contains it, "/@cachet-base<i>" + the rest; else a copy. NULL when
- * the path itself starts with the reserved prefix (it cannot be shared). */
-char *step_portable_path(const char *path, const struct step_bases *b);
-/* The local path for a portable one (malloc'd), or NULL when it names a
- * base that is unset here. Absolute paths come back unchanged. */
-char *step_local_path(const char *portable, const struct step_bases *b);
-/* Text (an argv element, an environment value) with every base that starts
- * a path in it replaced by its portable name (malloc'd). NULL when the text
- * already holds the reserved prefix. */
-char *step_portable_text(const char *text, const struct step_bases *b);
-/* The weak key as any machine computes it for this step: like the weak key,
- * over argv, cwd, keyed environment and executable in portable form.
- * Returns -1 when the step cannot be shared (reserved prefix in its text). */
-int step_portable_weak(const struct step *step, const struct step_bases *b, struct digest *out);
+/* The weak key of step as a checkout under bases b computes it: argv,
+ * cwd, the environment's values and the executable's path in portable form
+ * (portable.h). Without bases (b NULL or empty) it is the plain key, the
+ * same one that format version 1 has always had, so existing caches keep
+ * hitting. Returns -1 when bases are set and a text already holds the
+ * reserved prefix (the step cannot be keyed portably). */
+int step_weak_key(const struct step *step, const struct step_bases *b, struct digest *out);
 
 #endif

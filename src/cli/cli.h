@@ -17,10 +17,15 @@ struct step;
 const struct settings *cli_settings(void);
 const char *cli_settings_error(void);
 
-/* step_init with the configured namespace and env_ignore: run, explain and
- * repro must build the same key for the same command. */
+/* step_init with the configured namespace, env_ignore and bases: run,
+ * explain and repro must build the same key for the same command. */
 int cli_step_init(struct step *step, char *const *argv, const char *program,
 		  struct digest_cache *dc, struct error *e);
+
+/* The bases of every step of this process (portable.h): base_dir,
+ * canonical, and HOME in the hermetic mode; computed once. NULL with e
+ * when base_dir cannot be used (missing, not a directory, "/"). */
+const struct step_bases *cli_bases(struct error *e);
 
 /* Which of the step's stdout and stderr are terminals (STEP_TTY_* bits):
  * those that are terminals for cachet itself (setting color = auto), both

@@ -68,6 +68,35 @@ const char *cli_settings_error(void)
 	return settings_state == -1 ? settings_error.msg : NULL;
 }
 
+static struct {
+	int state; /* 0 not computed, 1 ready, -1 failed */
+	struct step_bases bases;
+	char *base_dir; /* canonical; owned here for the process's life */
+	struct error error;
+} process_bases;
+
+const struct step_bases *cli_bases(struct error *e)
+{
+	if (!process_bases.state) {
+		const struct settings *st = cli_settings();
+		/* The hermetic mode's HOME is a base: prepare it first. */
+		remote_tier_prepare(st);
+		const char *dir = st ? settings_str(st, "base_dir") : NULL;
+		struct error *why = &process_bases.error;
+		process_bases.state = 1;
+		if (dir && !(process_bases.base_dir = portable_base(dir, "base_dir", why)))
+			process_bases.state = -1;
+		process_bases.bases.dir[STEP_BASE_DIR] = process_bases.base_dir;
+		process_bases.bases.dir[STEP_BASE_HOME] = remote_tier_home();
+	}
+	if (process_bases.state < 0) {
+		if (e)
+			*e = process_bases.error;
+		return NULL;
+	}
+	return &process_bases.bases;
+}
+
 int cli_step_init(struct step *step, char *const *argv, const char *program,
 		  struct digest_cache *dc, struct error *e)
 {
@@ -76,9 +105,12 @@ int cli_step_init(struct step *step, char *const *argv, const char *program,
 	/* hermetic_env: the step runs with, and is keyed by, only those
 	 * variables; explain and repro must see the same environment. */
 	remote_tier_prepare(st);
+	const struct step_bases *b = cli_bases(e);
+	if (!b)
+		return -1;
 	char **ignore = st ? settings_list(st, "env_ignore") : NULL;
 	int rc = step_init(step, argv, program, environ, (const char *const *)ignore,
-			   st ? settings_str(st, "namespace") : NULL, dc, e);
+			   st ? settings_str(st, "namespace") : NULL, b, dc, e);
 	settings_list_free(ignore);
 	if (rc == 0) {
 		unsigned terminal = cli_step_terminal();

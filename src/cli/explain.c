@@ -10,6 +10,7 @@
 #include "cachet/buf.h"
 #include "cachet/explain.h"
 #include "cachet/path.h"
+#include "cachet/portable.h"
 #include "cli/cli.h"
 
 extern char **environ;
@@ -91,10 +92,15 @@ static void explain_known_step(struct store *s, const struct step *now, struct s
 		struct pathset ps;
 		if (pathset_decode(sets[i].body, sets[i].len, &ps, &e) < 0)
 			continue;
+		if (portable_localise_pathset(&ps, &now->bases) < 0) {
+			pathset_free(&ps);
+			continue; /* recorded under a base that is not set here */
+		}
 		struct buf values;
 		buf_init(&values);
 		struct digest strong;
-		pathset_strong_key(&ps, &now->weak, &sets[i].digest, dc, &values, &strong);
+		pathset_strong_key(&ps, &now->bases, &now->weak, &sets[i].digest, dc, &values,
+				   &strong);
 		void *body;
 		size_t len;
 		if (store_get_result(s, &strong, &body, &len, &e) == 1) {

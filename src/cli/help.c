@@ -184,7 +184,15 @@ static const char config_help[] =
 	"With KEY, prints its value; with KEY VALUE, checks the value and writes it to\n"
 	"the user's file ${XDG_CONFIG_HOME:-~/.config}/cachet/cachet.conf, or with\n"
 	"--cache to $CACHET_DIR/cachet.conf (for settings a shared cache should carry).\n"
-	"Later sources win: default, the cache's file, the user's file, CACHET_<KEY>.\n";
+	"Later sources win: default, the cache's file, the user's file, CACHET_<KEY>.\n"
+	"\n"
+	"base_dir DIR (CACHET_BASE_DIR): the root of a checkout, an absolute path; its\n"
+	"real path counts. Paths under it are keyed relative to it, locally and on\n"
+	"remotes, so a checkout at another path hits what this one stored while its\n"
+	"files are the same. A step whose outputs, stdout or stderr contain the real\n"
+	"path (a depfile, -g debug info) is keyed on that path and re-runs elsewhere:\n"
+	"correct, but not shared. Compile with -ffile-prefix-map=DIR=. (or\n"
+	"-fdebug-prefix-map) so that objects do not name the checkout.\n";
 
 static const char remote_help[] =
 	"usage: cachet remote flush [-q]\n"

@@ -3,11 +3,12 @@
  * hit is restored beneath the output roots only and stored locally too; a
  * stored miss is spooled and uploaded in the background.
  *
- * Remote keys are portable (step.h): paths under base_dir, and under HOME
- * in the hermetic mode, are written relative to them, so two users or
- * machines whose trees live at different places share entries. The remote
- * never sees an environment value or an argv element: only digests over
- * them, paths, modes and content digests.
+ * Keys and entries are portable (portable.h) here as in the local store:
+ * paths under base_dir, and under HOME in the hermetic mode, are written
+ * relative to them, so two users or machines whose trees live at different
+ * places share entries, and an entry goes between the tiers unchanged. The
+ * remote never sees an environment value or an argv element: only digests
+ * over them, paths, modes and content digests.
  */
 #include "cli/remote_tier.h"
 
@@ -23,6 +24,7 @@
 
 #include "cachet/outputs.h"
 #include "cachet/pathset.h"
+#include "cachet/portable.h"
 #include "cachet/record.h"
 #include "cachet/remote.h"
 #include "cachet/step.h"
@@ -99,7 +101,12 @@ void remote_tier_prepare(const struct settings *st)
 	settings_list_free(names);
 }
 
-/* ---- context: configuration, client, bases and roots ---- */
+const char *remote_tier_home(void)
+{
+	return prepared.home;
+}
+
+/* ---- context: configuration and client ---- */
 
 struct ctx {
 	struct store *store;
@@ -107,8 +114,6 @@ struct ctx {
 	struct remote_config config;
 	struct remote_client *client;
 	char *state_dir;
-	char *base_dir; /* canonical, or NULL */
-	struct step_bases bases;
 	int verbose;
 	int trusted_loaded; /* 0 not yet, 1 loaded (or none configured), -1 failed */
 	int trust_required; /* trusted_keys is set */
@@ -154,11 +159,6 @@ static int ctx_open(struct ctx *x, struct store *s)
 	free(self);
 	x->client = remote_client_new(&x->config, x->state_dir, plugin);
 	free(plugin);
-	const char *base = settings_str(x->st, "base_dir");
-	if (base)
-		x->base_dir = realpath(base, NULL);
-	x->bases.dir[STEP_BASE_DIR] = x->base_dir;
-	x->bases.dir[STEP_BASE_HOME] = prepared.hermetic ? prepared.home : NULL;
 	return 1;
 }
 
@@ -168,7 +168,6 @@ static void ctx_close(struct ctx *x)
 	remote_config_free(&x->config);
 	trusted_keys_free(&x->trusted);
 	free(x->state_dir);
-	free(x->base_dir);
 }
 
 /* Loads trusted_keys once. 1 when entries and path sets need a trusted
@@ -207,52 +206,6 @@ static int pathset_trusted(struct ctx *x, const struct digest *weak,
 	return need == 0 || (need > 0 && trusted_keys_verify_pathset(&x->trusted, weak, set));
 }
 
-/* ---- values: the concatenated buf_put_bytes of each observation ---- */
-
-struct slices {
-	const void **p;
-	size_t *len;
-	size_t n;
-};
-
-static int split_values(const void *values, size_t len, size_t n, struct slices *out)
-{
-	out->p = xcalloc(n ? n : 1, sizeof *out->p);
-	out->len = xcalloc(n ? n : 1, sizeof *out->len);
-	out->n = n;
-	struct reader r;
-	reader_init(&r, values, len);
-	for (size_t i = 0; i < n; i++) {
-		out->p[i] = reader_bytes(&r, &out->len[i]);
-		if (!out->p[i])
-			return -1;
-	}
-	return r.left == 0 ? 0 : -1;
-}
-
-static void slices_free(struct slices *s)
-{
-	free(s->p);
-	free(s->len);
-}
-
-/* The values in the order a canonicalised path set has them: new[perm[i]]
- * = old[i]. */
-static void permute_values(const struct slices *old, const size_t *perm, size_t nnew,
-			   struct buf *out)
-{
-	const void **p = xcalloc(nnew ? nnew : 1, sizeof *p);
-	size_t *len = xcalloc(nnew ? nnew : 1, sizeof *len);
-	for (size_t i = 0; i < old->n; i++) {
-		p[perm[i]] = old->p[i];
-		len[perm[i]] = old->len[i];
-	}
-	for (size_t i = 0; i < nnew; i++)
-		buf_put_bytes(out, p[i] ? p[i] : "", len[i]);
-	free(p);
-	free(len);
-}
-
 /* ---- the lookup ---- */
 
 static void replay(struct store *s, const struct blob_ref *ref, int fd)
@@ -266,28 +219,6 @@ static void replay(struct store *s, const struct blob_ref *ref, int fd)
 		write_all(fd, data, len);
 		free(data);
 	}
-}
-
-/* Output paths and absolute symlink targets from portable to local form.
- * -1 when the entry names a base that is not set here. */
-static int localise_result(struct result *res, const struct step_bases *b)
-{
-	for (size_t i = 0; i < res->noutputs; i++) {
-		struct output *o = &res->outputs[i];
-		char *p = step_local_path(o->path, b);
-		if (!p)
-			return -1;
-		free(o->path);
-		o->path = p;
-		if (o->kind == OUT_SYMLINK && o->target && o->target[0] == '/') {
-			char *t = step_local_path(o->target, b);
-			if (!t)
-				return -1;
-			free(o->target);
-			o->target = t;
-		}
-	}
-	return 0;
 }
 
 /* Fetches every blob the local store lacks, re-hashing each. 0 all there,
@@ -349,61 +280,39 @@ static int fetch_blobs(struct ctx *x, size_t tier, struct result *res)
 	return rc;
 }
 
-/* Stores a remote hit in the local index, under the local keys. */
-static void store_locally(struct ctx *x, const struct step *step, struct pathset *ps,
-			  const struct buf *values, struct result *res)
+/* Stores a remote hit in the local index. Keys and forms are the same in
+ * both tiers: the path set goes in as the remote has it, the result (still
+ * portable) with the values found here, for explain. */
+static void store_locally(struct ctx *x, const struct step *step, const struct remote_pathset *set,
+			  const struct digest *strong, const struct buf *result_body,
+			  const struct result *res)
 {
-	struct slices sl;
-	size_t nobs = ps->nobs;
-	size_t *perm = NULL;
-	struct buf body, local_values, step_body, result_body;
-	buf_init(&body);
-	buf_init(&local_values);
+	struct buf step_body;
 	buf_init(&step_body);
-	buf_init(&result_body);
-	if (split_values(values->data, values->len, nobs, &sl) == 0) {
-		pathset_canonicalise(ps, &perm);
-		permute_values(&sl, perm, ps->nobs, &local_values);
-		pathset_encode(ps, &body);
-		struct digest psd, strong;
-		digest_bytes(body.data, body.len, &psd);
-		pathset_strong_key_from_values(&step->weak, &psd, local_values.data, local_values.len,
-					       &strong);
-		free(res->values);
-		res->values = xmalloc(local_values.len + 1);
-		memcpy(res->values, local_values.data, local_values.len);
-		res->values_len = local_values.len;
-		step_encode(step, &step_body);
-		result_encode(res, &result_body);
-		size_t nblobs;
-		struct blob_ref *blobs = result_blobs(res, &nblobs);
-		struct store_entry entry = {
-			.weak = &step->weak,
-			.step_body = step_body.data,
-			.step_len = step_body.len,
-			.pathset = &psd,
-			.pathset_body = body.data,
-			.pathset_len = body.len,
-			.strong = &strong,
-			.result_body = result_body.data,
-			.result_len = result_body.len,
-			.blobs = blobs,
-			.nblobs = nblobs,
-			.duration_ms = res->duration_ms,
-		};
-		struct error e = { 0 };
-		if (store_put_entry(x->store, &entry, LOCAL_MAX_PATHSETS, &e) < 0) {
-			count(x, "errors");
-			note(x, "cannot store the remote hit locally", &e);
-		}
-		free(blobs);
+	step_encode(step, &step_body);
+	size_t nblobs;
+	struct blob_ref *blobs = result_blobs(res, &nblobs);
+	struct store_entry entry = {
+		.weak = &step->weak,
+		.step_body = step_body.data,
+		.step_len = step_body.len,
+		.pathset = &set->digest,
+		.pathset_body = set->body,
+		.pathset_len = set->len,
+		.strong = strong,
+		.result_body = result_body->data,
+		.result_len = result_body->len,
+		.blobs = blobs,
+		.nblobs = nblobs,
+		.duration_ms = res->duration_ms,
+	};
+	struct error e = { 0 };
+	if (store_put_entry(x->store, &entry, LOCAL_MAX_PATHSETS, &e) < 0) {
+		count(x, "errors");
+		note(x, "cannot store the remote hit locally", &e);
 	}
-	slices_free(&sl);
-	free(perm);
-	buf_free(&body);
-	buf_free(&local_values);
+	free(blobs);
 	buf_free(&step_body);
-	buf_free(&result_body);
 }
 
 /* Tries one path set of the list. 1 hit, 0 not this one, -1 the server
@@ -427,21 +336,15 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 		note(x, "corrupt path set", &e);
 		return 0;
 	}
-	for (size_t i = 0; i < ps.npaths; i++) {
-		if (ps.paths[i][0] != '/')
-			continue; /* a name in a listing, not a path */
-		char *local = step_local_path(ps.paths[i], &x->bases);
-		if (!local) {
-			pathset_free(&ps);
-			return 0; /* recorded under a base that is not set here */
-		}
-		free(ps.paths[i]);
-		ps.paths[i] = local;
+	if (portable_localise_pathset(&ps, &step->bases) < 0) {
+		pathset_free(&ps);
+		return 0; /* recorded under a base that is not set here */
 	}
-	struct buf values;
+	struct buf values, result_body;
 	buf_init(&values);
+	buf_init(&result_body);
 	struct digest strong, key;
-	pathset_strong_key(&ps, w, &set->digest, dc, &values, &strong);
+	pathset_strong_key(&ps, &step->bases, w, &set->digest, dc, &values, &strong);
 	remote_key_entry(&strong, &key);
 	void *data = NULL;
 	size_t len = 0;
@@ -479,14 +382,23 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 		note(x, "corrupt result", &e);
 		goto out;
 	}
-	if (localise_result(&res, &x->bases) < 0)
+	/* The local copy keeps the portable form, with the values found
+	 * here (the remote's carry none) for explain. */
+	free(res.values);
+	free(res.pinned); /* another machine's reason names its paths */
+	res.pinned = NULL;
+	res.values = xmalloc(values.len + 1);
+	memcpy(res.values, values.data, values.len);
+	res.values_len = values.len;
+	result_encode(&res, &result_body);
+	if (portable_localise_result(&res, &step->bases) < 0)
 		goto out;
 	int f = fetch_blobs(x, tier, &res);
 	if (f != 0) {
 		rc = f < 0 ? -1 : 0;
 		goto out;
 	}
-	const char *roots[3] = { step->cwd, x->base_dir, NULL };
+	const char *roots[3] = { step->cwd, step->bases.dir[STEP_BASE_DIR], NULL };
 	if (result_restore_beneath(&res, x->store, roots, &e) < 0) {
 		count(x, e.code == EPERM ? "remote_refused" : "errors");
 		note(x, e.code == EPERM ? "entry refused" : "cannot restore", &e);
@@ -494,7 +406,7 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 	}
 	replay(x->store, &res.out, 1);
 	replay(x->store, &res.err, 2);
-	store_locally(x, step, &ps, &values, &res);
+	store_locally(x, step, set, &strong, &result_body, &res);
 	*exit_code = res.exit_code;
 	rc = 1;
 out:
@@ -502,6 +414,7 @@ out:
 	remote_entry_free(&en);
 	free(data);
 	buf_free(&values);
+	buf_free(&result_body);
 	pathset_free(&ps);
 	return rc;
 }
@@ -514,11 +427,10 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 	struct ctx x;
 	if (ctx_open(&x, s) <= 0)
 		return 0;
-	struct digest w, kw;
+	const struct digest *w = &step->weak;
+	struct digest kw;
 	int hit = 0, asked = 0;
-	if (step_portable_weak(step, &x.bases, &w) < 0)
-		goto out;
-	remote_key_pathsets(&w, &kw);
+	remote_key_pathsets(w, &kw);
 	for (size_t t = 0; t < remote_client_tiers(x.client) && !hit; t++) {
 		void *data = NULL;
 		size_t len = 0;
@@ -546,7 +458,7 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 			note(&x, "corrupt path-set list", &e);
 		} else {
 			for (size_t i = 0; i < list.n && !hit; i++) {
-				int r = try_pathset(&x, t, step, dc, &w, &list.sets[i], exit_code);
+				int r = try_pathset(&x, t, step, dc, w, &list.sets[i], exit_code);
 				if (r < 0)
 					break;
 				hit = r;
@@ -561,78 +473,35 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 	} else if (asked) {
 		count(&x, "remote_misses");
 	}
-out:
 	ctx_close(&x);
 	return hit;
 }
 
 /* ---- the upload ---- */
 
-/* The path set, values and result of a run in portable form. -1 when the
- * run names the reserved prefix somewhere (it cannot be shared). */
-static int make_job(struct ctx *x, const struct record *rec, struct spool_job *job)
+/* The upload of a stored run: the path set and strong key as stored
+ * locally (already portable), the result without what is for local eyes
+ * only (values, listings, why it is pinned: the receiver has its own). */
+static void make_job(const struct step *step, const struct record *rec, struct spool_job *job)
 {
-	const struct pathset *ps = &rec->ps;
-	struct pathset pp;
-	pathset_init(&pp);
-	int rc = 0;
-	for (size_t i = 0; i < ps->nobs && rc == 0; i++) {
-		const struct observation *o = &ps->obs[i];
-		char *p = step_portable_path(ps->paths[o->path], &x->bases);
-		if (!p) {
-			rc = -1;
-			break;
-		}
-		const char **excluded = pathset_excluded(ps, i);
-		pathset_add(&pp, (enum obs_kind)o->kind, o->flags, p, excluded);
-		free(excluded);
-		free(p);
-	}
-	struct slices sl = { 0 };
-	size_t *perm = NULL;
-	struct buf values;
-	buf_init(&values);
-	if (rc == 0 && split_values(rec->values.data, rec->values.len, ps->nobs, &sl) < 0)
-		rc = -1;
-	if (rc == 0) {
-		pathset_canonicalise(&pp, &perm);
-		permute_values(&sl, perm, pp.nobs, &values);
-		pathset_encode(&pp, &job->pathset_body);
-		digest_bytes(job->pathset_body.data, job->pathset_body.len, &job->pathset);
-		pathset_strong_key_from_values(&job->weak, &job->pathset, values.data, values.len,
-					       &job->strong);
-	}
-	slices_free(&sl);
-	free(perm);
-	buf_free(&values);
-	pathset_free(&pp);
-	if (rc < 0)
-		return -1;
-
+	job->weak = step->weak;
+	buf_add(&job->pathset_body, rec->ps_body.data, rec->ps_body.len);
+	job->pathset = rec->ps_digest;
+	pathset_strong_key_from_values(&job->weak, &job->pathset, rec->values.data, rec->values.len,
+				       &job->strong);
 	const struct result *res = &rec->result;
 	struct result pr;
 	result_init(&pr);
-	for (size_t i = 0; i < res->noutputs && rc == 0; i++) {
+	for (size_t i = 0; i < res->noutputs; i++) {
 		const struct output *o = &res->outputs[i];
-		char *p = step_portable_path(o->path, &x->bases);
-		char *t = o->kind == OUT_SYMLINK && o->target && o->target[0] == '/'
-				  ? step_portable_path(o->target, &x->bases)
-				  : NULL;
-		if (!p || (o->kind == OUT_SYMLINK && o->target && o->target[0] == '/' && !t)) {
-			rc = -1;
-		} else {
-			struct output *q = result_add_output(&pr, (enum output_kind)o->kind, p);
-			q->mode = o->mode;
-			q->blob = o->blob;
-			q->blob.form = BLOB_RAW; /* how a store keeps it is its own business */
-			q->has_mtime = o->has_mtime;
-			q->mtime_ns = o->mtime_ns;
-			if (o->kind == OUT_SYMLINK)
-				q->target = t ? t : xstrdup(o->target ? o->target : "");
-			else
-				free(t);
-		}
-		free(p);
+		struct output *q = result_add_output(&pr, (enum output_kind)o->kind, o->path);
+		q->mode = o->mode;
+		q->blob = o->blob;
+		q->blob.form = BLOB_RAW; /* how a store keeps it is its own business */
+		q->has_mtime = o->has_mtime;
+		q->mtime_ns = o->mtime_ns;
+		if (o->kind == OUT_SYMLINK)
+			q->target = xstrdup(o->target ? o->target : "");
 	}
 	pr.out = res->out;
 	pr.err = res->err;
@@ -642,11 +511,9 @@ static int make_job(struct ctx *x, const struct record *rec, struct spool_job *j
 	pr.created = res->created;
 	pr.host = xstrdup(res->host ? res->host : "");
 	pr.cachet_version = xstrdup(res->cachet_version ? res->cachet_version : "");
-	/* Values and listings are for explain; the receiver has its own. */
 	pr.values = xmalloc(1);
 	pr.listings = xmalloc(1);
-	if (rc == 0)
-		result_encode(&pr, &job->result_body);
+	result_encode(&pr, &job->result_body);
 	size_t n;
 	struct blob_ref *refs = result_blobs(&pr, &n);
 	job->blobs = xcalloc(n ? n : 1, sizeof *job->blobs);
@@ -662,7 +529,6 @@ static int make_job(struct ctx *x, const struct record *rec, struct spool_job *j
 	}
 	free(refs);
 	result_free(&pr);
-	return rc;
 }
 
 /* Starts `cachet remote drain` in the background unless one runs. The
@@ -743,9 +609,8 @@ void remote_tier_upload(struct store *s, const struct step *step, const struct r
 	struct spool_job job;
 	spool_job_init(&job);
 	struct error e = { 0 };
-	if (step_portable_weak(step, &x.bases, &job.weak) < 0 || make_job(&x, rec, &job) < 0) {
-		count(&x, "remote_unshareable");
-	} else if (spool_write(x.state_dir, &job, &e) < 0) {
+	make_job(step, rec, &job);
+	if (spool_write(x.state_dir, &job, &e) < 0) {
 		count(&x, "remote_errors");
 		note(&x, "cannot spool an upload", &e);
 	} else {

@@ -25,6 +25,10 @@ struct digest_cache;
  * HOME becomes a base of portable keys. Does nothing otherwise. */
 void remote_tier_prepare(const struct settings *st);
 
+/* The canonical HOME that remote_tier_prepare made a base in the hermetic
+ * mode, or NULL. */
+const char *remote_tier_home(void);
+
 /* After a local miss: asks the remotes. Returns 1 on a hit: the outputs are
  * restored (only inside the output roots: the cwd subtree and base_dir),
  * stdout and stderr replayed, the entry stored locally, *exit_code set.
@@ -34,7 +38,8 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 		       int *exit_code);
 
 /* After a miss stored its entry: writes an upload job to the spool and
- * starts a background drainer if none runs. Never waits for the network. */
+ * starts a background drainer if none runs. Never waits for the network.
+ * rec is in the stored, portable form (portable_record). */
 void remote_tier_upload(struct store *s, const struct step *step, const struct record *rec);
 
 struct drain_report {

@@ -334,8 +334,8 @@ static void note_inputs(struct repro_run *run, const struct trace_result *tr, ch
 {
 	struct record rec;
 	struct error e = {0};
-	if (record_run(tr->events, tr->nevents, (const char *const *)ignore, NULL, NULL, &rec,
-	               &e) == 0) {
+	if (record_run(tr->events, tr->nevents, (const char *const *)ignore, NULL, NULL, NULL,
+	               &rec, &e) == 0) {
 		run->ps_digest = rec.ps_digest;
 		buf_add(&run->values, rec.values.data, rec.values.len);
 		if (rec.not_storable && !run->note)

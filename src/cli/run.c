@@ -24,6 +24,7 @@
 #include "cachet/outputs.h"
 #include "cachet/path.h"
 #include "cachet/pathset.h"
+#include "cachet/portable.h"
 #include "cachet/record.h"
 #include "cachet/step.h"
 #include "cachet/trace.h"
@@ -196,15 +197,18 @@ static int load_output(struct store *s, const struct blob_ref *ref, void **data,
 	return ref->size ? store_blob_read(s, ref, data, len, e) : 0;
 }
 
-/* Serves a result found for the step: checks that its blobs are all there,
- * restores its outputs and replays its stdout and stderr. 1 on a hit (with
- * *exit_code), 0 when it cannot be served (counted; the caller goes on),
+/* Serves a result found for the step (as stored: portable): checks that its
+ * blobs are all there, restores its outputs into this checkout and replays
+ * its stdout and stderr. 1 on a hit (with *exit_code), 0 when it cannot be
+ * served (counted, unless it names a base unset here; the caller goes on),
  * -1 when the hit is chosen for a verifying re-run (r->verify_cached then
  * owns res). */
 static int serve(struct run *r, struct result *res, const struct digest *pathset,
 		 const struct digest *strong, int *exit_code)
 {
 	struct error e = { 0 };
+	if (portable_localise_result(res, &r->step.bases) < 0)
+		return 0;
 	/* Every blob must be there before anything is written, so that a
 	 * damaged entry costs a run, never a half-restored tree. */
 	size_t nblobs;
@@ -260,8 +264,9 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 }
 
 /* The strong key of a stored path set for the step as the file system is
- * now. -1 (counted) when the body is damaged. With a memo and its result,
- * the lookups that the memo's unchanged directories decide are skipped. */
+ * now. -1 when the body is damaged (counted) or names a base that is unset
+ * here. With a memo and its result, the lookups that the memo's unchanged
+ * directories decide are skipped. */
 static int strong_key(struct run *r, const void *body, size_t len, const struct digest *digest,
 		      const struct store_memo *m, const struct result *res, struct digest *strong)
 {
@@ -282,13 +287,19 @@ static int strong_key(struct run *r, const void *body, size_t len, const struct 
 		count_error(r, "corrupt path set", &e);
 		return -1;
 	}
+	/* Recorded under a base that is not set here: it cannot hold. */
+	if (portable_localise_pathset(&ps, &r->step.bases) < 0) {
+		pathset_free(&ps);
+		return -1;
+	}
 	struct dirfp_set dirs;
 	if (m && res && dirfp_decode(m->dirs, m->dirs_len, ps.nobs, &dirs) == 0) {
-		dirfp_strong_key(&dirs, &ps, &r->step.weak, digest, &r->dc, res->values,
-				 res->values_len, strong);
+		dirfp_strong_key(&dirs, &ps, &r->step.bases, &r->step.weak, digest, &r->dc,
+				 res->values, res->values_len, strong);
 		dirfp_free(&dirs);
 	} else {
-		pathset_strong_key(&ps, &r->step.weak, digest, &r->dc, NULL, strong);
+		pathset_strong_key(&ps, &r->step.bases, &r->step.weak, digest, &r->dc, NULL,
+				   strong);
 	}
 	pathset_free(&ps);
 	return 0;
@@ -341,7 +352,9 @@ static void write_memo(struct run *r, const struct digest *pathset, const void *
 	buf_init(&dirs_body);
 	struct error e = { 0 };
 	if (pathset_decode(pathset_body, pathset_len, &ps, &e) == 0) {
-		if (result_decode(result_body, result_len, &res, &e) == 0) {
+		/* The directories of this checkout. */
+		if (portable_localise_pathset(&ps, &r->step.bases) == 0 &&
+		    result_decode(result_body, result_len, &res, &e) == 0) {
 			dirfp_collect(&ps, res.values, res.values_len, &dirs);
 			result_free(&res);
 		}
@@ -519,6 +532,17 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	return rc;
 }
 
+/* Turns the run into the form it is stored in, locally and on remotes
+ * (portable.h): after the checks and the verification, which work on its
+ * real paths. A run whose outputs, stdout or stderr hold a base's real path
+ * is pinned to it. -1 when it cannot be stored under the bases. */
+static int stored_form(struct run *r, struct record *rec, const struct tee *t)
+{
+	record_scan_stream(rec, "stdout", t->out.data, t->out.len, &r->step.bases);
+	record_scan_stream(rec, "stderr", t->err.data, t->err.len, &r->step.bases);
+	return portable_record(rec, &r->step.bases);
+}
+
 /* Runs the command without the tracer (tracing not permitted here), still
  * streaming its output. Returns its wait status. */
 static int run_untraced(struct run *r, char **env, struct tee *t, int *exec_errno)
@@ -681,8 +705,8 @@ static void miss(struct run *r, const char *reason)
 	} else {
 		struct record rec;
 		int check_status = 0;
-		if (record_run(tr.events, tr.nevents, (const char *const *)ignore, r->store, &r->dc,
-			       &rec, &e) < 0) {
+		if (record_run(tr.events, tr.nevents, (const char *const *)ignore, &r->step.bases,
+			       r->store, &r->dc, &rec, &e) < 0) {
 			count_error(r, "cannot store the outputs", &e);
 		} else if (rec.not_storable) {
 			reason = rec.not_storable;
@@ -694,6 +718,9 @@ static void miss(struct run *r, const char *reason)
 		} else if (r->nondeterministic &&
 			   !strcmp(settings_str(r->settings, "nondeterministic"), "rerun")) {
 			reason = "nondeterministic step (not stored)";
+		} else if (stored_form(r, &rec, &t) < 0) {
+			reason = "names " STEP_PORTABLE_PREFIX
+				 ", which base_dir keys reserve (not stored)";
 		} else if (store_result(r, &rec, &t, WEXITSTATUS(status), duration, &e) < 0) {
 			count_error(r, "cannot store the result", &e);
 		} else {

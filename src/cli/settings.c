@@ -26,7 +26,8 @@ const struct setting_def setting_defs[] = {
 	{ "env_ignore", SETTING_LIST, NULL, 0, 0,
 	  "extra environment variables left out of the key (NAME or PREFIX*)" },
 	{ "base_dir", SETTING_STRING, NULL, 0, 0,
-	  "paths under it are keyed relative to it, so checkouts at different paths share hits" },
+	  "a checkout's root: paths under it are keyed relative to it, so checkouts at "
+	  "different paths share hits (outputs naming it are keyed on its real path)" },
 	{ "compression_level", SETTING_INT, "3", 1, 19, "zstd level for stored blobs" },
 	{ "verify_rate", SETTING_RATE, "0", 0, 0,
 	  "fraction of hits that also run the step and compare its outputs" },
@@ -150,6 +151,10 @@ static int check_value(const struct setting_def *d, const char *v, struct error 
 		if (!strcmp(d->key, "color") && strcmp(v, "auto") && strcmp(v, "never") &&
 		    strcmp(v, "always"))
 			return error_set(e, "%s must be auto, never or always, not '%s'", d->key, v);
+		/* Relative, it would name another directory from every cwd.
+		 * Whether it exists is checked where steps use it. */
+		if (!strcmp(d->key, "base_dir") && v[0] && v[0] != '/')
+			return error_set(e, "%s must be an absolute path, not '%s'", d->key, v);
 		return 0;
 	case SETTING_BOOL:
 		return parse_bool(v, &b) < 0 ? error_set(e, "%s takes true or false, not '%s'", d->key, v)

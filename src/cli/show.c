@@ -11,6 +11,7 @@
 #include "cachet/buf.h"
 #include "cachet/explain.h"
 #include "cachet/path.h"
+#include "cachet/portable.h"
 #include "cli/cli.h"
 
 static int is_shared_library(const char *path)
@@ -28,6 +29,7 @@ static const char *kind_name(int kind)
 	case OBS_STAT: return "stat";
 	case OBS_LIST: return "list";
 	case OBS_READLINK: return "readlink";
+	case OBS_BASE: return "base";
 	default: return "?";
 	}
 }
@@ -109,6 +111,10 @@ static void show_row(struct store *s, const struct store_result_row *row, const 
 		printf("  (corrupt entry: %s)\n", e.msg);
 		return;
 	}
+	/* Paths as this checkout has them; what names a base unset here is
+	 * shown in its portable form. */
+	const struct step_bases *bases = cli_bases(NULL);
+	portable_localise_result(&res, bases);
 	void *body;
 	size_t len;
 	struct step step;
@@ -139,6 +145,8 @@ static void show_row(struct store *s, const struct store_result_row *row, const 
 	printf("  recorded:   %s on %s, ran %lld ms, cachet %s\n", when, res.host,
 	       (long long)res.duration_ms, res.cachet_version);
 	printf("  hits since: %lld\n", (long long)row->hits);
+	if (res.pinned)
+		printf("  keyed on the real path: %s\n", res.pinned);
 	char *nondet = NULL;
 	int64_t times = 0;
 	if (store_nondeterministic(s, &row->weak, &nondet, &times, &e) == 1)
@@ -148,6 +156,7 @@ static void show_row(struct store *s, const struct store_result_row *row, const 
 	struct pathset ps;
 	if (store_get_pathset(s, &row->weak, &row->pathset, &body, &len, &e) == 1) {
 		if (pathset_decode(body, len, &ps, &e) == 0) {
+			portable_localise_pathset(&ps, bases);
 			print_tools(&ps, &res);
 			if (inputs)
 				print_inputs(&ps, &res);

@@ -245,7 +245,8 @@ static int known_value(void *ctx, size_t i, const void **v, size_t *len)
 	return 1;
 }
 
-size_t dirfp_strong_key(struct dirfp_set *set, const struct pathset *ps, const struct digest *weak,
+size_t dirfp_strong_key(struct dirfp_set *set, const struct pathset *ps,
+			const struct step_bases *b, const struct digest *weak,
 			const struct digest *ps_digest, struct digest_cache *dc,
 			const void *values, size_t values_len, struct digest *strong)
 {
@@ -254,7 +255,7 @@ size_t dirfp_strong_key(struct dirfp_set *set, const struct pathset *ps, const s
 	free(set->val_lens);
 	int usable = set->nobs == ps->nobs &&
 		     split_values(values, values_len, ps->nobs, &set->vals, &set->val_lens) == 0;
-	pathset_strong_key_known(ps, weak, ps_digest, dc, usable ? known_value : NULL, &k, NULL,
+	pathset_strong_key_known(ps, b, weak, ps_digest, dc, usable ? known_value : NULL, &k, NULL,
 				 strong);
 	return k.saved;
 }

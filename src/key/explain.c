@@ -348,6 +348,12 @@ static void observation_item(const struct pathset *ps, size_t i, const struct re
 				     rs.data, when, ns.data);
 		buf_free(&rs);
 		buf_free(&ns);
+	} else if (o->kind == OBS_BASE) {
+		/* Not a file: the run's outputs name where its checkout lay. */
+		it = add_item(out, "keyed on the real path", path);
+		it->text = xasprintf("keyed on the real path: recorded %s, now %s%s%s%s", r.data,
+				     n.data, res->pinned ? " (" : "", res->pinned ? res->pinned : "",
+				     res->pinned ? ")" : "");
 	} else if (o->kind == OBS_READLINK) {
 		it = add_item(out, "symlink changed", shown);
 		it->text = xasprintf("symlink changed: %s (%s → %s)", shown, r.data, n.data);

@@ -290,6 +290,10 @@ void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 	case OBS_READLINK:
 		value_of_readlink(path, memo, out);
 		break;
+	case OBS_BASE:
+		buf_addch(out, 'B');
+		buf_addstr(out, path);
+		break;
 	default:
 		put_errno(out, EINVAL);
 	}
@@ -345,6 +349,10 @@ void observe_describe_value(const void *value, size_t len, struct buf *out)
 		return;
 	case 'R':
 		buf_addstr(out, "-> ");
+		buf_add(out, v + 1, len - 1);
+		return;
+	case 'B':
+		buf_addstr(out, "at ");
 		buf_add(out, v + 1, len - 1);
 		return;
 	case 'E':

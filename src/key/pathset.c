@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/portable.h"
+
 #define PATHSET_MAGIC 0x53505443u /* "CTPS" */
 /* Bounds for decoding untrusted path sets; far above any real step. */
 #define PATHSET_MAX_ENTRIES (1u << 22)
@@ -290,10 +292,12 @@ int pathset_decode(const void *data, size_t len, struct pathset *ps, struct erro
 		o->flags = reader_u8(&r);
 		o->path = reader_u32(&r);
 		ps->nobs++;
-		if (r.failed || o->kind < OBS_READ || o->kind > OBS_READLINK || o->path >= np ||
+		if (r.failed || o->kind < OBS_READ || o->kind > OBS_BASE || o->path >= np ||
 		    (o->flags & ~OBS_F_NOFOLLOW))
 			goto corrupt;
 		if (ps->paths[o->path][0] != '/')
+			goto corrupt;
+		if (o->kind == OBS_BASE && portable_base_index(ps->paths[o->path]) < 0)
 			goto corrupt;
 		if (o->kind == OBS_LIST) {
 			uint32_t nx = reader_u32(&r);
@@ -337,44 +341,54 @@ static void strong_begin(struct hasher *h, const struct digest *weak, const stru
 	hasher_update(h, ps_digest->b, DIGEST_LEN);
 }
 
-void pathset_strong_key_known(const struct pathset *ps, const struct digest *weak,
-			      const struct digest *ps_digest, struct digest_cache *dc,
-			      pathset_known_fn known, void *known_ctx, struct buf *values_out,
-			      struct digest *strong)
+void pathset_strong_key_known(const struct pathset *ps, const struct step_bases *b,
+			      const struct digest *weak, const struct digest *ps_digest,
+			      struct digest_cache *dc, pathset_known_fn known, void *known_ctx,
+			      struct buf *values_out, struct digest *strong)
 {
 	struct hasher h;
-	struct buf value;
+	struct buf value, portable;
+	int convert = portable_has_bases(b);
 	struct observe_memo memo;
 	memset(&memo, 0, sizeof memo);
 	buf_init(&value);
+	buf_init(&portable);
 	strong_begin(&h, weak, ps_digest);
 	for (size_t i = 0; i < ps->nobs; i++) {
 		const struct observation *o = &ps->obs[i];
+		const struct buf *v = &value;
 		buf_reset(&value);
-		const void *v;
-		size_t vlen;
-		if (known && known(known_ctx, i, &v, &vlen)) {
-			buf_add(&value, v, vlen);
+		const void *kv;
+		size_t klen;
+		if (known && known(known_ctx, i, &kv, &klen)) {
+			/* A recorded value: already in the form it is keyed in. */
+			buf_add(&value, kv, klen);
 		} else {
 			const char **excluded = pathset_excluded(ps, i);
 			observe_value_memo(o->kind, o->flags, ps->paths[o->path], excluded, dc, &memo,
 					   &value, NULL);
 			free(excluded);
+			if (convert) {
+				buf_reset(&portable);
+				portable_value(value.data, value.len, b, &portable);
+				v = &portable;
+			}
 		}
-		hasher_update_u64(&h, value.len);
-		hasher_update(&h, value.data, value.len);
+		hasher_update_u64(&h, v->len);
+		hasher_update(&h, v->data, v->len);
 		if (values_out)
-			buf_put_bytes(values_out, value.data, value.len);
+			buf_put_bytes(values_out, v->data, v->len);
 	}
 	buf_free(&value);
+	buf_free(&portable);
 	hasher_final(&h, strong);
 }
 
-void pathset_strong_key(const struct pathset *ps, const struct digest *weak,
-			const struct digest *ps_digest, struct digest_cache *dc,
-			struct buf *values_out, struct digest *strong)
+void pathset_strong_key(const struct pathset *ps, const struct step_bases *b,
+			const struct digest *weak, const struct digest *ps_digest,
+			struct digest_cache *dc, struct buf *values_out, struct digest *strong)
 {
-	pathset_strong_key_known(ps, weak, ps_digest, dc, NULL, NULL, values_out, strong);
+	pathset_strong_key_known(ps, b, weak, ps_digest, dc, NULL, NULL, values_out, strong);
 }
 
 void pathset_strong_key_from_values(const struct digest *weak, const struct digest *ps_digest,

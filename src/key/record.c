@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachet/find.h"
 #include "cachet/path.h"
 #include "cachet/strmap.h"
 
@@ -24,6 +25,7 @@ struct recorder {
 	const struct trace_event *events;
 	size_t n;
 	const char *const *ignore_roots;
+	const struct step_bases *scan;
 	struct strmap touched;   /* path -> struct touch */
 	struct strmap dir_names; /* directory -> struct buf of NUL-separated names */
 	struct strmap outputs;   /* path -> (void *)1, outputs already added */
@@ -232,6 +234,34 @@ static void compute_values(struct recorder *rc)
 	digest_bytes(rec->ps_body.data, rec->ps_body.len, &rec->ps_digest);
 }
 
+/* Notes the bases that f found, seen first in `where`. */
+static void pin(struct record *rec, const struct finder *f, const char *where)
+{
+	for (int i = 0; i < STEP_MAX_BASES; i++) {
+		if (!(f->found & (1u << i)) || (rec->pinned & (1u << i)))
+			continue;
+		rec->pinned |= 1u << i;
+		rec->pinned_by[i] = xasprintf("%s contains %s", where, f->needle[i]);
+	}
+}
+
+static void feed_finder(void *f, const void *chunk, size_t len)
+{
+	finder_feed(f, chunk, len);
+}
+
+void record_scan_stream(struct record *rec, const char *name, const void *data, size_t len,
+			const struct step_bases *scan)
+{
+	if (!portable_has_bases(scan))
+		return;
+	struct finder f;
+	portable_finder(&f, scan);
+	finder_feed(&f, data, len);
+	pin(rec, &f, name);
+	finder_free(&f);
+}
+
 static int capture_file(struct recorder *rc, const char *path, const struct stat *st, int set_mtime,
 			struct error *e)
 {
@@ -240,10 +270,25 @@ static int capture_file(struct recorder *rc, const char *path, const struct stat
 		return error_errno(e, "cannot read output %s", path);
 	struct stat fst;
 	struct digest d;
-	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || digest_fd(fd, &d, NULL, e) < 0) {
+	/* The search for the bases' real paths rides on the hashing read: an
+	 * output is not read once more for it. */
+	struct finder f;
+	int scan = portable_has_bases(rc->scan);
+	if (scan)
+		portable_finder(&f, rc->scan);
+	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) ||
+	    digest_fd_each(fd, &d, NULL, scan ? feed_finder : NULL, scan ? &f : NULL, e) < 0) {
 		close(fd);
+		if (scan)
+			finder_free(&f);
 		rc->rec->not_storable = MODIFIED;
 		return 0;
+	}
+	if (scan) {
+		char *where = xasprintf("output %s", path);
+		pin(rc->rec, &f, where);
+		free(where);
+		finder_free(&f);
 	}
 	struct blob_ref ref;
 	if (store_put_blob_fd(rc->store, fd, &d, &ref, e) < 0) {
@@ -357,7 +402,8 @@ static int capture_outputs(struct recorder *rc, struct error *e)
 }
 
 int record_run(const struct trace_event *events, size_t n, const char *const *ignore_roots,
-	       struct store *s, struct digest_cache *dc, struct record *out, struct error *e)
+	       const struct step_bases *scan, struct store *s, struct digest_cache *dc,
+	       struct record *out, struct error *e)
 {
 	memset(out, 0, sizeof *out);
 	pathset_init(&out->ps);
@@ -366,8 +412,8 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	buf_init(&out->listings);
 	result_init(&out->result);
 
-	struct recorder rc = { .events = events, .n = n, .ignore_roots = ignore_roots, .rec = out,
-			       .store = s, .dc = dc };
+	struct recorder rc = { .events = events, .n = n, .ignore_roots = ignore_roots,
+			       .scan = scan, .rec = out, .store = s, .dc = dc };
 	strmap_init(&rc.touched);
 	strmap_init(&rc.dir_names);
 	strmap_init(&rc.outputs);
@@ -403,4 +449,6 @@ void record_free(struct record *r)
 	buf_free(&r->values);
 	buf_free(&r->listings);
 	result_free(&r->result);
+	for (int i = 0; i < STEP_MAX_BASES; i++)
+		free(r->pinned_by[i]);
 }

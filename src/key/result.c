@@ -22,6 +22,7 @@ void result_free(struct result *r)
 	free(r->cachet_version);
 	free(r->values);
 	free(r->listings);
+	free(r->pinned);
 	result_init(r);
 }
 
@@ -87,6 +88,8 @@ void result_encode(const struct result *r, struct buf *out)
 	buf_put_str(out, r->cachet_version ? r->cachet_version : "");
 	buf_put_bytes(out, r->values, r->values_len);
 	buf_put_bytes(out, r->listings, r->listings_len);
+	if (r->pinned)
+		buf_put_str(out, r->pinned);
 	struct digest sum;
 	digest_bytes(out->data + start, out->len - start, &sum);
 	buf_add(out, sum.b, DIGEST_LEN);
@@ -147,6 +150,8 @@ int result_decode(const void *data, size_t len, struct result *r, struct error *
 	size_t vlen, llen;
 	const void *v = reader_bytes(&rd, &vlen);
 	const void *l = reader_bytes(&rd, &llen);
+	if (rd.left && !rd.failed && !(r->pinned = reader_strdup(&rd)))
+		goto corrupt;
 	if (rd.failed || !r->host || !r->cachet_version || !v || !l || rd.left != 0)
 		goto corrupt;
 	r->values = xmalloc(vlen ? vlen : 1);

@@ -72,7 +72,23 @@ static int stdin_kind(struct digest *d)
 	return STEP_STDIN_STREAM;
 }
 
-static void compute_weak(struct step *s)
+/* Hashes a path or text as the weak key keys it: as it is without bases,
+ * else in portable form. -1 when that form does not exist. */
+static int hash_keyed(struct hasher *h, const char *text, int is_path, const struct step_bases *b)
+{
+	if (!portable_has_bases(b)) {
+		hasher_update_str(h, text);
+		return 0;
+	}
+	char *t = is_path ? portable_path(text, b) : portable_text(text, b);
+	if (!t)
+		return -1;
+	hasher_update_str(h, t);
+	free(t);
+	return 0;
+}
+
+int step_weak_key(const struct step *s, const struct step_bases *b, struct digest *out)
 {
 	struct hasher h;
 	if (hasher_init(&h, NULL) < 0)
@@ -84,17 +100,24 @@ static void compute_weak(struct step *s)
 	while (s->argv[argc])
 		argc++;
 	hasher_update_u64(&h, argc);
-	for (size_t i = 0; i < argc; i++)
-		hasher_update_str(&h, s->argv[i]);
-	hasher_update_str(&h, s->cwd);
+	int rc = 0;
+	for (size_t i = 0; i < argc && rc == 0; i++)
+		rc = hash_keyed(&h, s->argv[i], 0, b);
+	if (rc == 0)
+		rc = hash_keyed(&h, s->cwd, 1, b);
 	size_t envc = 0;
 	while (s->env[envc])
 		envc++;
 	hasher_update_u64(&h, envc);
-	for (size_t i = 0; i < envc; i++)
-		hasher_update_str(&h, s->env[i]);
+	for (size_t i = 0; i < envc && rc == 0; i++)
+		rc = hash_keyed(&h, s->env[i], 0, b);
 	hasher_update_str(&h, s->platform);
-	hasher_update_str(&h, s->exe);
+	if (rc == 0)
+		rc = hash_keyed(&h, s->exe, 1, b);
+	if (rc < 0) {
+		hasher_abort(&h);
+		return -1;
+	}
 	hasher_update(&h, s->exe_digest.b, DIGEST_LEN);
 	/* Only a regular file on stdin is keyed, by content. A pipe or terminal
 	 * that the step never reads must not split keys (make -j hands its jobs
@@ -108,12 +131,13 @@ static void compute_weak(struct step *s)
 		hasher_update_u64(&h, s->terminal);
 		hasher_update_str(&h, s->term ? s->term : "");
 	}
-	hasher_final(&h, &s->weak);
+	hasher_final(&h, out);
+	return 0;
 }
 
 int step_init(struct step *step, char *const *argv, const char *exe, char *const *envp,
-	      const char *const *env_ignore, const char *namespace_, struct digest_cache *dc,
-	      struct error *e)
+	      const char *const *env_ignore, const char *namespace_,
+	      const struct step_bases *bases, struct digest_cache *dc, struct error *e)
 {
 	memset(step, 0, sizeof *step);
 	size_t argc = 0;
@@ -139,7 +163,14 @@ int step_init(struct step *step, char *const *argv, const char *exe, char *const
 	step->platform = platform_describe();
 	step->stdin_kind = stdin_kind(&step->stdin_digest);
 	step->namespace_ = namespace_;
-	compute_weak(step);
+	if (bases)
+		step->bases = *bases;
+	if (step_weak_key(step, &step->bases, &step->weak) < 0) {
+		error_set(e, "the command names %s, which base_dir keys reserve: it cannot be keyed "
+			     "under base_dir", STEP_PORTABLE_PREFIX);
+		step_free(step);
+		return -1;
+	}
 	return 0;
 }
 
@@ -187,7 +218,10 @@ void step_set_terminal(struct step *step, unsigned terminal, const char *term)
 	free(step->term);
 	step->terminal = terminal;
 	step->term = terminal ? xstrdup(term ? term : "") : NULL;
-	compute_weak(step);
+	/* Cannot fail: step_init keyed the same texts, and TERM is keyed as
+	 * it is. */
+	if (step_weak_key(step, &step->bases, &step->weak) < 0)
+		abort();
 }
 
 static int same_file(const char *a, const char *b)
@@ -292,162 +326,5 @@ int step_decode(const void *data, size_t len, struct step *out, struct error *e)
 		step_free(out);
 		return error_set(e, "recorded step: corrupt encoding");
 	}
-	return 0;
-}
-
-/* ---- sharing: portable paths and the portable weak key ---- */
-
-/* The deepest base containing path, or -1. */
-static int base_of(const char *path, const struct step_bases *b)
-{
-	int best = -1;
-	size_t best_len = 0;
-	for (int i = 0; i < STEP_MAX_BASES; i++) {
-		const char *d = b ? b->dir[i] : NULL;
-		if (!d || d[0] != '/' || !d[1])
-			continue;
-		size_t n = strlen(d);
-		if (path_is_under(path, d) && (best < 0 || n > best_len)) {
-			best = i;
-			best_len = n;
-		}
-	}
-	return best;
-}
-
-static int has_reserved_prefix(const char *s)
-{
-	return strstr(s, STEP_PORTABLE_PREFIX) != NULL;
-}
-
-char *step_portable_path(const char *path, const struct step_bases *b)
-{
-	if (has_reserved_prefix(path))
-		return NULL;
-	int i = base_of(path, b);
-	if (i < 0)
-		return xstrdup(path);
-	return xasprintf("%s%d%s", STEP_PORTABLE_PREFIX, i, path + strlen(b->dir[i]));
-}
-
-char *step_local_path(const char *portable, const struct step_bases *b)
-{
-	size_t plen = strlen(STEP_PORTABLE_PREFIX);
-	if (strncmp(portable, STEP_PORTABLE_PREFIX, plen) != 0)
-		return xstrdup(portable);
-	const char *p = portable + plen;
-	if (*p < '0' || *p >= '0' + STEP_MAX_BASES || (p[1] != '/' && p[1] != '\0'))
-		return NULL;
-	const char *d = b ? b->dir[*p - '0'] : NULL;
-	if (!d || d[0] != '/' || !d[1])
-		return NULL;
-	return xasprintf("%s%s", d, p + 1);
-}
-
-/* Characters that end one path inside a text and may start the next. */
-static int is_text_separator(char c)
-{
-	return c == ' ' || c == '\t' || c == ':' || c == ';' || c == ',' || c == '=' ||
-	       c == '"' || c == '\'';
-}
-
-char *step_portable_text(const char *text, const struct step_bases *b)
-{
-	if (has_reserved_prefix(text))
-		return NULL;
-	struct buf out;
-	buf_init(&out);
-	int slash_in_word = 0; /* a base only counts where a path starts */
-	for (const char *p = text; *p;) {
-		if (*p == '/' && !slash_in_word) {
-			int best = -1;
-			size_t best_len = 0;
-			for (int i = 0; i < STEP_MAX_BASES; i++) {
-				const char *d = b ? b->dir[i] : NULL;
-				if (!d || d[0] != '/' || !d[1])
-					continue;
-				size_t n = strlen(d);
-				char after = p[n];
-				if (strncmp(p, d, n) == 0 &&
-				    (after == '\0' || after == '/' || is_text_separator(after)) &&
-				    n > best_len) {
-					best = i;
-					best_len = n;
-				}
-			}
-			if (best >= 0) {
-				buf_addf(&out, "%s%d", STEP_PORTABLE_PREFIX, best);
-				p += best_len;
-				slash_in_word = 1;
-				continue;
-			}
-		}
-		if (*p == '/')
-			slash_in_word = 1;
-		else if (is_text_separator(*p))
-			slash_in_word = 0;
-		buf_addch(&out, *p++);
-	}
-	return buf_detach(&out, NULL);
-}
-
-static int hash_portable_text(struct hasher *h, const char *text, const struct step_bases *b)
-{
-	char *t = step_portable_text(text, b);
-	if (!t)
-		return -1;
-	hasher_update_str(h, t);
-	free(t);
-	return 0;
-}
-
-/* Mirrors compute_weak field for field, with paths and texts in portable
- * form: without bases the two keys are equal, which tests/unit checks, so
- * that a field added to one and not the other shows. */
-int step_portable_weak(const struct step *s, const struct step_bases *b, struct digest *out)
-{
-	struct hasher h;
-	if (hasher_init(&h, NULL) < 0)
-		abort();
-	hasher_update_str(&h, "cachet weak key");
-	hasher_update_u64(&h, CACHET_FORMAT_VERSION);
-	hasher_update_str(&h, s->namespace_ ? s->namespace_ : "");
-	size_t argc = 0;
-	while (s->argv[argc])
-		argc++;
-	hasher_update_u64(&h, argc);
-	int rc = 0;
-	for (size_t i = 0; i < argc && rc == 0; i++)
-		rc = hash_portable_text(&h, s->argv[i], b);
-	char *cwd = step_portable_path(s->cwd, b);
-	char *exe = step_portable_path(s->exe, b);
-	if (!cwd || !exe)
-		rc = -1;
-	if (rc == 0) {
-		hasher_update_str(&h, cwd);
-		size_t envc = 0;
-		while (s->env[envc])
-			envc++;
-		hasher_update_u64(&h, envc);
-		for (size_t i = 0; i < envc && rc == 0; i++)
-			rc = hash_portable_text(&h, s->env[i], b);
-		hasher_update_str(&h, s->platform);
-		hasher_update_str(&h, exe);
-		hasher_update(&h, s->exe_digest.b, DIGEST_LEN);
-		hasher_update_u64(&h, s->stdin_kind == STEP_STDIN_FILE);
-		if (s->stdin_kind == STEP_STDIN_FILE)
-			hasher_update(&h, s->stdin_digest.b, DIGEST_LEN);
-		if (s->terminal) {
-			hasher_update_u64(&h, s->terminal);
-			hasher_update_str(&h, s->term ? s->term : "");
-		}
-	}
-	free(cwd);
-	free(exe);
-	if (rc < 0) {
-		hasher_abort(&h);
-		return -1;
-	}
-	hasher_final(&h, out);
 	return 0;
 }

@@ -72,7 +72,7 @@ static const struct digest weak = { { 1 } }, psd = { { 2 } };
 static void recorded(const struct pathset *ps, struct buf *values, struct digest *strong)
 {
 	buf_init(values);
-	pathset_strong_key(ps, &weak, &psd, NULL, values, strong);
+	pathset_strong_key(ps, NULL, &weak, &psd, NULL, values, strong);
 }
 
 static size_t eligible(const struct dirfp_set *set)
@@ -101,7 +101,7 @@ static void unchanged_directories_skip_their_lookups_with_the_same_key(void **st
 	dirfp_encode(&set, &enc);
 	dirfp_free(&set);
 	assert_int_equal(dirfp_decode(enc.data, enc.len, ps.nobs, &set), 0);
-	assert_int_equal(dirfp_strong_key(&set, &ps, &weak, &psd, NULL, values.data, values.len,
+	assert_int_equal(dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len,
 					  &got),
 			 5);
 	assert_memory_equal(got.b, strong.b, DIGEST_LEN);
@@ -132,10 +132,10 @@ static void check_change_is_seen(const char *what)
 		assert_int_equal(unlink(at("d/l")) | symlink("absent.h", at("d/l")), 0);
 	else
 		fail_msg("unknown change %s", what);
-	size_t saved = dirfp_strong_key(&set, &ps, &weak, &psd, NULL, values.data, values.len,
+	size_t saved = dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len,
 					&after);
 	assert_int_equal(saved, 0);
-	pathset_strong_key(&ps, &weak, &psd, NULL, NULL, &full);
+	pathset_strong_key(&ps, NULL, &weak, &psd, NULL, NULL, &full);
 	assert_memory_equal(after.b, full.b, DIGEST_LEN);
 	if (strcmp(what, "mkdir") != 0) /* an empty directory changes no value */
 		assert_memory_not_equal(after.b, before.b, DIGEST_LEN);

@@ -79,7 +79,7 @@ static void probes_of_the_steps_own_outputs_are_dropped(void **state)
 	write_file(out, "object"); /* what the step wrote */
 	struct record rec;
 	struct error e = { 0 };
-	assert_int_equal(record_run(events, 5, NULL, NULL, NULL, &rec, &e), 0);
+	assert_int_equal(record_run(events, 5, NULL, NULL, NULL, NULL, &rec, &e), 0);
 	assert_null(rec.not_storable);
 	assert_true(find_obs(&rec.ps, OBS_READ, src) >= 0);
 	assert_true(find_obs(&rec.ps, OBS_STAT, hdr) >= 0);
@@ -109,7 +109,7 @@ static void a_read_before_the_steps_own_rewrite_keeps_the_old_content(void **sta
 	write_file(f, "after!"); /* sed -i */
 	struct record rec;
 	struct error e = { 0 };
-	assert_int_equal(record_run(events, 3, NULL, NULL, NULL, &rec, &e), 0);
+	assert_int_equal(record_run(events, 3, NULL, NULL, NULL, NULL, &rec, &e), 0);
 	assert_null(rec.not_storable);
 	assert_int_equal(rec.ps.nobs, 1);
 	struct reader r;
@@ -133,7 +133,7 @@ static void an_input_changed_by_someone_else_during_the_run_is_not_stored(void *
 	write_file(f, "v2 longer");
 	struct record rec;
 	struct error e = { 0 };
-	assert_int_equal(record_run(events, 1, NULL, NULL, NULL, &rec, &e), 0);
+	assert_int_equal(record_run(events, 1, NULL, NULL, NULL, NULL, &rec, &e), 0);
 	assert_non_null(rec.not_storable);
 	assert_string_equal(rec.not_storable, "input modified during run");
 	record_free(&rec);
@@ -149,7 +149,7 @@ static void a_path_found_absent_that_appeared_during_the_run_is_not_stored(void 
 	write_file(f, "appeared");
 	struct record rec;
 	struct error e = { 0 };
-	assert_int_equal(record_run(events, 1, NULL, NULL, NULL, &rec, &e), 0);
+	assert_int_equal(record_run(events, 1, NULL, NULL, NULL, NULL, &rec, &e), 0);
 	assert_non_null(rec.not_storable);
 	record_free(&rec);
 	unlink(f);
@@ -165,7 +165,7 @@ static void ignored_roots_leave_no_observation(void **state)
 	const char *ignore[] = { dir, NULL };
 	struct record rec;
 	struct error e = { 0 };
-	assert_int_equal(record_run(events, 1, ignore, NULL, NULL, &rec, &e), 0);
+	assert_int_equal(record_run(events, 1, ignore, NULL, NULL, NULL, &rec, &e), 0);
 	assert_int_equal(rec.ps.nobs, 0);
 	record_free(&rec);
 	free(f);

@@ -1,8 +1,8 @@
 /*
  * The remote layer without a network: configuration and redaction, the wire
  * format of path-set lists and entries (hostile bytes included), Ed25519
- * signatures, portable paths, and restoring a remote entry only beneath its
- * output roots.
+ * signatures, and restoring a remote entry only beneath its output roots
+ * (portable forms: test_key_portable.c).
  */
 #include "test_store_fixture.h"
 
@@ -224,72 +224,6 @@ static void signatures_bind_keys_and_result(void **state)
 	free(other);
 }
 
-/* ---- portable paths ---- */
-
-static void portable_paths_name_their_base(void **state)
-{
-	struct step_bases b = { { "/srv/base", "/home/alice" } };
-	char *p = step_portable_path("/home/alice/src/x.c", &b);
-	assert_string_equal(p, "/@cachet-base1/src/x.c");
-	struct step_bases other = { { "/srv/base", "/home/bob" } };
-	char *l = step_local_path(p, &other);
-	assert_string_equal(l, "/home/bob/src/x.c");
-	free(p);
-	free(l);
-	p = step_portable_path("/home/alicex/y", &b);
-	assert_string_equal(p, "/home/alicex/y"); /* component-wise, not by prefix */
-	free(p);
-	assert_null(step_portable_path("/@cachet-base0/evil", &b));
-	struct step_bases none = { { NULL, NULL } };
-	assert_null(step_local_path("/@cachet-base1/x", &none));
-	char *t = step_portable_text("-I/home/alice/inc:/home/alice -DX=/x/home/alice", &b);
-	assert_string_equal(t, "-I/@cachet-base1/inc:/@cachet-base1 -DX=/x/home/alice");
-	free(t);
-}
-
-static int no_get(void *ctx, const char *path, const struct file_id *id, struct digest *out)
-{
-	return 0;
-}
-
-static void no_put(void *ctx, const char *path, const struct file_id *id, const struct digest *d)
-{
-}
-
-/* Without bases the portable weak key is the weak key: a field added to
- * one and not the other fails here. */
-static void portable_weak_key_mirrors_the_weak_key(void **state)
-{
-	struct digest_cache dc = { no_get, no_put, NULL };
-	char *argv[] = { "/bin/sh", "-c", "echo $HOME/x", NULL };
-	char *envp[] = { "HOME=/home/alice", "PATH=/home/alice/bin:/usr/bin", "LANG=C", NULL };
-	struct step st;
-	struct error e = { 0 };
-	assert_int_equal(step_init(&st, argv, "/bin/sh", envp, NULL, "ns", &dc, &e), 0);
-	struct step_bases none = { { NULL, NULL } };
-	struct digest w;
-	assert_int_equal(step_portable_weak(&st, &none, &w), 0);
-	assert_true(digest_equal(&w, &st.weak));
-	step_set_terminal(&st, STEP_TTY_STDERR, "xterm");
-	assert_int_equal(step_portable_weak(&st, &none, &w), 0);
-	assert_true(digest_equal(&w, &st.weak));
-	/* With HOME a base, alice's and bob's steps key alike. */
-	struct step_bases alice = { { NULL, "/home/alice" } };
-	struct digest wa, wb;
-	assert_int_equal(step_portable_weak(&st, &alice, &wa), 0);
-	assert_false(digest_equal(&wa, &st.weak));
-	char *envb[] = { "HOME=/home/bob", "PATH=/home/bob/bin:/usr/bin", "LANG=C", NULL };
-	struct step sb;
-	assert_int_equal(step_init(&sb, argv, "/bin/sh", envb, NULL, "ns", &dc, &e), 0);
-	step_set_terminal(&sb, STEP_TTY_STDERR, "xterm");
-	struct step_bases bob = { { NULL, "/home/bob" } };
-	assert_int_equal(step_portable_weak(&sb, &bob, &wb), 0);
-	if (strcmp(st.cwd, sb.cwd) == 0)
-		assert_true(digest_equal(&wa, &wb));
-	step_free(&st);
-	step_free(&sb);
-}
-
 /* ---- restoring beneath the output roots ---- */
 
 static struct store *store_with(const char *content, struct blob_ref *ref)
@@ -392,8 +326,6 @@ int main(void)
 		cmocka_unit_test(pathset_lists_round_trip_dedupe_and_cap),
 		cmocka_unit_test_setup_teardown(signatures_bind_keys_and_result, scratch_setup,
 						scratch_teardown),
-		cmocka_unit_test(portable_paths_name_their_base),
-		cmocka_unit_test(portable_weak_key_mirrors_the_weak_key),
 		cmocka_unit_test_setup_teardown(remote_outputs_stay_beneath_their_roots, scratch_setup,
 						scratch_teardown),
 	};
