@@ -1,7 +1,10 @@
 /*
  * Recording: turns the events of one traced run into a path set (with the
  * value of each observation, normalised to the state before the run) and a
- * result whose outputs are the final state of every path the run touched.
+ * result whose outputs are the state the run left at every path it touched
+ * (trace.h's TRACE_FINAL), taken from the file system only while it still
+ * is that state: what another process put there since is never stored as
+ * the step's.
  *
  * A step's own writes are not its inputs: a lookup of a path the run then
  * creates, replaces or removes is dropped; a read before the step's first
@@ -45,11 +48,12 @@ struct record {
 
 /* Builds the path set and values from the events, checks that every
  * observation still holds what the step saw, and captures the outputs into
- * store s (skipped when s is NULL or not_storable is set). Paths under
- * ignore_roots (NULL-terminated) are neither observations nor outputs.
- * Each captured file is searched for the real path of every base in scan
- * (may be NULL) while it is hashed, which sets pinned. Returns -1 only on a
- * failure of cachet itself (store full, ...). */
+ * store s (skipped when s is NULL or not_storable is set); an output that
+ * changed since the step ended (or has no TRACE_FINAL) sets not_storable.
+ * Paths under ignore_roots (NULL-terminated) are neither observations nor
+ * outputs. Each captured file is searched for the real path of every base
+ * in scan (may be NULL) while it is hashed, which sets pinned. Returns -1
+ * only on a failure of cachet itself (store full, ...). */
 int record_run(const struct trace_event *events, size_t n, const char *const *ignore_roots,
 	       const struct step_bases *scan, struct store *s, struct digest_cache *dc,
 	       struct record *out, struct error *e);

@@ -55,11 +55,28 @@ enum trace_event_kind {
 	 * Emitted once per path, at the entry of the first such syscall, before
 	 * the kernel runs it: `pre_*` describe the path as it was before the step
 	 * touched it. Later changes to the same path produce no event: the final
-	 * state, read after the run, decides what the output is. */
+	 * state (TRACE_FINAL) decides what the output is. */
 	TRACE_TOUCH,
 	/* The step set a path's times explicitly (utimensat/utimes/futimesat
 	 * with times that are not UTIME_NOW): its output keeps its mtime. */
 	TRACE_SET_MTIME,
+	/* A rename put something at this path: the target of rename, renameat
+	 * and renameat2, and with RENAME_EXCHANGE both names. Emitted at every
+	 * such rename, not only at the path's first change: a directory moved
+	 * into place brings contents that the step wrote under other names,
+	 * while one made by mkdir holds only what the step wrote into it by
+	 * name (each with its own TRACE_TOUCH) and whatever other processes put
+	 * there. */
+	TRACE_MOVED_IN,
+	/* Appended after all others, the moment the step's process tree has
+	 * ended: the state the step left at each path it changed (every
+	 * TRACE_TOUCH path) and at every entry beneath a directory moved into
+	 * place (TRACE_MOVED_IN), by lstat. `err` is 0 with `id` set when the
+	 * path existed, else lstat's errno. Other processes may change these
+	 * paths at any time afterwards (a sibling under make -j, a parallel
+	 * cachet restoring the same output): what is found there later is the
+	 * step's output only while it still matches. */
+	TRACE_FINAL,
 };
 
 /* Flags that shape a lookup, as the step made it. */
@@ -73,10 +90,10 @@ enum {
 struct trace_event {
 	enum trace_event_kind kind;
 	unsigned flags;            /* TRACE_F_* */
-	int err;                   /* TRACE_PROBE, TRACE_READLINK: 0 or errno */
+	int err;                   /* TRACE_PROBE, TRACE_READLINK, TRACE_FINAL: 0 or errno */
 	pid_t pid;                 /* the tracee that made the call (for diagnostics) */
 	char *path;                /* owned by the event */
-	struct file_id id;         /* TRACE_READ, TRACE_EXEC */
+	struct file_id id;         /* TRACE_READ, TRACE_EXEC, TRACE_FINAL */
 	/* TRACE_TOUCH only: the path before the step changed it. */
 	int pre_exists;            /* lstat succeeded */
 	struct file_id pre_id;     /* lstat of the path, when pre_exists */

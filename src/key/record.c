@@ -19,6 +19,7 @@ struct touch {
 	size_t index;                  /* event index of the first TRACE_TOUCH */
 	const struct trace_event *ev;
 	int set_mtime;
+	int moved_in;                  /* a rename put something here (TRACE_MOVED_IN) */
 };
 
 struct recorder {
@@ -29,6 +30,8 @@ struct recorder {
 	struct strmap touched;   /* path -> struct touch */
 	struct strmap dir_names; /* directory -> struct buf of NUL-separated names */
 	struct strmap outputs;   /* path -> (void *)1, outputs already added */
+	struct strmap finals;    /* path -> its TRACE_FINAL: the state the step left */
+	size_t walked;           /* entries met by the walk of a moved-in directory */
 	struct record *rec;
 	struct store *store;
 	struct digest_cache *dc;
@@ -50,10 +53,22 @@ static void collect_touches(struct recorder *rc)
 {
 	for (size_t i = 0; i < rc->n; i++) {
 		const struct trace_event *ev = &rc->events[i];
-		if (ev->kind != TRACE_TOUCH && ev->kind != TRACE_SET_MTIME)
+		if (ev->kind != TRACE_TOUCH && ev->kind != TRACE_SET_MTIME &&
+		    ev->kind != TRACE_MOVED_IN && ev->kind != TRACE_FINAL)
 			continue;
 		if (ignored(rc, ev->path))
 			continue;
+		if (ev->kind == TRACE_FINAL) {
+			strmap_put(&rc->finals, ev->path, (void *)ev);
+			continue;
+		}
+		if (ev->kind == TRACE_MOVED_IN) {
+			/* The rename's TOUCH of the same path came first. */
+			struct touch *mt = strmap_get(&rc->touched, ev->path);
+			if (mt)
+				mt->moved_in = 1;
+			continue;
+		}
 		struct touch *t = strmap_get(&rc->touched, ev->path);
 		if (!t) {
 			t = xcalloc(1, sizeof *t);
@@ -130,7 +145,8 @@ static void collect_observations(struct recorder *rc)
 {
 	for (size_t i = 0; i < rc->n; i++) {
 		const struct trace_event *ev = &rc->events[i];
-		if (ev->kind == TRACE_TOUCH || ev->kind == TRACE_SET_MTIME)
+		if (ev->kind == TRACE_TOUCH || ev->kind == TRACE_SET_MTIME ||
+		    ev->kind == TRACE_MOVED_IN || ev->kind == TRACE_FINAL)
 			continue;
 		if (ignored(rc, ev->path))
 			continue;
@@ -262,10 +278,52 @@ void record_scan_stream(struct record *rec, const char *name, const void *data, 
 	finder_free(&f);
 }
 
+/* The output at a path is the step's only while it is what the step left
+ * there (its TRACE_FINAL): a sibling under make -j, or a parallel cachet
+ * restoring the same output, may replace, truncate or remove it, or put
+ * files beside it, between the end of the step and this capture. Stored,
+ * any of those would be a wrong hit. A directory's times change with its
+ * entries, which other processes may add beside the step's: only its type
+ * and mode are the step's. */
+static int as_the_step_left_it(const struct trace_event *fin, const struct stat *st)
+{
+	struct file_id now;
+	file_id_from_stat(st, &now);
+	if (S_ISDIR(st->st_mode))
+		return fin->id.mode == now.mode;
+	return file_id_equal(&fin->id, &now);
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	struct file_id x, y;
+	file_id_from_stat(a, &x);
+	file_id_from_stat(b, &y);
+	return file_id_equal(&x, &y);
+}
+
+/* Still the file described by st (same inode, size and times), through fd
+ * or, when fd is -1, at path? */
+static int unchanged(int fd, const char *path, const struct stat *st)
+{
+	struct stat now;
+	if (fd >= 0 ? fstat(fd, &now) < 0 : lstat(path, &now) < 0)
+		return 0;
+	return same_file(st, &now);
+}
+
+static int modified(struct recorder *rc)
+{
+	rc->rec->not_storable = MODIFIED;
+	return 0;
+}
+
 static int capture_file(struct recorder *rc, const char *path, const struct stat *st, int set_mtime,
 			struct error *e)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && (errno == ENOENT || errno == ELOOP))
+		return modified(rc); /* gone or replaced since the lstat */
 	if (fd < 0)
 		return error_errno(e, "cannot read output %s", path);
 	struct stat fst;
@@ -276,13 +334,14 @@ static int capture_file(struct recorder *rc, const char *path, const struct stat
 	int scan = portable_has_bases(rc->scan);
 	if (scan)
 		portable_finder(&f, rc->scan);
-	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) ||
+	/* Hashed through a descriptor of the very file that was checked, and
+	 * still that file, unchanged, at that path once stored. */
+	if (fstat(fd, &fst) < 0 || !same_file(&fst, st) ||
 	    digest_fd_each(fd, &d, NULL, scan ? feed_finder : NULL, scan ? &f : NULL, e) < 0) {
 		close(fd);
 		if (scan)
 			finder_free(&f);
-		rc->rec->not_storable = MODIFIED;
-		return 0;
+		return modified(rc);
 	}
 	if (scan) {
 		char *where = xasprintf("output %s", path);
@@ -294,13 +353,14 @@ static int capture_file(struct recorder *rc, const char *path, const struct stat
 	if (store_put_blob_fd(rc->store, fd, &d, &ref, e) < 0) {
 		close(fd);
 		/* A sibling (make -j) may still be writing it: not a cachet fault. */
-		if (e->code == EAGAIN) {
-			rc->rec->not_storable = MODIFIED;
-			return 0;
-		}
+		if (e->code == EAGAIN)
+			return modified(rc);
 		return -1;
 	}
+	int same = unchanged(fd, path, st) && unchanged(-1, path, st);
 	close(fd);
+	if (!same)
+		return modified(rc);
 	struct output *o = result_add_output(&rc->rec->result, OUT_FILE, path);
 	o->mode = st->st_mode & 07777;
 	o->blob = ref;
@@ -314,20 +374,62 @@ static int capture_file(struct recorder *rc, const char *path, const struct stat
 static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
 			struct error *e);
 
-/* nftw has no context argument; the walk of a new directory's contents runs
- * on the recorder held here for its duration. */
+/* nftw has no context argument; the walk of a moved-in directory's contents
+ * runs on the recorder held here for its duration. */
 static struct recorder *walking;
 static struct error *walking_error;
+/* What capture_walked returns to end the walk (nftw passes it on). */
+enum { WALK_STOP = 1, WALK_FAILED = 2 };
 
 static int capture_walked(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
 	(void)flag;
-	if (ftw->level == 0)
+	if (ftw->level == 0 || ignored(walking, path))
 		return 0;
+	walking->walked++;
 	if (strmap_get(&walking->touched, path))
 		return 0; /* captured on its own */
-	return capture_path(walking, path, NULL, walking_error) < 0 ? -1 : 0;
+	if (capture_path(walking, path, NULL, walking_error) < 0)
+		return WALK_FAILED;
+	return walking->rec->not_storable ? WALK_STOP : 0;
+}
+
+/* The entries beneath dir that the step left there (TRACE_FINAL). */
+static size_t finals_beneath(const struct recorder *rc, const char *dir)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < rc->finals.cap; i++) {
+		const struct trace_event *fin = rc->finals.slots[i].value;
+		if (rc->finals.slots[i].key && !fin->err && path_is_under(fin->path, dir) &&
+		    strcmp(fin->path, dir) != 0)
+			n++;
+	}
+	return n;
+}
+
+/* A directory moved into place: everything in it is output, although the
+ * step wrote it under other names; every entry must be one the step left
+ * there, and none may be missing. */
+static int capture_moved_in(struct recorder *rc, const char *path, const struct stat *st,
+			    struct error *e)
+{
+	struct recorder *saved = walking;
+	struct error *saved_e = walking_error;
+	walking = rc;
+	walking_error = e;
+	rc->walked = 0;
+	int rc2 = nftw(path, capture_walked, 16, FTW_PHYS);
+	walking = saved;
+	walking_error = saved_e;
+	if (rc2 == WALK_FAILED)
+		return -1;
+	if (rc2 < 0 && errno != ENOENT && errno != ENOTDIR)
+		return error_errno(e, "cannot walk output directory %s", path);
+	if (rc2 < 0 || (!rc->rec->not_storable &&
+	    (rc->walked != finals_beneath(rc, path) || !unchanged(-1, path, st))))
+		return modified(rc);
+	return 0;
 }
 
 static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
@@ -336,14 +438,27 @@ static int capture_path(struct recorder *rc, const char *path, const struct touc
 	if (strmap_get(&rc->outputs, path) || ignored(rc, path))
 		return 0;
 	strmap_put(&rc->outputs, path, (void *)1);
-	struct stat st;
-	if (lstat(path, &st) < 0) {
-		if (errno != ENOENT && errno != ENOTDIR)
-			return error_errno(e, "cannot inspect output %s", path);
+	const struct trace_event *fin = strmap_get(&rc->finals, path);
+	if (!fin)
+		return modified(rc); /* appeared since the step ended */
+	if (fin->err) {
+		if (fin->err != ENOENT && fin->err != ENOTDIR)
+			return error_set(e, "cannot inspect output %s: %s", path,
+					 strerror(fin->err));
+		/* Gone when the step ended, whatever another process made of
+		 * the name since. */
 		if (t && t->ev->pre_exists)
 			result_add_output(&rc->rec->result, OUT_DELETE, path);
 		return 0; /* else a temporary: created and removed again */
 	}
+	struct stat st;
+	if (lstat(path, &st) < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			return error_errno(e, "cannot inspect output %s", path);
+		return modified(rc); /* removed by another process since */
+	}
+	if (!as_the_step_left_it(fin, &st))
+		return modified(rc);
 	if (S_ISREG(st.st_mode))
 		return capture_file(rc, path, &st, t && t->set_mtime, e);
 	if (S_ISLNK(st.st_mode)) {
@@ -351,29 +466,24 @@ static int capture_path(struct recorder *rc, const char *path, const struct touc
 		ssize_t n = readlink(path, target, sizeof target - 1);
 		if (n < 0)
 			return error_errno(e, "cannot read output symlink %s", path);
+		if (!unchanged(-1, path, &st))
+			return modified(rc);
 		target[n] = '\0';
 		struct output *o = result_add_output(&rc->rec->result, OUT_SYMLINK, path);
 		o->target = xstrdup(target);
 		return 0;
 	}
 	if (S_ISDIR(st.st_mode)) {
+		int moved_in = t && t->moved_in;
 		int existed_as_dir = t && t->ev->pre_exists && S_ISDIR(t->ev->pre_id.mode);
-		if (existed_as_dir && (t->ev->pre_id.mode & 07777) == (st.st_mode & 07777))
+		if (existed_as_dir && (t->ev->pre_id.mode & 07777) == (st.st_mode & 07777) &&
+		    !moved_in)
 			return 0;
 		struct output *o = result_add_output(&rc->rec->result, OUT_DIR, path);
 		o->mode = st.st_mode & 07777;
-		if (existed_as_dir || !t)
-			return 0;
-		/* A new directory: everything in it is output, whether the step
-		 * wrote it there or renamed it in with the directory. */
-		struct recorder *saved = walking;
-		struct error *saved_e = walking_error;
-		walking = rc;
-		walking_error = e;
-		int rc2 = nftw(path, capture_walked, 16, FTW_PHYS);
-		walking = saved;
-		walking_error = saved_e;
-		return rc2 < 0 ? -1 : 0;
+		/* Made by mkdir, it holds what the step wrote into it by name
+		 * (captured on their own) and whatever others put beside. */
+		return moved_in ? capture_moved_in(rc, path, &st, e) : 0;
 	}
 	rc->rec->not_storable = "creates a special file";
 	return 0;
@@ -417,6 +527,7 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_init(&rc.touched);
 	strmap_init(&rc.dir_names);
 	strmap_init(&rc.outputs);
+	strmap_init(&rc.finals);
 
 	collect_touches(&rc);
 	collect_observations(&rc);
@@ -435,6 +546,7 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_free(&rc.touched);
 	strmap_free(&rc.dir_names);
 	strmap_free(&rc.outputs);
+	strmap_free(&rc.finals);
 	for (size_t i = 0; i < rc.nobs; i++)
 		buf_free(&rc.forced[i]);
 	free(rc.forced);

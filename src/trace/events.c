@@ -1,7 +1,10 @@
 #include "trace/events.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void event_log_init(struct event_log *l)
 {
@@ -89,6 +92,63 @@ void event_log_touch(struct event_log *l, const struct trace_event *ev)
 	l->touches++;
 	strmap_put(&l->touched, ev->path, (void *)1);
 	append(l, ev);
+}
+
+/* One TRACE_FINAL for path, unless it has one already; returns lstat's
+ * result (st filled when 0). */
+static int add_final(struct event_log *l, struct strmap *done, const char *path, struct stat *st)
+{
+	int rc = lstat(path, st);
+	if (strmap_get(done, path))
+		return rc;
+	strmap_put(done, path, (void *)1);
+	struct trace_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.kind = TRACE_FINAL;
+	ev.path = (char *)path;
+	if (rc == 0)
+		file_id_from_stat(st, &ev.id);
+	else
+		ev.err = errno;
+	append(l, &ev);
+	return rc;
+}
+
+/* Every entry beneath dir, depth first, without following symlinks. */
+static void add_finals_beneath(struct event_log *l, struct strmap *done, const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return; /* replaced meanwhile: the recorder finds it changed */
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		char *path = xasprintf("%s/%s", dir, de->d_name);
+		struct stat st;
+		if (add_final(l, done, path, &st) == 0 && S_ISDIR(st.st_mode))
+			add_finals_beneath(l, done, path);
+		free(path);
+	}
+	closedir(d);
+}
+
+void event_log_add_finals(struct event_log *l)
+{
+	struct strmap done;
+	strmap_init(&done);
+	size_t n = l->n; /* the events of the run; finals are appended after */
+	for (size_t i = 0; i < n; i++) {
+		if (l->ev[i].kind != TRACE_TOUCH && l->ev[i].kind != TRACE_MOVED_IN)
+			continue;
+		/* append() may move l->ev: hold the path, which it does not move. */
+		const char *path = l->ev[i].path;
+		struct stat st;
+		if (add_final(l, &done, path, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    l->ev[i].kind == TRACE_MOVED_IN)
+			add_finals_beneath(l, &done, path);
+	}
+	strmap_free(&done);
 }
 
 struct trace_event *event_log_detach(struct event_log *l, size_t *n_out)

@@ -44,6 +44,11 @@ int event_log_was_read(const struct event_log *l, const char *path);
  * the path touched. */
 void event_log_touch(struct event_log *l, const struct trace_event *ev);
 
+/* Appends the TRACE_FINAL events (trace.h): the state of every touched
+ * path, and of every entry beneath a directory moved into place, now. Called
+ * once, when the step's process tree has ended. */
+void event_log_add_finals(struct event_log *l);
+
 /* Moves the events out (to a trace_result); the log keeps no reference. */
 struct trace_event *event_log_detach(struct event_log *l, size_t *n_out);
 

@@ -404,6 +404,8 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 
 	run_loop(tr, pid, &out->status);
 	ring_drain(tr, 1);
+	/* At once: from now on anyone may change the outputs (trace.h). */
+	event_log_add_finals(&tr->log);
 
 	if (tr->pinned_cpu >= 0)
 		sched_setaffinity(0, sizeof tr->saved_affinity, &tr->saved_affinity);

@@ -504,26 +504,35 @@ static void an_output_that_names_the_base_pins_the_run(void **state)
 	char *depfile = xasprintf("x.o: %s/src/x.c\n", a);
 	write_file(obj, "\177ELF no paths here", 18);
 	write_file(dep, depfile, strlen(depfile));
-	struct trace_event events[2];
+	/* As the tracer reports them: each change, and the state the step left
+	 * (TRACE_FINAL), which the recorder holds the files to. The first two
+	 * are the object's, all four both files'. */
+	struct trace_event events[4];
 	memset(events, 0, sizeof events);
-	events[0].kind = TRACE_TOUCH;
-	events[0].path = obj;
-	events[1].kind = TRACE_TOUCH;
-	events[1].path = dep;
+	const char *paths[2] = { obj, dep };
+	for (int i = 0; i < 2; i++) {
+		struct stat st;
+		assert_int_equal(lstat(paths[i], &st), 0);
+		events[2 * i].kind = TRACE_TOUCH;
+		events[2 * i].path = (char *)paths[i];
+		events[2 * i + 1].kind = TRACE_FINAL;
+		events[2 * i + 1].path = (char *)paths[i];
+		file_id_from_stat(&st, &events[2 * i + 1].id);
+	}
 	struct store *s = open_cache();
 	struct record rec;
 	struct error e = { 0 };
-	assert_int_equal(record_run(events, 1, NULL, &ba, s, NULL, &rec, &e), 0);
+	assert_int_equal(record_run(events, 2, NULL, &ba, s, NULL, &rec, &e), 0);
 	assert_int_equal(rec.pinned, 0); /* the object names no path */
 	record_scan_stream(&rec, "stdout", "compiling x.c\n", 14, &ba);
 	assert_int_equal(rec.pinned, 0);
 	record_free(&rec);
-	assert_int_equal(record_run(events, 2, NULL, &ba, s, NULL, &rec, &e), 0);
+	assert_int_equal(record_run(events, 4, NULL, &ba, s, NULL, &rec, &e), 0);
 	assert_int_equal(rec.pinned, 1u << STEP_BASE_DIR);
 	assert_non_null(strstr(rec.pinned_by[0], "x.d"));
 	record_free(&rec);
 	/* stdout that prints the cwd pins as well. */
-	assert_int_equal(record_run(events, 1, NULL, &ba, s, NULL, &rec, &e), 0);
+	assert_int_equal(record_run(events, 2, NULL, &ba, s, NULL, &rec, &e), 0);
 	char *pwd = xasprintf("%s/src\n", a);
 	record_scan_stream(&rec, "stdout", pwd, strlen(pwd), &ba);
 	assert_int_equal(rec.pinned, 1u << STEP_BASE_DIR);
@@ -531,7 +540,7 @@ static void an_output_that_names_the_base_pins_the_run(void **state)
 	assert_non_null(strstr(rec.pinned_by[0], a));
 	record_free(&rec);
 	/* Without bases there is nothing to look for. */
-	assert_int_equal(record_run(events, 2, NULL, NULL, s, NULL, &rec, &e), 0);
+	assert_int_equal(record_run(events, 4, NULL, NULL, s, NULL, &rec, &e), 0);
 	assert_int_equal(rec.pinned, 0);
 	record_free(&rec);
 	store_close(s);

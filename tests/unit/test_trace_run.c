@@ -531,6 +531,35 @@ static void touch_with_explicit_time_sets_mtime(void **state)
 	trace_result_free(&r);
 }
 
+/* What the step left is taken when it ends: each path it changed, and all
+ * that a directory it renamed into place holds. */
+static void the_final_state_of_changed_paths_follows_the_run(void **state)
+{
+	struct trace_result r;
+	run_sh("rm -rf mv.t mv.d && mkdir mv.t && echo a > mv.t/a && mv mv.t mv.d && echo f > mv.f",
+	       &r);
+	expect(&r, TRACE_MOVED_IN, at("mv.d"));
+	assert_null(find(&r, TRACE_MOVED_IN, at("mv.f")));
+	size_t first_final = r.nevents;
+	for (size_t i = 0; i < r.nevents; i++)
+		if (r.events[i].kind == TRACE_FINAL && first_final == r.nevents)
+			first_final = i;
+	for (size_t i = first_final; i < r.nevents; i++)
+		assert_int_equal(r.events[i].kind, TRACE_FINAL); /* after all others */
+	assert_int_equal(expect(&r, TRACE_FINAL, at("mv.t"))->err, ENOENT);
+	assert_true(S_ISDIR(expect(&r, TRACE_FINAL, at("mv.d"))->id.mode));
+	const struct trace_event *a = expect(&r, TRACE_FINAL, at("mv.d/a"));
+	const struct trace_event *f = expect(&r, TRACE_FINAL, at("mv.f"));
+	struct stat st;
+	struct file_id id;
+	assert_int_equal(lstat(at("mv.f"), &st), 0);
+	file_id_from_stat(&st, &id);
+	assert_true(file_id_equal(&f->id, &id));
+	assert_int_equal(a->err, 0);
+	assert_int_equal(a->id.size, 2);
+	trace_result_free(&r);
+}
+
 static void tmpfile_linked_into_place_touches_the_new_name(void **state)
 {
 	unlink(at("linked.txt"));
@@ -602,6 +631,7 @@ int main(void)
 	    cmocka_unit_test(descriptor_paths_resolve_to_their_targets),
 	    cmocka_unit_test(ignored_roots_produce_no_events),
 	    cmocka_unit_test(touch_with_explicit_time_sets_mtime),
+	    cmocka_unit_test(the_final_state_of_changed_paths_follows_the_run),
 	    cmocka_unit_test(tmpfile_linked_into_place_touches_the_new_name),
 	    cmocka_unit_test(exec_from_a_non_leader_thread_is_seen),
 	    cmocka_unit_test(int80_syscall_is_uncacheable),
