@@ -6,7 +6,9 @@
 # must answer.
 #
 # Time-bounded: CACHET_REL_CRASH_SECONDS (default 30) for the cachet kills,
-# a quarter of it for the command kills. The figures go to the log.
+# longer (up to twice that) only until enough kills have landed in misses
+# and in hits; a quarter of it for the command kills. The figures go to the
+# log.
 source "$(dirname "$0")/lib.sh"
 
 W=$(workdir)
@@ -52,14 +54,17 @@ check_outputs() {
     cmp -s stdout.txt "ref/$v/stdout" || fail "$what: stdout differs from a plain run's for v=$v"
 }
 
-# A normal, complete run after a kill: correct outputs, whatever the cache holds.
+# A normal, complete run after a kill: correct outputs, whatever the cache
+# holds. Sets TOOK_US to how long it took, as seen from here.
 verify_run() {
-    local v=$1 what=$2 before rc
+    local v=$1 what=$2 before rc start
     before=$(status_count)
+    now_us; start=$NOW_US
     set +e
     cachet run -- sh step.sh > stdout.txt
     rc=$?
     set -e
+    now_us; TOOK_US=$((NOW_US - start))
     [ "$rc" -eq 0 ] || fail "$what: the run after the kill exited $rc"
     [ "$(status_count)" -eq $((before + 1)) ] || fail "$what: no status line for the run after the kill"
     check_outputs "$v" "$what"
@@ -71,30 +76,59 @@ verify_run() {
     esac
 }
 
-# Sleeps $1 milliseconds.
-sleep_ms() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
+# Sleeps $1 microseconds without starting a process: `read -t` on a FIFO
+# that nobody writes. A `sleep` costs a fork and an exec, a few ms here and
+# tens of ms on a loaded machine, as long as a whole hit or a fast miss: the
+# kills it timed came after the runs they were aimed at.
+mkfifo "$T/never"
+exec {NEVER}<> "$T/never"
+sleep_us() {
+    local t
+    printf -v t '%d.%06d' $(($1 / 1000000)) $(($1 % 1000000))
+    read -r -t "$t" -u "$NEVER" _ || true
+}
+# The time in microseconds, without a subshell (bash 5; LC_ALL=C gives '.').
+now_us() { NOW_US=${EPOCHREALTIME/./}; }
 
 section "how long one miss and one hit take"
+# Running estimates (µs) of how long a miss and a hit live, from launch to
+# exit as seen from here (process start and exit included), updated from
+# every run that was not killed: the kill delays follow the machine's speed
+# (an ASan build, a loaded CI runner, faster steps).
 echo 1 > in.txt
-cachet run -- sh step.sh > stdout.txt
-check_outputs 1 "first run"
-cachet run -- sh step.sh > stdout.txt
-expect hit
-# Running estimates (ms) of a miss and a hit, from the status lines of the
-# runs after each kill: the kill delays follow the machine's speed (an ASan
-# build, a loaded CI runner).
-status_last_duration() { local l; l=$(tail -n 1 "$CACHET_STATUS_FILE"); l=${l##*\"duration_ms\": }; echo "${l%\}}"; }
-MISS_MS=$(status_field duration_ms 1)
-HIT_MS=$(status_last_duration)
-echo "first miss ${MISS_MS} ms, first hit ${HIT_MS} ms"
-
-section "SIGKILL of cachet at random points, for ${SECONDS_CACHET}s"
-kills=0 finished=0 during_step=0 after_step=0 during_hit=0 iterations=0
 verify_hits=0 verify_misses=0
+verify_run 1 "first run"
+MISS_US=$TOOK_US
+verify_run 1 "second run"
+[ "$LAST_RESULT" = hit ] || fail "second run: expected a hit, got $LAST_RESULT ($LAST_REASON)"
+HIT_US=$TOOK_US
+verify_hits=0 verify_misses=0
+echo "first miss $((MISS_US / 1000)) ms, first hit $((HIT_US / 1000)) ms"
+estimate() {
+    if [ "$1" = miss ]; then
+        MISS_US=$(((MISS_US * 3 + $2) / 4))
+    else
+        HIT_US=$(((HIT_US * 3 + $2) / 4))
+    fi
+}
+
+# Enough kills of each kind that every stage is hit often: in misses while
+# the step runs and after it (blobs, index), and in hits.
+MIN_KILLS_DURING_STEP=${CACHET_REL_CRASH_MIN_DURING_STEP:-5}
+MIN_KILLS_AFTER_STEP=${CACHET_REL_CRASH_MIN_AFTER_STEP:-5}
+MIN_KILLS_IN_HITS=${CACHET_REL_CRASH_MIN_IN_HITS:-5}
+enough_kills() {
+    [ "$during_step" -ge "$MIN_KILLS_DURING_STEP" ] && [ "$after_step" -ge "$MIN_KILLS_AFTER_STEP" ] &&
+        [ "$during_hit" -ge "$MIN_KILLS_IN_HITS" ]
+}
+
+section "SIGKILL of cachet at random points, for ${SECONDS_CACHET}s (at most $((2 * SECONDS_CACHET))s)"
+kills=0 finished=0 during_step=0 after_step=0 during_hit=0 iterations=0
 declare -A stored=([1]=1)
 fresh=$VALUES
-end=$((SECONDS + SECONDS_CACHET))
-while [ "$SECONDS" -lt "$end" ]; do
+start=$SECONDS
+while [ $((SECONDS - start)) -lt "$SECONDS_CACHET" ] ||
+    { ! enough_kills && [ $((SECONDS - start)) -lt $((2 * SECONDS_CACHET)) ]; }; do
     iterations=$((iterations + 1))
     # Three rounds in four are misses (an input never seen), the fourth a
     # hit, with its outputs deleted half the time so the kill may land in
@@ -103,23 +137,32 @@ while [ "$SECONDS" -lt "$end" ]; do
         fresh=$((fresh + 1))
         v=$fresh
         make_ref "$v"
-        span=$((MISS_MS * 11 / 10 + 5))
+        kind=miss span=$MISS_US
     else
         v=$((RANDOM % VALUES + 1))
         [ -n "${stored[$v]:-}" ] || v=1
         [ $((RANDOM % 2)) -eq 0 ] || rm -rf out
-        span=$((HIT_MS * 11 / 10 + 5))
+        kind=hit span=$HIT_US
     fi
     printf '%s\n' "$v" > in.txt
     # Did this round's step run to completion before the kill? Its last
     # output tells; a hit restores it too, so remove it first.
     rm -f out/v.txt
-    d=$((RANDOM % span))
+    # Anywhere in the run's life, from its start to its exit.
+    d=$(((RANDOM * 32768 + RANDOM) % (span + 1)))
+    now_us; launched=$NOW_US
     "$CACHET_BIN" run -- sh step.sh > stdout.txt 2> stderr.txt &
     pid=$!
-    sleep_ms "$d"
-    if kill -KILL "$pid" 2> /dev/null; then
-        wait "$pid" 2> /dev/null || true
+    sleep_us "$d"
+    kill -KILL "$pid" 2> /dev/null || true
+    set +e
+    wait "$pid" 2> /dev/null
+    rc=$?
+    set -e
+    now_us
+    # Landed only if it ended the run: a run that had finished (a zombie
+    # not yet reaped takes the signal too) exits 0.
+    if [ "$rc" -eq $((128 + 9)) ]; then
         kills=$((kills + 1))
         if [ -n "${stored[$v]:-}" ]; then
             during_hit=$((during_hit + 1))
@@ -128,33 +171,33 @@ while [ "$SECONDS" -lt "$end" ]; do
         else
             during_step=$((during_step + 1))
         fi
-    else
-        wait "$pid" || fail "round $iterations: cachet exited $? without being killed"
+    elif [ "$rc" -eq 0 ]; then
         finished=$((finished + 1))
-    fi
-    verify_run "$v" "round $iterations (v=$v, kill after ${d} ms)"
-    took=$(status_last_duration)
-    if [ "$LAST_RESULT" = miss ]; then
-        MISS_MS=$(((MISS_MS * 3 + took) / 4))
+        estimate "$kind" $((NOW_US - launched))
     else
-        HIT_MS=$(((HIT_MS * 3 + took) / 4))
+        fail "round $iterations: cachet exited $rc without being killed"
     fi
+    verify_run "$v" "round $iterations (v=$v, kill after $((d / 1000)).$(printf '%03d' $((d % 1000))) ms)"
+    estimate "$LAST_RESULT" "$TOOK_US"
     stored[$v]=1
     if [ $((iterations % 25)) -eq 0 ]; then
         cachet stats --json > /dev/null || fail "round $iterations: cachet stats failed"
     fi
 done
-echo "FIGURE crash.cachet_kills=$kills crash.kills_in_hits=$during_hit crash.kills_in_misses_while_step_ran=$during_step crash.kills_in_misses_after_step=$after_step crash.rounds=$iterations crash.finished_before_kill=$finished crash.verify_hits=$verify_hits crash.verify_misses=$verify_misses crash.miss_ms=$MISS_MS crash.hit_ms=$HIT_MS"
-[ "$kills" -ge 10 ] || fail "only $kills kills landed in ${SECONDS_CACHET}s"
+MISS_MS=$((MISS_US / 1000)) HIT_MS=$((HIT_US / 1000))
+echo "FIGURE crash.cachet_kills=$kills crash.kills_in_hits=$during_hit crash.kills_in_misses_while_step_ran=$during_step crash.kills_in_misses_after_step=$after_step crash.rounds=$iterations crash.seconds=$((SECONDS - start)) crash.finished_before_kill=$finished crash.verify_hits=$verify_hits crash.verify_misses=$verify_misses crash.miss_ms=$MISS_MS crash.hit_ms=$HIT_MS"
+enough_kills || fail "in $((SECONDS - start))s, $during_step kills landed while the step ran (at least $MIN_KILLS_DURING_STEP wanted), $after_step after it ($MIN_KILLS_AFTER_STEP), $during_hit in hits ($MIN_KILLS_IN_HITS)"
 [ "$verify_hits" -ge 1 ] || fail "no run after a kill was a hit: the cache is not usable"
 
-section "SIGKILL of the traced command (or one of its processes), for ${SECONDS_COMMAND}s"
+section "SIGKILL of the traced command (or one of its processes), for ${SECONDS_COMMAND}s (at most $((2 * SECONDS_COMMAND))s)"
 cmd_kills=0 cmd_rounds=0 not_stored=0
 # A slower step (a sleep between its outputs) leaves time to find its
 # processes and pick one.
 export SLOW=1
-end=$((SECONDS + SECONDS_COMMAND))
-while [ "$SECONDS" -lt "$end" ]; do
+MIN_COMMAND_KILLS=3
+start=$SECONDS
+while [ $((SECONDS - start)) -lt "$SECONDS_COMMAND" ] ||
+    { [ "$cmd_kills" -lt "$MIN_COMMAND_KILLS" ] && [ $((SECONDS - start)) -lt $((2 * SECONDS_COMMAND)) ]; }; do
     cmd_rounds=$((cmd_rounds + 1))
     # A value never stored, so that the killed run is a miss.
     v=$((100000 + cmd_rounds))
@@ -163,7 +206,7 @@ while [ "$SECONDS" -lt "$end" ]; do
     before=$(status_count)
     "$CACHET_BIN" run -- sh step.sh > stdout.txt 2> stderr.txt &
     pid=$!
-    sleep_ms $((RANDOM % (MISS_MS + 250)))
+    sleep_us $(((RANDOM % (MISS_MS + 250)) * 1000))
     # The step's processes: cachet's children and their children.
     victims=$(pgrep -P "$pid" || true)
     for c in $victims; do victims="$victims $(pgrep -P "$c" || true)"; done
@@ -195,7 +238,7 @@ while [ "$SECONDS" -lt "$end" ]; do
 done
 unset SLOW
 echo "FIGURE crash.command_kills=$cmd_kills crash.command_rounds=$cmd_rounds crash.command_not_stored=$not_stored"
-[ "$cmd_kills" -ge 3 ] || fail "only $cmd_kills command kills landed"
+[ "$cmd_kills" -ge "$MIN_COMMAND_KILLS" ] || fail "only $cmd_kills command kills landed in $((SECONDS - start))s"
 
 section "the cache is sound afterwards"
 cachet stats --json > stats.json || fail "cachet stats failed"
