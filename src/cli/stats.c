@@ -1,4 +1,5 @@
 /* cachet stats: what the cache has done, from its counters and index. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +103,22 @@ int cmd_stats(int argc, char **argv)
 	size_t n = 0;
 	struct error e = { 0 };
 	struct store_usage u = { 0 };
-	if (store_counters(s, &c, &n, &e) < 0 || store_usage(s, &u, &e) < 0) {
+	int rc = store_counters(s, &c, &n, &e) < 0 || store_usage(s, &u, &e) < 0 ? -1 : 0;
+	if (rc < 0 && e.code == EBADMSG) {
+		/* A damaged page that only the counts read (a hit never does):
+		 * the query marked the index, and opening the cache again checks
+		 * it and recreates it if need be, as the next command would. The
+		 * answer is that cache's. */
+		free(c);
+		c = NULL;
+		n = 0;
+		store_close(s);
+		s = cli_open_store(0, NULL);
+		if (!s)
+			return 1;
+		rc = store_counters(s, &c, &n, &e) < 0 || store_usage(s, &u, &e) < 0 ? -1 : 0;
+	}
+	if (rc < 0) {
 		cli_error("stats: %s", e.msg);
 		store_close(s);
 		free(c);

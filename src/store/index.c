@@ -815,10 +815,14 @@ int store_usage(struct store *s, struct store_usage *out, struct error *e)
 			}
 			rc = SQLITE_DONE;
 		}
+		/* The error's text before the reset, which clears it ("not an
+		 * error"). */
+		if (rc != SQLITE_DONE)
+			index_error(s, rc, e, "counting the cache's contents");
 		sqlite3_reset(st);
 		if (rc != SQLITE_DONE) {
 			index_rollback(s);
-			return index_error(s, rc, e, "counting the cache's contents");
+			return -1;
 		}
 	}
 	index_rollback(s);
