@@ -4,6 +4,9 @@
 # environment misses or goes to the index; a damaged memo is counted and
 # removed; clear, eviction and a step found nondeterministic drop memos.
 source "$(dirname "$0")/lib.sh"
+# This test writes garbage into the cache's index and removes memos: never
+# anywhere but the test's own cache.
+: "${CACHET_DIR:?lib.sh sets a cache for each test}"
 
 W=$(workdir)
 cd "$W"
