@@ -58,6 +58,10 @@ struct digest_cache {
  * NFS), so a write in the same tick as the hash would go unnoticed. */
 #define DIGEST_CACHE_MARGIN_NS (1000LL * 1000 * 1000)
 
+/* 1 when id's mtime and ctime are both older than DIGEST_CACHE_MARGIN_NS:
+ * a fingerprint of it can be trusted to move with any later change. */
+int file_id_settled(const struct file_id *id);
+
 /* Content digest of the regular file at path (following symlinks unless
  * nofollow) through the cache. Returns 0; or -1 with errno set (ENOENT...,
  * EINVAL when not a regular file). st_out, if not NULL, gets the stat. */

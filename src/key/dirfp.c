@@ -4,20 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "cachet/path.h"
 #include "cachet/strmap.h"
 
 /* Bounds for decoding untrusted bytes; far above any real path set. */
 #define DIRFP_MAX_DIRS (1u << 20)
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Splits values (buf_put_bytes each) into one pointer and length per
  * observation. 0 when they are exactly n values. */
@@ -116,7 +108,6 @@ void dirfp_collect(const struct pathset *ps, const void *values, size_t values_l
 	struct strmap index; /* dir -> index + 1 into out->dirs, or -1 if unusable */
 	strmap_init(&index);
 	size_t alloc = 0;
-	int64_t now = now_ns();
 	for (size_t i = 0; ok && i < ps->nobs; i++) {
 		char *dir = deciding_dir(ps, &ps->obs[i], vals[i], lens[i]);
 		if (!dir)
@@ -128,8 +119,7 @@ void dirfp_collect(const struct pathset *ps, const void *values, size_t values_l
 			if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
 				struct file_id id;
 				file_id_from_stat(&st, &id);
-				int64_t newest = id.mtime_ns > id.ctime_ns ? id.mtime_ns : id.ctime_ns;
-				if (now - newest > DIGEST_CACHE_MARGIN_NS) {
+				if (file_id_settled(&id)) {
 					if (out->ndirs == alloc) {
 						alloc = alloc ? 2 * alloc : 16;
 						out->dirs = xrealloc(out->dirs, alloc * sizeof *out->dirs);

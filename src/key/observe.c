@@ -16,6 +16,12 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int file_id_settled(const struct file_id *id)
+{
+	int64_t newest = id->mtime_ns > id->ctime_ns ? id->mtime_ns : id->ctime_ns;
+	return now_ns() - newest > DIGEST_CACHE_MARGIN_NS;
+}
+
 /* digest_cached with the path's stat already taken (st). */
 static int digest_cached_stat(const char *path, int nofollow, const struct stat *st,
 			      struct digest_cache *dc, struct digest *out, struct file_id *id_out);
@@ -68,8 +74,7 @@ static int digest_cached_stat(const char *path, int nofollow, const struct stat 
 		*id_out = fid;
 	/* A file changed within the margin of now may change again in the same
 	 * clock tick without its times moving: such a digest is not cached. */
-	int64_t newest = fid.mtime_ns > fid.ctime_ns ? fid.mtime_ns : fid.ctime_ns;
-	if (dc && file_id_equal(&fid, &id) && now_ns() - newest > DIGEST_CACHE_MARGIN_NS)
+	if (dc && file_id_equal(&fid, &id) && file_id_settled(&fid))
 		dc->put(dc->ctx, path, &fid, out);
 	return 0;
 }
