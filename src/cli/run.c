@@ -327,10 +327,11 @@ static void memo_name(struct run *r)
 }
 
 /* Leaves the entry just hit or stored, with the fingerprints this run
- * used, as the step's memo. Best effort. */
+ * used, as the step's memo: res is result_body decoded, which every caller
+ * has at hand. Best effort. */
 static void write_memo(struct run *r, const struct digest *pathset, const void *pathset_body,
 		       size_t pathset_len, const struct digest *strong, const void *result_body,
-		       size_t result_len)
+		       size_t result_len, const struct result *res)
 {
 	if (store_is_readonly(r->store))
 		return;
@@ -346,18 +347,14 @@ static void write_memo(struct run *r, const struct digest *pathset, const void *
 	/* The directories that vouch for the values the result recorded:
 	 * they held when this run looked them up or recorded them. */
 	struct pathset ps;
-	struct result res;
 	struct dirfp_set dirs = { 0 };
 	struct buf dirs_body;
 	buf_init(&dirs_body);
 	struct error e = { 0 };
 	if (pathset_decode(pathset_body, pathset_len, &ps, &e) == 0) {
 		/* The directories of this checkout. */
-		if (portable_localise_pathset(&ps, &r->step.bases) == 0 &&
-		    result_decode(result_body, result_len, &res, &e) == 0) {
-			dirfp_collect(&ps, res.values, res.values_len, &dirs);
-			result_free(&res);
-		}
+		if (portable_localise_pathset(&ps, &r->step.bases) == 0)
+			dirfp_collect(&ps, res->values, res->values_len, &dirs);
 		pathset_free(&ps);
 	}
 	dirfp_encode(&dirs, &dirs_body);
@@ -409,7 +406,6 @@ static int memo_lookup(struct run *r, int *exit_code)
 		goto out;
 	}
 	hit = serve(r, &res, &m.pathset, &m.strong, exit_code) == 1;
-	result_free(&res);
 	/* Damaged blobs are counted once: the index has the same entry. */
 	r->memo_failed = !hit;
 	r->memo_strong = m.strong;
@@ -417,7 +413,8 @@ static int memo_lookup(struct run *r, int *exit_code)
 	 * fingerprints for the next hit. */
 	if (hit && r->fps.added)
 		write_memo(r, &m.pathset, m.pathset_body, m.pathset_len, &m.strong, m.result_body,
-			   m.result_len);
+			   m.result_len, &res);
+	result_free(&res);
 out:
 	store_memo_free(&m);
 	return hit;
@@ -463,7 +460,8 @@ static int lookup(struct run *r, int *exit_code, int *had_pathsets)
 		}
 		int served = serve(r, &res, &sets[i].digest, &strong, exit_code);
 		if (served == 1 && !r->nondeterministic)
-			write_memo(r, &sets[i].digest, sets[i].body, sets[i].len, &strong, body, len);
+			write_memo(r, &sets[i].digest, sets[i].body, sets[i].len, &strong, body, len,
+				   &res);
 		free(body);
 		if (served < 0)
 			break; /* chosen for verification: r->verify_cached owns res */
@@ -525,7 +523,7 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	int rc = store_put_entry(r->store, &entry, MAX_PATHSETS, e);
 	if (rc == 0 && !r->nondeterministic)
 		write_memo(r, &rec->ps_digest, rec->ps_body.data, rec->ps_body.len, &strong,
-			   result_body.data, result_body.len);
+			   result_body.data, result_body.len, res);
 	free(blobs);
 	buf_free(&step_body);
 	buf_free(&result_body);
