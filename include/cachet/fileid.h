@@ -22,6 +22,8 @@ struct file_id {
 void file_id_from_stat(const struct stat *st, struct file_id *out);
 /* Equal in dev, ino, size, mtime, ctime and mode. */
 int file_id_equal(const struct file_id *a, const struct file_id *b);
+/* file_id_equal of two stats of the same path or descriptor. */
+int file_id_stat_equal(const struct stat *a, const struct stat *b);
 /* The binary form in memos (44 bytes). */
 void file_id_encode(const struct file_id *id, struct buf *out);
 void file_id_decode(struct reader *r, struct file_id *out);

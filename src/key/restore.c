@@ -67,10 +67,76 @@ static char *temp_name_beside(const char *path)
 	return tmpl;
 }
 
+/* The times a restored file gets: the ones the step set on purpose, or now
+ * (NULL), as a file just written has. */
+static const struct timespec *restored_times(const struct output *o, struct timespec ts[2])
+{
+	if (!o->has_mtime)
+		return NULL;
+	ts[0].tv_sec = ts[1].tv_sec = o->mtime_ns / 1000000000;
+	ts[0].tv_nsec = ts[1].tv_nsec = o->mtime_ns % 1000000000;
+	return ts;
+}
+
+/* Is the file at o->path (lstat'ed as *st) already what restoring o would
+ * leave there? Then only its mode and times are set, as a restore would set
+ * them: a rerun after a touch of an input (make, ninja) finds its outputs
+ * unchanged, and rewriting one costs a temporary, a copy and a rename.
+ * Only for compressed blobs, whose restore reads and decompresses all of the
+ * content anyway; a raw blob is cloned or copied for less than hashing the
+ * file costs. Only a file of ours with one name: another name for the same
+ * inode would see its times change. 1 when done, 0 to restore as usual. */
+static int restore_in_place(const struct output *o, const struct stat *st)
+{
+	if (o->blob.form != BLOB_ZSTD || !S_ISREG(st->st_mode) ||
+	    (uint64_t)st->st_size != o->blob.size || st->st_uid != geteuid() || st->st_nlink != 1)
+		return 0;
+	int fd = open(o->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat before, after;
+	struct digest d;
+	struct timespec ts[2];
+	/* Unchanged while it was hashed (same inode, size and times), or a
+	 * writer may have been halfway through. */
+	int same = fstat(fd, &before) == 0 && before.st_ino == st->st_ino &&
+		   before.st_dev == st->st_dev && digest_fd(fd, &d, NULL, NULL) == 0 &&
+		   digest_equal(&d, &o->blob.digest) && fstat(fd, &after) == 0 &&
+		   file_id_stat_equal(&before, &after);
+	if (same && (before.st_mode & 07777) != o->mode && fchmod(fd, o->mode) < 0)
+		same = 0;
+	if (same && futimens(fd, restored_times(o, ts)) < 0)
+		same = 0;
+	close(fd);
+	return same;
+}
+
+/* Puts the temporary tmp at path. Over an existing file, exchanging the two
+ * names and then removing the old file is as atomic as rename, while rename
+ * over a file makes ext4 (auto_da_alloc) allocate and start writing the new
+ * data at once: 0.2 to 0.5 ms a hit on these machines. The data then reaches
+ * the disk as the step's own output would have, without a sync. */
+static int put_in_place(const char *tmp, const char *path, int exists)
+{
+	if (exists && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+		if (unlink(tmp) == 0 || errno == ENOENT)
+			return 0;
+		/* What was at path is not a file (a directory put there since
+		 * the lstat): back as it was, and rename says why it cannot. */
+		renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE);
+	}
+	return rename(tmp, path);
+}
+
 static int restore_file(const struct output *o, struct store *s, struct error *e)
 {
 	if (ensure_parent(o->path, e) < 0)
 		return -1;
+	struct stat st;
+	int exists = lstat(o->path, &st) == 0;
+	if (exists && restore_in_place(o, &st))
+		return 0;
+	exists = exists && !S_ISDIR(st.st_mode);
 	char *tmp = temp_name_beside(o->path);
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
@@ -84,14 +150,10 @@ static int restore_file(const struct output *o, struct store *s, struct error *e
 		error_errno(e, "%s", o->path);
 		goto fail;
 	}
-	if (o->has_mtime) {
-		struct timespec ts[2];
-		ts[0].tv_sec = ts[1].tv_sec = o->mtime_ns / 1000000000;
-		ts[0].tv_nsec = ts[1].tv_nsec = o->mtime_ns % 1000000000;
-		if (futimens(fd, ts) < 0) {
-			error_errno(e, "%s", o->path);
-			goto fail;
-		}
+	struct timespec ts[2];
+	if (o->has_mtime && futimens(fd, restored_times(o, ts)) < 0) {
+		error_errno(e, "%s", o->path);
+		goto fail;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
@@ -99,7 +161,7 @@ static int restore_file(const struct output *o, struct store *s, struct error *e
 		goto fail;
 	}
 	fd = -1;
-	if (rename(tmp, o->path) < 0) {
+	if (put_in_place(tmp, o->path, exists) < 0) {
 		error_errno(e, "cannot put %s in place", o->path);
 		goto fail;
 	}

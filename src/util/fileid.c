@@ -35,3 +35,11 @@ int file_id_equal(const struct file_id *a, const struct file_id *b)
 	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
 	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && a->mode == b->mode;
 }
+
+int file_id_stat_equal(const struct stat *a, const struct stat *b)
+{
+	struct file_id x, y;
+	file_id_from_stat(a, &x);
+	file_id_from_stat(b, &y);
+	return file_id_equal(&x, &y);
+}
