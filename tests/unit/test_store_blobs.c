@@ -234,6 +234,47 @@ static void a_damaged_zstd_blob_is_detected_and_removed(void **state)
 	store_close(s);
 }
 
+/* Damage that leaves the frame's middle intact: cut short, bytes after
+ * it, a second frame after it. Detected by both ways of decompressing: in
+ * one piece (small blobs) and streamed (over 1 MiB). */
+static void a_zstd_blob_that_is_not_one_whole_frame_is_removed(void **state)
+{
+	size_t sizes[] = {40000, 3u << 20};
+	for (size_t i = 0; i < 2; i++)
+		for (int damage = 0; damage < 3; damage++) {
+			struct store *s = open_cache();
+			char *text = text_bytes(sizes[i]);
+			struct blob_ref ref;
+			put_fd(s, text, sizes[i], &ref);
+			assert_int_equal(ref.form, BLOB_ZSTD);
+			char *path = blob_path(s, &ref.digest, BLOB_ZSTD);
+			struct stat st;
+			assert_int_equal(stat(path, &st), 0);
+			assert_int_equal(chmod(path, 0644), 0);
+			if (damage == 0) {
+				assert_int_equal(truncate(path, st.st_size - 3), 0);
+			} else {
+				/* The blob's own first bytes: a whole frame (its
+				 * start) or, appended to itself, a second one. */
+				size_t n = damage == 1 ? 7 : (size_t)st.st_size;
+				char *copy = xmalloc(n);
+				int fd = open(path, O_RDWR | O_CLOEXEC);
+				assert_true(fd >= 0);
+				assert_int_equal(pread(fd, copy, n, 0), (ssize_t)n);
+				assert_int_equal(pwrite(fd, copy, n, st.st_size), (ssize_t)n);
+				close(fd);
+				free(copy);
+			}
+			assert_corrupt_and_removed(s, &ref);
+			free(path);
+			free(text);
+			store_close(s);
+			char *cache = cache_dir();
+			rm_rf(cache);
+			free(cache);
+		}
+}
+
 static void a_damaged_raw_blob_is_detected_once_its_fingerprint_changed(void **state)
 {
 	struct store *s = open_cache();
@@ -388,6 +429,7 @@ int main(void)
 		T(blobs_from_memory_take_both_forms),
 		T(an_existing_blob_is_reused_in_its_form),
 		T(a_damaged_zstd_blob_is_detected_and_removed),
+		T(a_zstd_blob_that_is_not_one_whole_frame_is_removed),
 		T(a_damaged_raw_blob_is_detected_once_its_fingerprint_changed),
 		T(a_raw_blob_is_recorded_as_verified_when_stored),
 		T(content_that_changed_since_it_was_hashed_is_not_stored),
