@@ -6,10 +6,12 @@
 #define CACHET_STRMAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct strmap_slot {
 	char *key;
 	void *value;
+	uint64_t hash; /* of key: growing never hashes again, probing compares it first */
 };
 
 struct strmap {
@@ -23,6 +25,8 @@ void strmap_free(struct strmap *m); /* frees keys, not values */
 void *strmap_get(const struct strmap *m, const char *key);
 /* Sets key's value; returns the previous one (NULL when new). */
 void *strmap_put(struct strmap *m, const char *key, void *value);
+/* Makes room for n keys in all, so that adding them never grows the map. */
+void strmap_reserve(struct strmap *m, size_t n);
 /* Iteration: for (size_t i = 0; i < m.cap; i++) if (m.slots[i].key) ... */
 
 #endif

@@ -69,6 +69,7 @@ void fplog_free(struct fplog *l)
 
 void fplog_load(struct fplog *l, const struct store_memo *m)
 {
+	strmap_reserve(&l->map, l->map.count + m->nfps);
 	for (size_t i = 0; i < m->nfps; i++)
 		remember(l, m->fps[i].path, &m->fps[i].id, &m->fps[i].digest);
 }
