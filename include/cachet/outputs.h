@@ -2,7 +2,8 @@
  * Results: what a step left behind (its outputs by final state), its stdout,
  * stderr and exit status, and where it came from. Capturing turns the final
  * state of the paths a run touched into blobs in the store; restoring puts
- * them back atomically (temporary file, then rename).
+ * them back atomically (temporary file, then rename or an exchange of
+ * names), and leaves a file that already holds the content in place.
  */
 #ifndef CACHET_OUTPUTS_H
 #define CACHET_OUTPUTS_H
