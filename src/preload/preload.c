@@ -3,11 +3,11 @@
  * src/trace/ring.h for the design and why it is sound).
  *
  * Loaded into every dynamically linked program of a traced step through
- * LD_PRELOAD. For lookups that only look and name an absolute path it
- * appends a raw syscall record to the tracer's ring and makes the syscall
- * from the trusted page, which the seccomp filter lets through without a
- * stop; it also turns fstat() into the NULL-path form the filter allows
- * outright. Everything else goes to libc unchanged, and libc's syscalls
+ * LD_PRELOAD. For lookups that only look and name an absolute path, or a
+ * path relative to the cwd (which it makes absolute), it appends a raw
+ * syscall record to the tracer's ring and makes the syscall from the
+ * trusted page, which the seccomp filter lets through without a stop; it
+ * also turns fstat() into the NULL-path form the filter allows outright. Everything else goes to libc unchanged, and libc's syscalls
  * stop as before.
  *
  * It is not a second classifier: it never decides what a call means, only
@@ -147,11 +147,49 @@ static int look_only(int flags)
 	return (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE)) == 0;
 }
 
+/* The path a fast-pathed call looks up: path itself when absolute; for a
+ * path relative to the cwd (dirfd AT_FDCWD), the cwd joined to it, written
+ * to buf (RING_STR bytes). The record and the call both take that absolute
+ * form, so the lookup made is exactly the one recorded, and the tracer needs
+ * no cwd to read it later. NULL when the call takes the ordinary path: a
+ * relative path from another directory, no cwd (removed), or too long.
+ *
+ * Where the relative lookup could differ (a directory above the cwd that
+ * is not searchable), the absolute one fails with EACCES and is retried the
+ * ordinary way: the failed lookup stays recorded, one input too many. */
+static const char *fast_path(int dirfd, const char *path, char *buf)
+{
+	if (!path || !path[0])
+		return NULL;
+	if (path[0] == '/')
+		return path;
+	if (dirfd != AT_FDCWD || !active || !getcwd(buf, RING_STR) || buf[0] != '/')
+		return NULL;
+	size_t n = strlen(buf), len = strlen(path);
+	if (n + 1 + len >= RING_STR)
+		return NULL;
+	if (buf[n - 1] != '/')
+		buf[n++] = '/';
+	memcpy(buf + n, path, len + 1);
+	return buf;
+}
+
+/* A fast-pathed call's result, or -2 to retry it the ordinary way: a
+ * relative path whose absolute form was refused (see fast_path). */
+static long fast_result(long r, const char *path, const char *looked_up)
+{
+	if (r == -EACCES && looked_up != path)
+		return -2;
+	return ret_errno(r);
+}
+
 static int fast_open(int dirfd, const char *path, int flags, mode_t mode)
 {
-	if (record(SYS_openat, dirfd, (long)path, flags, mode, path) < 0)
+	char buf[RING_STR];
+	const char *p = fast_path(dirfd, path, buf);
+	if (!p || record(SYS_openat, AT_FDCWD, (long)p, flags, mode, p) < 0)
 		return -2;
-	return (int)ret_errno(safe_syscall(SYS_openat, dirfd, (long)path, flags, mode));
+	return (int)fast_result(safe_syscall(SYS_openat, AT_FDCWD, (long)p, flags, mode), path, p);
 }
 
 static mode_t mode_arg(int flags, va_list ap)
@@ -160,7 +198,7 @@ static mode_t mode_arg(int flags, va_list ap)
 }
 
 #define OPEN_BODY(dirfd, real_call)                                                                \
-	if (path && path[0] == '/' && look_only(flags)) {                                         \
+	if (look_only(flags)) {                                                                     \
 		int r = fast_open(dirfd, path, flags, mode);                                        \
 		if (r != -2)                                                                        \
 			return r;                                                                   \
@@ -238,14 +276,15 @@ EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 
 /* ---- stat ------------------------------------------------------------ */
 
-/* newfstatat of an absolute path: -2 when not fast-pathed. */
-static int fast_stat(const char *path, struct stat *st, int flags)
+/* newfstatat of a path fast_path takes: -2 when not fast-pathed. */
+static int fast_stat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	if (!path || path[0] != '/')
+	char buf[RING_STR];
+	const char *p = fast_path(dirfd, path, buf);
+	if (!p || record(SYS_newfstatat, AT_FDCWD, (long)p, (long)st, flags, p) < 0)
 		return -2;
-	if (record(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, flags, path) < 0)
-		return -2;
-	return (int)ret_errno(safe_syscall(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, flags));
+	return (int)fast_result(safe_syscall(SYS_newfstatat, AT_FDCWD, (long)p, (long)st, flags),
+				path, p);
 }
 
 /* fstat(fd) as newfstatat(fd, NULL, AT_EMPTY_PATH), which the filter lets
@@ -263,7 +302,7 @@ static int fast_fstat(int fd, struct stat *st)
 
 EXPORT int stat(const char *path, struct stat *st)
 {
-	int r = fast_stat(path, st, 0);
+	int r = fast_stat(AT_FDCWD, path, st, 0);
 	if (r != -2)
 		return r;
 	REAL(stat)
@@ -272,7 +311,7 @@ EXPORT int stat(const char *path, struct stat *st)
 
 EXPORT int stat64(const char *path, struct stat64 *st)
 {
-	int r = fast_stat(path, (struct stat *)st, 0);
+	int r = fast_stat(AT_FDCWD, path, (struct stat *)st, 0);
 	if (r != -2)
 		return r;
 	REAL(stat64)
@@ -281,7 +320,7 @@ EXPORT int stat64(const char *path, struct stat64 *st)
 
 EXPORT int lstat(const char *path, struct stat *st)
 {
-	int r = fast_stat(path, st, AT_SYMLINK_NOFOLLOW);
+	int r = fast_stat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW);
 	if (r != -2)
 		return r;
 	REAL(lstat)
@@ -290,7 +329,7 @@ EXPORT int lstat(const char *path, struct stat *st)
 
 EXPORT int lstat64(const char *path, struct stat64 *st)
 {
-	int r = fast_stat(path, (struct stat *)st, AT_SYMLINK_NOFOLLOW);
+	int r = fast_stat(AT_FDCWD, path, (struct stat *)st, AT_SYMLINK_NOFOLLOW);
 	if (r != -2)
 		return r;
 	REAL(lstat64)
@@ -303,7 +342,7 @@ EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 	if (path && !path[0] && (flags & AT_EMPTY_PATH))
 		r = fast_fstat(dirfd, st);
 	else if (!(flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)))
-		r = fast_stat(path, st, flags);
+		r = fast_stat(dirfd, path, st, flags);
 	if (r != -2)
 		return r;
 	REAL(fstatat)
@@ -316,7 +355,7 @@ EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 	if (path && !path[0] && (flags & AT_EMPTY_PATH))
 		r = fast_fstat(dirfd, (struct stat *)st);
 	else if (!(flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)))
-		r = fast_stat(path, (struct stat *)st, flags);
+		r = fast_stat(dirfd, path, (struct stat *)st, flags);
 	if (r != -2)
 		return r;
 	REAL(fstatat64)
@@ -345,18 +384,24 @@ EXPORT int fstat64(int fd, struct stat64 *st)
 
 EXPORT int access(const char *path, int mode)
 {
-	if (path && path[0] == '/' && record(SYS_access, (long)path, mode, 0, 0, path) == 0)
-		return (int)ret_errno(safe_syscall(SYS_access, (long)path, mode, 0, 0));
+	char buf[RING_STR];
+	const char *p = fast_path(AT_FDCWD, path, buf);
+	if (p && record(SYS_access, (long)p, mode, 0, 0, p) == 0) {
+		int r = (int)fast_result(safe_syscall(SYS_access, (long)p, mode, 0, 0), path, p);
+		if (r != -2)
+			return r;
+	}
 	REAL(access)
 	return real_access(path, mode);
 }
 
 static ssize_t fast_readlink(const char *path, char *buf, size_t size)
 {
-	if (!path || path[0] != '/' ||
-	    record(SYS_readlink, (long)path, (long)buf, (long)size, 0, path) < 0)
+	char abs[RING_STR];
+	const char *p = fast_path(AT_FDCWD, path, abs);
+	if (!p || record(SYS_readlink, (long)p, (long)buf, (long)size, 0, p) < 0)
 		return -2;
-	return ret_errno(safe_syscall(SYS_readlink, (long)path, (long)buf, (long)size, 0));
+	return fast_result(safe_syscall(SYS_readlink, (long)p, (long)buf, (long)size, 0), path, p);
 }
 
 EXPORT ssize_t readlink(const char *path, char *buf, size_t size)

@@ -6,7 +6,8 @@
  * about 1,500 of them, two thirds readlinks from cc1's realpath(). The
  * preload library interposes the libc functions behind those lookups and,
  * for calls that only look (read-only opens, stat, access, readlink of an
- * absolute path), makes the syscall from one page at a fixed address that
+ * absolute path, or of a relative one that it joins to the cwd first),
+ * makes the syscall from one page at a fixed address that
  * the seccomp filter lets through without a stop. Before each such call it
  * appends a raw record of the syscall (number, arguments, the path) to a
  * ring in shared memory. The tracer drains the ring before it handles any
@@ -18,8 +19,9 @@
  * writing, rename, unlink, chdir...) still stops, and the tracer drains
  * the ring before handling it, so a record always reaches the classifier
  * before any later change of the files; the fast-pathed calls carry
- * absolute paths only, so no cwd or descriptor is needed to resolve them
- * later. Anything the library does not handle (static binaries, raw
+ * absolute paths only (a relative one is joined to the cwd, and the call
+ * itself takes the joined path, so what is looked up is what is recorded),
+ * so no cwd or descriptor is needed to resolve them later. Anything the library does not handle (static binaries, raw
  * syscalls, programs that drop LD_PRELOAD, a full ring) takes the ordinary
  * stop.
  */

@@ -29,7 +29,8 @@ static char dir[PATH_MAX];   /* scratch directory (real path) */
 static char probe[PATH_MAX]; /* the program below, compiled here */
 
 /* For each argument: realpath (into a buffer and malloc'd), stat, lstat,
- * access, readlink and open, with results and errnos on stdout. */
+ * access, readlink and open, with results and errnos on stdout; "@cd=DIR"
+ * changes directory instead. */
 static const char probe_src[] =
     "#define _GNU_SOURCE\n"
     "#include <errno.h>\n#include <fcntl.h>\n#include <limits.h>\n#include <stdio.h>\n"
@@ -37,6 +38,7 @@ static const char probe_src[] =
     "int main(int argc, char **argv) {\n"
     "  for (int i = 1; i < argc; i++) {\n"
     "    const char *p = argv[i]; char buf[PATH_MAX]; struct stat st;\n"
+    "    if (!strncmp(p, \"@cd=\", 4)) { printf(\"[%s] %d\\n\", p, chdir(p + 4)); continue; }\n"
     "    strcpy(buf, \"untouched\"); errno = 0;\n"
     "    char *r = realpath(p, buf);\n"
     "    printf(\"[%s] realpath %s errno=%d buf=%s\\n\", p, r ? r : \"NULL\", r ? 0 : errno, buf);\n"
@@ -92,9 +94,14 @@ static int group_teardown(void **state)
 }
 
 /* The probe's arguments: absolute and relative names through every kind
- * of symlink, "..", ".", trailing slashes, dangling links, loops. */
+ * of symlink, "..", ".", trailing slashes, dangling links, loops; then
+ * relative names again from another directory, reached through a symlink
+ * (the preload library makes them absolute from the cwd at each call). */
 static char **probe_argv(void)
 {
+	static const char *const after_cd[] = {
+	    "@cd=abs_link", "sub", "up", "../file", "rel_dir/..", "nonexistent", "@cd=..", "file",
+	};
 	static const char *const rel[] = {
 	    "file",           "file/",          "dir/.",        "dir/..",          "dir/sub/../../file",
 	    "link_file",      "abs_link/sub",   "dir/up",       "dangling",        "loop1",
@@ -102,13 +109,16 @@ static char **probe_argv(void)
 	    "dir/rel_dir/..", "dir//sub///",    "link_file/",   "abs_link/.",      "dir/up/..",
 	};
 	size_t n = sizeof rel / sizeof rel[0];
-	char **argv = xcalloc(2 * n + 5, sizeof *argv);
+	size_t ncd = sizeof after_cd / sizeof after_cd[0];
+	char **argv = xcalloc(2 * n + ncd + 5, sizeof *argv);
 	size_t k = 0;
 	argv[k++] = xstrdup(probe);
 	for (size_t i = 0; i < n; i++) {
-		argv[k++] = xasprintf("%s/%s", dir, rel[i]); /* absolute: fast path */
-		argv[k++] = xstrdup(rel[i]);                  /* relative: libc */
+		argv[k++] = xasprintf("%s/%s", dir, rel[i]);
+		argv[k++] = xstrdup(rel[i]);
 	}
+	for (size_t i = 0; i < ncd; i++)
+		argv[k++] = xstrdup(after_cd[i]);
 	argv[k++] = xstrdup("/");
 	argv[k++] = xstrdup("//");
 	argv[k++] = xstrdup("");
@@ -240,6 +250,40 @@ static void the_tracer_records_the_same_events_and_spares_the_stops(void **state
 	free_argv(argv);
 }
 
+/* Relative names take the fast path as absolute ones do: a run of only
+ * relative names stops no more than the same run of absolute names. */
+static void relative_names_spare_their_stops_too(void **state)
+{
+	static const char *const names[] = {"file", "link_file", "dir/up", "nonexistent", "dir/sub"};
+	size_t n = sizeof names / sizeof names[0];
+	char *rel[8], *abs[8];
+	rel[0] = abs[0] = probe;
+	for (size_t i = 0; i < n; i++) {
+		rel[i + 1] = (char *)names[i];
+		abs[i + 1] = xasprintf("%s/%s", dir, names[i]);
+	}
+	rel[n + 1] = abs[n + 1] = NULL;
+	struct trace_result rr, ar, slow;
+	char *re, *ae, *se;
+	char *ro = run_traced(rel, CACHET_TEST_PRELOAD, &rr, &re);
+	char *ao = run_traced(abs, CACHET_TEST_PRELOAD, &ar, &ae);
+	char *so = run_traced(rel, "", &slow, &se);
+	assert_string_equal(re, se); /* the same events as the stops record */
+	assert_true(rr.nstops <= ar.nstops);
+	assert_true(rr.nstops < slow.nstops);
+	trace_result_free(&rr);
+	trace_result_free(&ar);
+	trace_result_free(&slow);
+	free(ro);
+	free(ao);
+	free(so);
+	free(re);
+	free(ae);
+	free(se);
+	for (size_t i = 0; i < n; i++)
+		free(abs[i + 1]);
+}
+
 /* The trusted page lets through only what cannot change anything: an
  * open for writing from it still stops (and so is still seen). */
 static void a_write_from_the_trusted_page_still_stops(void **state)
@@ -280,6 +324,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(realpath_and_lookups_answer_as_without_the_library),
 	    cmocka_unit_test(the_tracer_records_the_same_events_and_spares_the_stops),
+	    cmocka_unit_test(relative_names_spare_their_stops_too),
 	    cmocka_unit_test(a_write_from_the_trusted_page_still_stops),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
