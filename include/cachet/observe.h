@@ -99,6 +99,20 @@ void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 			const char *const *excluded, struct digest_cache *dc,
 			struct observe_memo *memo, struct buf *out, struct buf *detail);
 
+/* One entry of a directory listing. */
+struct listing_entry {
+	const char *name;
+	unsigned char type; /* d_type */
+};
+
+/* Appends the 'L' value of a directory holding entries (in any order:
+ * sorted here, in place), leaving out "." and ".." and the names in
+ * excluded (NULL-terminated, may be NULL); detail as observe_value_detail's
+ * (may be NULL). Recording (from the entries the step's getdents calls
+ * returned) and evaluation (from a readdir now) both use it. */
+void observe_listing_value(struct listing_entry *entries, size_t n, const char *const *excluded,
+			   struct buf *out, struct buf *detail);
+
 /* Human-readable rendering of a value, for explain and show. */
 void observe_describe_value(const void *value, size_t len, struct buf *out);
 

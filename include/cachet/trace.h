@@ -41,13 +41,16 @@ enum trace_event_kind {
 	 * the directory of an O_TMPFILE, a FIFO) are PROBEs with err 0; a failed
 	 * O_CREAT|O_EXCL open is a PROBE with EEXIST. */
 	TRACE_PROBE,
-	/* A directory read with getdents/getdents64 (one event per directory
-	 * descriptor, at its first read). */
+	/* A directory read with getdents/getdents64: one event per directory
+	 * path, at the entry of its first read, with `listing` (attached when
+	 * the run ends) saying which entries the step's reads returned. */
 	TRACE_LIST,
 	/* readlink/readlinkat: `err` is 0 or the errno of the same readlink,
 	 * repeated by the tracer at the call's entry (cc1 makes ~1,500 of them
-	 * per compile; skipping their exit stops saves a third of all stops).
-	 * Only a concurrent change of the link could make the two differ. */
+	 * per compile; skipping their exit stops saves a third of all stops),
+	 * or, for a call of the preload fast path, the result the step's own
+	 * call reported. With err 0, `has_seen` is set and `seen` is the
+	 * digest of the target. */
 	TRACE_READLINK,
 	/* The step's first change to a path: an open that creates or truncates
 	 * or writes it, creat, mkdir, mknod, symlink, link (new name), rename
@@ -101,7 +104,49 @@ struct trace_event {
 	 * change and it was a regular file: the digest of its content then. */
 	int has_pre_digest;
 	struct digest pre_digest;
+	/* What the step's lookup found, where src/key keys more than its
+	 * errno and must check that the value still holds at the end:
+	 *   TRACE_PROBE of a stat or an open that found the path: `id` (of
+	 *     which type, permission bits and a regular file's size are keyed);
+	 *   TRACE_READLINK with err 0: `seen`, the digest of the target.
+	 * An access() probe has none: only existence is its outcome. Taken by
+	 * the tracer's own lookup at the call's entry, or reported by the step's
+	 * own call (preload fast path). */
+	int has_seen;
+	struct digest seen;
+	/* The step's own call (preload fast path) returned something other
+	 * than what the tracer then found: the value the step saw is not
+	 * known, and src/key does not store the run. */
+	int seen_unknown;
+	/* TRACE_LIST only (may be NULL): owned by the event. */
+	struct trace_listing *listing;
 };
+
+/* The entries the step's getdents calls returned for one directory path.
+ * A view is one complete pass over a directory stream: from offset 0 (a
+ * fresh open, rewinddir or lseek to 0) through every call up to the one
+ * that returned 0 (the end), whichever process or thread made each call.
+ * Views are kept once each (identical passes are one view). */
+struct trace_listing {
+	/* The distinct complete views: each `len` bytes of entries sorted by
+	 * name, one d_type byte then the NUL-terminated name (as
+	 * observe_value_detail's detail), "." and ".." left out. */
+	struct trace_dir_view {
+		char *entries;
+		size_t len;
+	} *views;
+	size_t nviews;
+	/* Some read did not belong to a complete pass (the step stopped
+	 * before the end, seeked, or a pass outgrew the tracer's memory bound):
+	 * what it saw is not known exactly. */
+	int partial;
+	/* The directory's fingerprint at the entry of the step's first
+	 * getdents of it (has_first_id when it could be taken). */
+	int has_first_id;
+	struct file_id first_id;
+};
+
+void trace_listing_free(struct trace_listing *l);
 
 struct trace_spec {
 	const char *file;            /* executable to run (already resolved) */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cachet/observe.h"
 #include "cachet/path.h"
 #include "cachet/strmap.h"
 
@@ -74,6 +75,23 @@ static char *absent_from(const char *p)
 	}
 }
 
+/* A recorded listing is the one the step saw (record.h), which a sibling
+ * may have changed before the run was stored: a fingerprint of the
+ * directory as it is now must not vouch for it unless it is also the
+ * listing now. */
+static int listing_holds(const struct pathset *ps, const struct observation *o,
+			 const unsigned char *v, size_t len)
+{
+	const char **excluded = pathset_excluded(ps, (size_t)(o - ps->obs));
+	struct buf now;
+	buf_init(&now);
+	observe_value(OBS_LIST, o->flags, ps->paths[o->path], excluded, NULL, &now);
+	int same = now.len == len && memcmp(now.data, v, len) == 0;
+	buf_free(&now);
+	free(excluded);
+	return same;
+}
+
 /* The directory whose entries decide observation o's value v, malloc'd,
  * or NULL when they do not decide it alone. */
 static char *deciding_dir(const struct pathset *ps, const struct observation *o,
@@ -83,7 +101,7 @@ static char *deciding_dir(const struct pathset *ps, const struct observation *o,
 	if (p[0] != '/')
 		return NULL;
 	if (o->kind == OBS_LIST)
-		return len > 0 && v[0] == 'L' ? xstrdup(p) : NULL;
+		return len > 0 && v[0] == 'L' && listing_holds(ps, o, v, len) ? xstrdup(p) : NULL;
 	if (o->kind != OBS_STAT && o->kind != OBS_READLINK)
 		return NULL;
 	if (is_errno(v, len, ENOENT))

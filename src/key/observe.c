@@ -169,26 +169,6 @@ static void value_of_stat(unsigned flags, const char *path, struct observe_memo 
 	buf_put_u64(out, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0);
 }
 
-struct dirent_name {
-	char *name;
-	unsigned char type;
-};
-
-static int cmp_dirent(const void *a, const void *b)
-{
-	return strcmp(((const struct dirent_name *)a)->name, ((const struct dirent_name *)b)->name);
-}
-
-static int is_excluded(const char *name, const char *const *excluded)
-{
-	if (!excluded)
-		return 0;
-	for (; *excluded; excluded++)
-		if (strcmp(*excluded, name) == 0)
-			return 1;
-	return 0;
-}
-
 static void value_of_listing(const char *path, const char *const *excluded, struct buf *out,
 			     struct buf *detail)
 {
@@ -203,14 +183,10 @@ static void value_of_listing(const char *path, const char *const *excluded, stru
 		close(fd);
 		return;
 	}
-	struct dirent_name *names = NULL;
+	struct listing_entry *names = NULL;
 	size_t n = 0, alloc = 0;
 	struct dirent *de;
 	while ((de = readdir(dir))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (is_excluded(de->d_name, excluded))
-			continue;
 		if (n == alloc) {
 			alloc = alloc ? alloc * 2 : 64;
 			names = xrealloc(names, alloc * sizeof *names);
@@ -220,25 +196,10 @@ static void value_of_listing(const char *path, const char *const *excluded, stru
 		n++;
 	}
 	closedir(dir);
-	if (n)
-		qsort(names, n, sizeof *names, cmp_dirent);
-	struct hasher h;
-	struct digest d;
-	if (hasher_init(&h, NULL) < 0)
-		abort();
-	for (size_t i = 0; i < n; i++) {
-		hasher_update_str(&h, names[i].name);
-		hasher_update(&h, &names[i].type, 1);
-		if (detail) {
-			buf_addch(detail, (char)names[i].type);
-			buf_add(detail, names[i].name, strlen(names[i].name) + 1);
-		}
-		free(names[i].name);
-	}
+	observe_listing_value(names, n, excluded, out, detail);
+	for (size_t i = 0; i < n; i++)
+		free((char *)names[i].name);
 	free(names);
-	hasher_final(&h, &d);
-	buf_addch(out, 'L');
-	buf_add(out, d.b, DIGEST_LEN);
 }
 
 static void value_of_readlink(const char *path, struct observe_memo *m, struct buf *out)

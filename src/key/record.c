@@ -37,7 +37,10 @@ struct recorder {
 	struct digest_cache *dc;
 	/* per observation added (in pathset_add order) */
 	const struct trace_event **obs_event;
-	struct buf *forced;      /* forced value (pre-state digest), len 0 = none */
+	/* forced value, len 0 = none: a read's pre-state digest, a listing's
+	 * value from the views the step saw */
+	struct buf *forced;
+	struct buf *detail;      /* a forced listing's entries, for explain */
 	size_t nobs, alloc_obs;
 };
 
@@ -109,24 +112,116 @@ static const char **excluded_names(struct recorder *rc, const char *dir)
 	return out;
 }
 
+/* The value of one view (trace.h: sorted entries, type byte then name). */
+static void view_value(const struct trace_dir_view *v, const char *const *excluded,
+		       struct buf *value, struct buf *detail)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < v->len; i += 1 + strlen(v->entries + i + 1) + 1)
+		n++;
+	struct listing_entry *e = xmalloc((n ? n : 1) * sizeof *e);
+	size_t k = 0;
+	for (size_t i = 0; i < v->len; i += 1 + strlen(v->entries + i + 1) + 1) {
+		e[k].type = (unsigned char)v->entries[i];
+		e[k].name = v->entries + i + 1;
+		k++;
+	}
+	observe_listing_value(e, n, excluded, value, detail);
+	free(e);
+}
+
+/* A listing is keyed on the entries the step's getdents calls returned
+ * (trace.h, struct trace_listing), not on what the directory holds once the
+ * step has ended: under make -j, siblings keep adding files to shared
+ * directories, and a step that listed one before a sibling's file appeared
+ * computed its outputs without it. Each complete pass over the directory is
+ * one view; views that differ (once the step's own creations and removals
+ * are left out) mean the directory changed under the step, which is then
+ * not stored.
+ *
+ * A partial read (the step stopped before the end, seeked, or outgrew the
+ * tracer's bound) saw an unknown part of the directory: the names it got do
+ * not say which entries it would have seen next, nor whether one added in
+ * the range it read came before or after its read. It is keyed as before,
+ * on the listing after the run, which holds only if the directory did not
+ * change at all from the step's first getdents of it to the end of the run
+ * (its fingerprint: any entry added, removed or renamed moves its mtime and
+ * ctime). A step that reads part of a directory and then writes into it is
+ * not stored; such steps are rare (a full pass is what readdir loops,
+ * ls, find, Python and make's own scans do). Returns 1 when value holds the
+ * value (and detail its entries), 0 to take the value after the run, -1 when
+ * the run is not storable. */
+static int listing_seen(const struct trace_event *ev, const char *const *excluded,
+			struct buf *value, struct buf *detail)
+{
+	const struct trace_listing *l = ev->listing;
+	if (!l || (!l->nviews && !l->partial))
+		return 0; /* no entry was returned to the step */
+	struct buf other;
+	buf_init(&other);
+	int rc = 1;
+	if (l->partial) {
+		struct stat st;
+		struct file_id now;
+		if (!l->has_first_id || stat(ev->path, &st) < 0)
+			rc = -1;
+		if (rc == 1) {
+			file_id_from_stat(&st, &now);
+			if (!file_id_equal(&now, &l->first_id))
+				rc = -1;
+		}
+		if (rc == 1) {
+			observe_value_detail(OBS_LIST, 0, ev->path, excluded, NULL, value, detail);
+			for (size_t i = 0; i < l->nviews && rc == 1; i++) {
+				buf_reset(&other);
+				view_value(&l->views[i], excluded, &other, NULL);
+				if (other.len != value->len || memcmp(other.data, value->data, value->len))
+					rc = -1;
+			}
+		}
+		buf_free(&other);
+		return rc;
+	}
+	view_value(&l->views[0], excluded, value, detail);
+	for (size_t i = 1; i < l->nviews && rc == 1; i++) {
+		buf_reset(&other);
+		view_value(&l->views[i], excluded, &other, NULL);
+		if (other.len != value->len || memcmp(other.data, value->data, value->len))
+			rc = -1;
+	}
+	buf_free(&other);
+	return rc;
+}
+
 static void add_obs(struct recorder *rc, enum obs_kind kind, const struct trace_event *ev,
 		    const struct digest *forced)
 {
 	unsigned flags = (ev->flags & TRACE_F_NOFOLLOW) ? OBS_F_NOFOLLOW : 0;
 	const char **excluded = kind == OBS_LIST ? excluded_names(rc, ev->path) : NULL;
 	pathset_add(&rc->rec->ps, kind, flags, ev->path, excluded);
-	free(excluded);
 	if (rc->nobs == rc->alloc_obs) {
 		rc->alloc_obs = rc->alloc_obs ? rc->alloc_obs * 2 : 256;
 		rc->obs_event = xrealloc(rc->obs_event, rc->alloc_obs * sizeof *rc->obs_event);
 		rc->forced = xrealloc(rc->forced, rc->alloc_obs * sizeof *rc->forced);
+		rc->detail = xrealloc(rc->detail, rc->alloc_obs * sizeof *rc->detail);
 	}
 	rc->obs_event[rc->nobs] = ev;
 	buf_init(&rc->forced[rc->nobs]);
+	buf_init(&rc->detail[rc->nobs]);
 	if (forced) {
 		buf_addch(&rc->forced[rc->nobs], 'F');
 		buf_add(&rc->forced[rc->nobs], forced->b, DIGEST_LEN);
 	}
+	if (kind == OBS_LIST && !rc->rec->not_storable) {
+		int seen = listing_seen(ev, excluded, &rc->forced[rc->nobs], &rc->detail[rc->nobs]);
+		if (seen < 0)
+			rc->rec->not_storable = MODIFIED;
+		if (seen <= 0) {
+			buf_reset(&rc->forced[rc->nobs]);
+			buf_reset(&rc->detail[rc->nobs]);
+		}
+	}
+	free(excluded);
 	rc->nobs++;
 }
 
@@ -174,6 +269,29 @@ static void collect_observations(struct recorder *rc)
 	}
 }
 
+/* A stat's value (observe.h 'S'): type, permission bits and, for a
+ * regular file, the size; rc is the result of the stat that filled st. */
+static int same_stat_value(const struct file_id *seen, const struct stat *st, int rc)
+{
+	if (rc < 0)
+		return 0;
+	if ((seen->mode & S_IFMT) != (st->st_mode & S_IFMT) ||
+	    (seen->mode & 07777) != (st->st_mode & 07777))
+		return 0;
+	return !S_ISREG(st->st_mode) || seen->size == (uint64_t)st->st_size;
+}
+
+static int same_target(const char *path, const struct digest *seen)
+{
+	char target[4096];
+	ssize_t n = readlink(path, target, sizeof target);
+	if (n < 0)
+		return 0;
+	struct digest d;
+	digest_bytes(target, (size_t)n, &d);
+	return memcmp(d.b, seen->b, DIGEST_LEN) == 0;
+}
+
 /* Does what the step saw still hold at the end of the run? A file read has
  * the same fingerprint; a path found present (or absent) still is. */
 static int still_holds(const struct trace_event *ev)
@@ -192,10 +310,24 @@ static int still_holds(const struct trace_event *ev)
 		return file_id_equal(&now, &ev->id);
 	}
 	case TRACE_PROBE:
+		if (ev->seen_unknown)
+			return 0;
 		if (ev->err == 0)
-			return !absent;
+			return !absent && (!ev->has_seen || same_stat_value(&ev->id, &st, rc));
 		if (ev->err == ENOENT || ev->err == ENOTDIR)
 			return absent;
+		return 1;
+	case TRACE_READLINK:
+		/* The lstat above is readlink's lookup: EINVAL is "not a
+		 * symlink", and a target is compared by digest. */
+		if (ev->seen_unknown)
+			return 0;
+		if (ev->err == ENOENT || ev->err == ENOTDIR)
+			return absent;
+		if (ev->err == EINVAL)
+			return rc == 0 && !S_ISLNK(st.st_mode);
+		if (ev->err == 0 && ev->has_seen)
+			return rc == 0 && S_ISLNK(st.st_mode) && same_target(ev->path, &ev->seen);
 		return 1;
 	default:
 		return 1;
@@ -214,9 +346,12 @@ static void compute_values(struct recorder *rc)
 	pathset_canonicalise(&rec->ps, &perm);
 	/* The forced value of each canonical observation, if any. */
 	const struct buf **forced = xcalloc(rec->ps.nobs ? rec->ps.nobs : 1, sizeof *forced);
+	const struct buf **detail = xcalloc(rec->ps.nobs ? rec->ps.nobs : 1, sizeof *detail);
 	for (size_t i = 0; i < before; i++)
-		if (rc->forced[i].len)
+		if (rc->forced[i].len) {
 			forced[perm[i]] = &rc->forced[i];
+			detail[perm[i]] = &rc->detail[i];
+		}
 	free(perm);
 
 	struct buf value, listing;
@@ -230,6 +365,7 @@ static void compute_values(struct recorder *rc)
 		buf_reset(&listing);
 		if (forced[i]) {
 			buf_add(&value, forced[i]->data, forced[i]->len);
+			buf_add(&listing, detail[i]->data, detail[i]->len);
 		} else {
 			const char **excluded = pathset_excluded(&rec->ps, i);
 			observe_value_memo(o->kind, o->flags, rec->ps.paths[o->path], excluded,
@@ -245,6 +381,7 @@ static void compute_values(struct recorder *rc)
 	buf_free(&value);
 	buf_free(&listing);
 	free(forced);
+	free(detail);
 
 	pathset_encode(&rec->ps, &rec->ps_body);
 	digest_bytes(rec->ps_body.data, rec->ps_body.len, &rec->ps_digest);
@@ -547,9 +684,12 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_free(&rc.dir_names);
 	strmap_free(&rc.outputs);
 	strmap_free(&rc.finals);
-	for (size_t i = 0; i < rc.nobs; i++)
+	for (size_t i = 0; i < rc.nobs; i++) {
 		buf_free(&rc.forced[i]);
+		buf_free(&rc.detail[i]);
+	}
 	free(rc.forced);
+	free(rc.detail);
 	free(rc.obs_event);
 	return rc2;
 }

@@ -64,20 +64,22 @@ static long ret_errno(long r)
 	return r;
 }
 
-/* Appends the record of one call. 0, or -1 when the call must take the
- * ordinary path (no ring, ring full, path too long). */
-static int record(int nr, long a0, long a1, long a2, long a3, const char *path)
+/* Appends the record of one call and returns its slot (for done()), or
+ * NULL when the call must take the ordinary path (no ring, ring full, path
+ * too long). */
+static struct ring_slot *record(int nr, long a0, long a1, long a2, long a3, const char *path,
+				uint64_t *seq)
 {
 	if (!active)
-		return -1;
+		return NULL;
 	size_t len = strnlen(path, RING_STR);
 	if (len >= RING_STR)
-		return -1;
+		return NULL;
 	uint64_t h;
 	do {
 		h = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
 		if (h - __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) >= RING_SLOTS)
-			return -1; /* full: the stop of the ordinary path drains it */
+			return NULL; /* full: the stop of the ordinary path drains it */
 	} while (!__atomic_compare_exchange_n(&ring->head, &h, h + 1, 0, __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));
 	struct ring_slot *s = &ring->slot[h % RING_SLOTS];
@@ -88,9 +90,32 @@ static int record(int nr, long a0, long a1, long a2, long a3, const char *path)
 	s->args[2] = (uint64_t)a2;
 	s->args[3] = (uint64_t)a3;
 	s->args[4] = s->args[5] = 0;
+	memset(&s->res, 0, sizeof s->res);
 	memcpy(s->str, path, len + 1);
 	__atomic_store_n(&s->ready, (uint32_t)(h + 1), __ATOMIC_RELEASE);
-	return 0;
+	*seq = h;
+	return s;
+}
+
+static void res_stat(struct ring_result *r, const struct stat *st)
+{
+	r->flags |= RING_RES_STAT;
+	r->mode = st->st_mode;
+	r->dev = st->st_dev;
+	r->ino = st->st_ino;
+	r->size = (uint64_t)st->st_size;
+	r->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	r->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+/* Publishes the result of the recorded call (rv: the raw syscall return);
+ * the tracer classifies the record only then. The slot stays ours until
+ * this store: the tracer frees no slot before its result is there. */
+static long done(struct ring_slot *s, uint64_t seq, long rv)
+{
+	s->res.rv = rv;
+	__atomic_store_n(&s->done, (uint32_t)(seq + 1), __ATOMIC_RELEASE);
+	return rv;
 }
 
 __attribute__((constructor)) static void preload_init(void)
@@ -186,10 +211,18 @@ static long fast_result(long r, const char *path, const char *looked_up)
 static int fast_open(int dirfd, const char *path, int flags, mode_t mode)
 {
 	char buf[RING_STR];
+	uint64_t seq;
+	struct ring_slot *s;
 	const char *p = fast_path(dirfd, path, buf);
-	if (!p || record(SYS_openat, AT_FDCWD, (long)p, flags, mode, p) < 0)
+	if (!p || !(s = record(SYS_openat, AT_FDCWD, (long)p, flags, mode, p, &seq)))
 		return -2;
-	return (int)fast_result(safe_syscall(SYS_openat, AT_FDCWD, (long)p, flags, mode), path, p);
+	long rv = safe_syscall(SYS_openat, AT_FDCWD, (long)p, flags, mode);
+	/* The file the step got, as the tracer's exit stop would fstat it:
+	 * fstat is not traced, so this costs no stop. */
+	struct stat st;
+	if (rv >= 0 && syscall(SYS_fstat, (int)rv, &st) == 0)
+		res_stat(&s->res, &st);
+	return (int)fast_result(done(s, seq, rv), path, p);
 }
 
 static mode_t mode_arg(int flags, va_list ap)
@@ -280,11 +313,15 @@ EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 static int fast_stat(int dirfd, const char *path, struct stat *st, int flags)
 {
 	char buf[RING_STR];
+	uint64_t seq;
+	struct ring_slot *s;
 	const char *p = fast_path(dirfd, path, buf);
-	if (!p || record(SYS_newfstatat, AT_FDCWD, (long)p, (long)st, flags, p) < 0)
+	if (!p || !(s = record(SYS_newfstatat, AT_FDCWD, (long)p, (long)st, flags, p, &seq)))
 		return -2;
-	return (int)fast_result(safe_syscall(SYS_newfstatat, AT_FDCWD, (long)p, (long)st, flags),
-				path, p);
+	long rv = safe_syscall(SYS_newfstatat, AT_FDCWD, (long)p, (long)st, flags);
+	if (rv == 0)
+		res_stat(&s->res, st);
+	return (int)fast_result(done(s, seq, rv), path, p);
 }
 
 /* fstat(fd) as newfstatat(fd, NULL, AT_EMPTY_PATH), which the filter lets
@@ -385,9 +422,12 @@ EXPORT int fstat64(int fd, struct stat64 *st)
 EXPORT int access(const char *path, int mode)
 {
 	char buf[RING_STR];
+	uint64_t seq;
+	struct ring_slot *s;
 	const char *p = fast_path(AT_FDCWD, path, buf);
-	if (p && record(SYS_access, (long)p, mode, 0, 0, p) == 0) {
-		int r = (int)fast_result(safe_syscall(SYS_access, (long)p, mode, 0, 0), path, p);
+	if (p && (s = record(SYS_access, (long)p, mode, 0, 0, p, &seq))) {
+		long rv = done(s, seq, safe_syscall(SYS_access, (long)p, mode, 0, 0));
+		int r = (int)fast_result(rv, path, p);
 		if (r != -2)
 			return r;
 	}
@@ -398,10 +438,17 @@ EXPORT int access(const char *path, int mode)
 static ssize_t fast_readlink(const char *path, char *buf, size_t size)
 {
 	char abs[RING_STR];
+	uint64_t seq;
+	struct ring_slot *s;
 	const char *p = fast_path(AT_FDCWD, path, abs);
-	if (!p || record(SYS_readlink, (long)p, (long)buf, (long)size, 0, p) < 0)
+	if (!p || !(s = record(SYS_readlink, (long)p, (long)buf, (long)size, 0, p, &seq)))
 		return -2;
-	return fast_result(safe_syscall(SYS_readlink, (long)p, (long)buf, (long)size, 0), path, p);
+	long rv = safe_syscall(SYS_readlink, (long)p, (long)buf, (long)size, 0);
+	/* The target the step got, for the tracer to check its own against:
+	 * most of cc1's readlinks fail (EINVAL), which costs nothing here. */
+	if (rv > 0)
+		s->res.hash = ring_hash(buf, (size_t)rv);
+	return fast_result(done(s, seq, rv), path, p);
 }
 
 EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
@@ -423,9 +470,12 @@ static int dir_ok(char *dir, char *end)
 	end[0] = '/';
 	end[1] = '\0';
 	int ok;
-	if (record(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK, AT_EACCESS, dir) == 0)
-		ok = ret_errno(safe_syscall(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK, AT_EACCESS)) ==
-		     0;
+	uint64_t seq;
+	struct ring_slot *s = record(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK, AT_EACCESS, dir, &seq);
+	if (s)
+		ok = ret_errno(done(s, seq,
+				    safe_syscall(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK,
+						 AT_EACCESS))) == 0;
 	else
 		ok = faccessat(AT_FDCWD, dir, F_OK, AT_EACCESS) == 0;
 	end[0] = '\0';

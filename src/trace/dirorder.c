@@ -5,11 +5,10 @@
 
 #include "cachet/buf.h"
 #include "cachet/trace.h"
+#include "trace/dirents.h"
 
-#define OFF_D_OFF  8
-#define OFF_RECLEN 16
-/* d_ino, d_off, d_reclen and at least a NUL name. */
-#define MIN_RECLEN 19
+#define OFF_D_OFF  DIRENT_OFF_D_OFF
+#define OFF_RECLEN DIRENT_OFF_RECLEN
 
 static uint64_t splitmix64(uint64_t *state)
 {
@@ -22,17 +21,12 @@ static uint64_t splitmix64(uint64_t *state)
 long dirents_reorder(void *buf, size_t len, int mode, uint64_t seed)
 {
 	unsigned char *b = buf;
-	size_t n = 0;
-	for (size_t at = 0; at < len;) {
-		uint16_t reclen;
-		if (len - at < MIN_RECLEN)
-			return -1;
-		memcpy(&reclen, b + at + OFF_RECLEN, sizeof reclen);
-		if (reclen < MIN_RECLEN || reclen > len - at || reclen % 8)
-			return -1;
-		at += reclen;
-		n++;
-	}
+	/* Either layout parses as getdents64 records: only the headers and
+	 * a NUL-terminated name inside each record are checked. */
+	long counted = dirents_walk(buf, len, 1, NULL, NULL);
+	if (counted < 0)
+		return -1;
+	size_t n = (size_t)counted;
 	if (n < 2)
 		return (long)n;
 	size_t *start = xmalloc(n * sizeof *start);

@@ -15,10 +15,22 @@ void event_log_init(struct event_log *l)
 	buf_init(&l->key);
 }
 
+void trace_listing_free(struct trace_listing *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->nviews; i++)
+		free(l->views[i].entries);
+	free(l->views);
+	free(l);
+}
+
 void event_log_free(struct event_log *l)
 {
-	for (size_t i = 0; i < l->n; i++)
+	for (size_t i = 0; i < l->n; i++) {
 		free(l->ev[i].path);
+		trace_listing_free(l->ev[i].listing);
+	}
 	free(l->ev);
 	strmap_free(&l->seen);
 	strmap_free(&l->touched);
@@ -36,6 +48,7 @@ static void append(struct event_log *l, const struct trace_event *ev)
 	struct trace_event *e = &l->ev[l->n++];
 	*e = *ev;
 	e->path = xstrdup(ev->path);
+	e->listing = NULL; /* attached at the end of the run (dirviews.h) */
 }
 
 /* One field of the de-duplication key, in hex and ':'-terminated: a
@@ -67,6 +80,9 @@ int event_log_add(struct event_log *l, const struct trace_event *ev)
 		key_num(&l->key, (unsigned long long)ev->id.ctime_ns);
 		key_num(&l->key, ev->id.mode);
 	}
+	/* A stat and an access() of one path are two lookups: the stat's
+	 * value is checked at the end, the access's is not. */
+	key_num(&l->key, (unsigned)(ev->has_seen | ev->seen_unknown << 1));
 	buf_addstr(&l->key, ev->path);
 	if (strmap_get(&l->seen, l->key.data))
 		return 0;

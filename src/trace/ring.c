@@ -126,6 +126,9 @@ void ring_close(struct tracer *tr)
 		strmap_free(&tr->rec_seen);
 		buf_free(&tr->rec_key);
 	}
+	free(tr->ring_pending);
+	tr->ring_pending = NULL;
+	tr->npending = tr->cap_pending = 0;
 	tr->ring = NULL;
 	tr->ring_fd = -1;
 	tr->ring_env = NULL;
@@ -178,27 +181,82 @@ static int seen_before(struct tracer *tr, const struct ring_slot *s)
 	return 0;
 }
 
+/* Classifies the record in s with the result its call reported, or, when
+ * none will come (its thread died in the call: with_result 0), with the
+ * tracer's own lookups as for a stop. */
+static void classify(struct tracer *tr, struct ring_slot *s, int with_result)
+{
+	s->str[RING_STR - 1] = '\0';
+	if (!seen_before(tr, s))
+		syscall_record(tr, s->tid, s->nr, s->args, s->str, with_result ? &s->res : NULL);
+}
+
+static int is_done(const struct ring_slot *s, uint64_t seq)
+{
+	return __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) == (uint32_t)(seq + 1);
+}
+
+/* Records whose call is still running when they are drained wait in
+ * tr->ring_pending, and the drain goes on with later ones: a call may block
+ * for long (an open of a FIFO waits for a writer), and the records of other
+ * threads behind it must still reach the classifier before the changes
+ * that follow them. A pending record's call is concurrent with everything
+ * classified meanwhile, so classifying it later reorders nothing that had
+ * an order. Its slot is not freed (the tail stays behind it) until it has
+ * its result: the library writes the result into the slot it reserved. */
+static void drain_pending(struct tracer *tr, int final)
+{
+	struct ring *r = tr->ring;
+	size_t k = 0;
+	for (size_t i = 0; i < tr->npending; i++) {
+		uint64_t seq = tr->ring_pending[i];
+		struct ring_slot *s = &r->slot[seq % RING_SLOTS];
+		if (is_done(s, seq))
+			classify(tr, s, 1);
+		else if (final || !tracee_find(&tr->tracees, s->tid))
+			classify(tr, s, 0); /* died in the call: no result will come */
+		else
+			tr->ring_pending[k++] = seq;
+	}
+	tr->npending = k;
+}
+
 void ring_drain(struct tracer *tr, int final)
 {
 	struct ring *r = tr->ring;
 	if (!r)
 		return;
-	uint64_t tail = r->tail;
+	if (tr->npending)
+		drain_pending(tr, final);
+	uint64_t next = tr->ring_next;
 	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-	while (tail < head) {
-		struct ring_slot *s = &r->slot[tail % RING_SLOTS];
-		if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != (uint32_t)(tail + 1)) {
+	while (next < head) {
+		struct ring_slot *s = &r->slot[next % RING_SLOTS];
+		if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE) != (uint32_t)(next + 1)) {
 			/* Reserved, not yet written: its writer runs now (it makes no
 			 * syscall that could stop it in between), so its record comes
 			 * at the next drain. At the end nobody is left to write it. */
 			if (!final)
 				break;
+		} else if (is_done(s, next)) {
+			classify(tr, s, 1);
+		} else if (final) {
+			classify(tr, s, 0);
 		} else {
-			s->str[RING_STR - 1] = '\0';
-			if (!seen_before(tr, s))
-				syscall_record(tr, s->tid, s->nr, s->args, s->str);
+			if (tr->npending == tr->cap_pending) {
+				tr->cap_pending = tr->cap_pending ? 2 * tr->cap_pending : 16;
+				tr->ring_pending = xrealloc(tr->ring_pending,
+							    tr->cap_pending * sizeof *tr->ring_pending);
+			}
+			tr->ring_pending[tr->npending++] = next;
 		}
-		tail++;
-		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
+		next++;
 	}
+	tr->ring_next = next;
+	/* Free the slots up to the oldest record still waiting for its result. */
+	uint64_t tail = next;
+	for (size_t i = 0; i < tr->npending; i++)
+		if (tr->ring_pending[i] < tail)
+			tail = tr->ring_pending[i];
+	__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 }

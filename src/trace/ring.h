@@ -21,13 +21,19 @@
  * before any later change of the files; the fast-pathed calls carry
  * absolute paths only (a relative one is joined to the cwd, and the call
  * itself takes the joined path, so what is looked up is what is recorded),
- * so no cwd or descriptor is needed to resolve them later. Anything the library does not handle (static binaries, raw
+ * so no cwd or descriptor is needed to resolve them later. What a deferred
+ * call found is not looked up again when it is drained (another process
+ * may have changed the file since): the library writes the call's result
+ * into the record after the syscall (struct ring_result), and the
+ * classifier takes the outcome from there. Anything the library does not
+ * handle (static binaries, raw
  * syscalls, programs that drop LD_PRELOAD, a full ring) takes the ordinary
  * stop.
  */
 #ifndef CACHET_TRACE_RING_H
 #define CACHET_TRACE_RING_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The page with the one syscall instruction the filter trusts. Chosen far
@@ -36,26 +42,59 @@
 #define RING_SAFE_PAGE 0x3afe00000000ULL
 #define RING_SAFE_PAGE_SIZE 4096ULL
 
-#define RING_MAGIC 0x31474e52u /* "RNG1" */
+#define RING_MAGIC 0x32474e52u /* "RNG2": slots with results */
 /* 512-byte slots: most paths are short, and every page of the ring that a
  * compile touches is a page fault in the step and in the tracer. A longer
  * path takes the ordinary stop. */
 #define RING_SLOTS 4096u
-#define RING_STR 448u
+#define RING_STR 384u
 
 /* Environment of the traced step: where the ring is ("/proc/PID/fd/N" of
  * the tracer's memfd). */
 #define RING_ENV "CACHET_TRACE_RING"
 
+/* What the step's own call returned, written by the preload library
+ * right after the syscall. The tracer classifies a record only once it is
+ * there: the values keyed must be those the step saw, and a lookup of the
+ * tracer's own, made whenever the record happens to be drained, may find a
+ * file that a sibling changed since (ring.c has the details). */
+struct ring_result {
+	int64_t rv;          /* the raw return value: -errno on failure */
+	uint32_t flags;      /* RING_RES_* */
+	uint32_t mode;       /* RING_RES_STAT: st_mode */
+	uint64_t dev, ino, size;
+	int64_t mtime_ns, ctime_ns;
+	uint64_t hash;       /* readlink: ring_hash of the rv bytes it returned */
+};
+
+enum {
+	/* The dev..ctime_ns fields hold the stat the step's call returned
+	 * (newfstatat), or the fstat of the descriptor its open returned. */
+	RING_RES_STAT = 1 << 0,
+};
+
 struct ring_slot {
 	uint32_t ready; /* (uint32_t)(seq + 1) once the record is complete */
 	int32_t tid;
 	int32_t nr;
-	int32_t unused;
+	uint32_t done;  /* (uint32_t)(seq + 1) once `res` holds the call's result */
 	uint64_t args[6];
+	struct ring_result res;
 	char str[RING_STR]; /* the path argument, NUL-terminated */
 };
 _Static_assert(sizeof(struct ring_slot) == 512, "a slot is 512 bytes");
+
+/* FNV-1a, 64 bits: enough to tell that a symlink's target changed between
+ * the step's readlink and the tracer's (an accidental collision is 2^-64;
+ * the preload library has no SHA-256 and must stay cheap). */
+static inline uint64_t ring_hash(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
 
 struct ring {
 	uint32_t magic;

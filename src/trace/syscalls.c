@@ -25,6 +25,7 @@
 #include "cachet/path.h"
 #include "trace/classify.h"
 #include "trace/dirorder.h"
+#include "trace/ring.h"
 #include "trace/exec_image.h"
 #include "trace/tracer.h"
 
@@ -221,6 +222,48 @@ static void emit(struct tracer *tr, struct tracee *t, enum trace_event_kind kind
 	event_log_add(&tr->log, &ev);
 }
 
+/* A PROBE that found the path: st is what the lookup found (NULL when not
+ * known), whose type, permission bits and size src/key keys and checks. */
+static void emit_found(struct tracer *tr, struct tracee *t, unsigned flags, const char *path,
+                       const struct stat *st)
+{
+	struct trace_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.kind = TRACE_PROBE;
+	ev.flags = flags;
+	ev.pid = t->tid;
+	ev.path = (char *)path;
+	if (st) {
+		file_id_from_stat(st, &ev.id);
+		ev.has_seen = 1;
+	}
+	event_log_add(&tr->log, &ev);
+}
+
+/* The stat a preload record's call reported (ring.h), as a struct stat
+ * with the fields file_id_from_stat reads. 0, or -1 when it has none. */
+static int reported_stat(const struct ring_result *r, struct stat *st)
+{
+	if (!(r->flags & RING_RES_STAT))
+		return -1;
+	memset(st, 0, sizeof *st);
+	st->st_mode = r->mode;
+	st->st_dev = (dev_t)r->dev;
+	st->st_ino = (ino_t)r->ino;
+	st->st_size = (off_t)r->size;
+	st->st_mtim.tv_sec = r->mtime_ns / 1000000000;
+	st->st_mtim.tv_nsec = r->mtime_ns % 1000000000;
+	st->st_ctim.tv_sec = r->ctime_ns / 1000000000;
+	st->st_ctim.tv_nsec = r->ctime_ns % 1000000000;
+	return 0;
+}
+
+/* The errno of a raw syscall return, 0 for success. */
+static int rv_errno(int64_t rv)
+{
+	return rv < 0 && rv > -4096 ? (int)-rv : 0;
+}
+
 /* The first change of path. keeps_content: the call leaves the old bytes
  * in place or moves them elsewhere (append, chmod, rename's source...), so
  * the output depends on them: they are read, and hashed now, while they
@@ -334,17 +377,38 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
  * (src/key's still_holds): an open that then fails for a reason a lookup
  * cannot see (EMFILE, O_DIRECTORY on a file) records a READ, one input too
  * many, never one too few. */
+/*
+ * A stat's value is keyed (type, permission bits, a file's size), so the
+ * event carries what the lookup found and src/key refuses to store the run
+ * if the path holds another value at its end. For a stop, the tracer's
+ * lookup runs while the step waits at the call's entry, microseconds before
+ * the step's own: a change in between is a change during the run, which
+ * the end-of-run check sees, unless the file changes back (A-B-A) within
+ * those microseconds. For a preload record, the tracer would look much
+ * later (whenever the ring is drained), so the step's own result is used.
+ */
 static enum resume outcome_probe(struct tracer *tr, struct tracee *t, int follow, int access_mode,
                                  int access_flags)
 {
 	struct pending *p = &t->p;
 	struct stat st;
-	int rc;
-	if (access_mode >= 0)
-		rc = faccessat(AT_FDCWD, p->path, access_mode, access_flags);
-	else
-		rc = follow ? stat(p->path, &st) : lstat(p->path, &st);
-	emit(tr, t, TRACE_PROBE, p->flags, rc < 0 ? errno : 0, p->path, NULL);
+	int rc, err;
+	if (t->rec_res) {
+		err = rv_errno(t->rec_res->rv);
+		rc = err ? -1 : access_mode >= 0 ? 0 : reported_stat(t->rec_res, &st);
+		if (rc < 0 && !err) /* cannot happen: a stat's result has its fields */
+			err = EIO;
+	} else {
+		if (access_mode >= 0)
+			rc = faccessat(AT_FDCWD, p->path, access_mode, access_flags);
+		else
+			rc = follow ? stat(p->path, &st) : lstat(p->path, &st);
+		err = rc < 0 ? errno : 0;
+	}
+	if (err)
+		emit(tr, t, TRACE_PROBE, p->flags, err, p->path, NULL);
+	else /* an access() check keys existence only */
+		emit_found(tr, t, p->flags, p->path, access_mode >= 0 ? NULL : &st);
 	return RESUME_CONT;
 }
 
@@ -353,14 +417,26 @@ static enum resume outcome_open_read(struct tracer *tr, struct tracee *t,
 {
 	struct pending *p = &t->p;
 	struct stat st;
+	int err;
+	/* A preload record: the file the step's open got (its fstat). */
+	if (t->rec_res && ((err = rv_errno(t->rec_res->rv)) ||
+	                   reported_stat(t->rec_res, &st) == 0)) {
+		if (err)
+			emit(tr, t, TRACE_PROBE, p->flags, err, p->path, NULL);
+		else if (S_ISREG(st.st_mode))
+			emit(tr, t, TRACE_READ, p->flags, 0, p->path, &st);
+		else
+			emit_found(tr, t, p->flags, p->path, &st);
+		return RESUME_CONT;
+	}
 	if ((c->follow_last ? stat(p->path, &st) : lstat(p->path, &st)) < 0)
 		emit(tr, t, TRACE_PROBE, p->flags, errno, p->path, NULL);
 	else if (S_ISREG(st.st_mode))
 		emit(tr, t, TRACE_READ, p->flags, 0, p->path, &st);
-	else /* a directory (listed through getdents), FIFO, device, or the
-	      * symlink that O_NOFOLLOW refuses */
-		emit(tr, t, TRACE_PROBE, p->flags, S_ISLNK(st.st_mode) ? ELOOP : 0, p->path,
-		     NULL);
+	else if (S_ISLNK(st.st_mode)) /* the symlink that O_NOFOLLOW refuses */
+		emit(tr, t, TRACE_PROBE, p->flags, ELOOP, p->path, NULL);
+	else /* a directory (listed through getdents), FIFO, device */
+		emit_found(tr, t, p->flags, p->path, &st);
 	return RESUME_CONT;
 }
 
@@ -390,8 +466,14 @@ static enum resume entry_probe(struct tracer *tr, struct tracee *t, int dirfd, u
  * exit stops would be a third of all stops. The tracer shares the step's
  * uid, root and mounts (anything else makes the step uncacheable), so only
  * a concurrent change of the link between the two lookups could make them
- * differ, and src/key takes a READLINK's value after the run anyway. */
-static enum resume entry_readlink(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr)
+ * differ: the event carries the digest of the target found, and src/key
+ * does not store a run whose links no longer hold it at the end (the A-B-A
+ * window of outcome_probe remains). A preload record carries the step's
+ * own errno and a hash of the target it got: a target the tracer finds
+ * different when it drains the record was changed after the step read it,
+ * and the event says that the step saw something unknown. */
+static enum resume entry_readlink(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
+                                  uint64_t bufsiz)
 {
 	if (read_str(t, addr, tr->raw) < 0)
 		return RESUME_CONT;
@@ -400,16 +482,63 @@ static enum resume entry_readlink(struct tracer *tr, struct tracee *t, int dirfd
 	                    : fd_target(tr, t, dirfd, tr->path2);
 	if (rc <= 0)
 		return RESUME_CONT;
-	int err = readlink(tr->path2, tr->tmp, sizeof tr->tmp) < 0 ? errno : 0;
-	emit(tr, t, TRACE_READLINK, TRACE_F_NOFOLLOW, err, tr->path2, NULL);
+	struct trace_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.kind = TRACE_READLINK;
+	ev.flags = TRACE_F_NOFOLLOW;
+	ev.pid = t->tid;
+	ev.path = tr->path2;
+	ssize_t n = 0;
+	if (t->rec_res && (ev.err = rv_errno(t->rec_res->rv)) != 0) {
+		event_log_add(&tr->log, &ev);
+		return RESUME_CONT;
+	}
+	n = readlink(tr->path2, tr->tmp, sizeof tr->tmp);
+	if (!t->rec_res) {
+		ev.err = n < 0 ? errno : 0;
+	} else {
+		/* The step got rv bytes (all of the target, or its first bufsiz
+		 * bytes when its buffer was that small). */
+		uint64_t got = (uint64_t)t->rec_res->rv;
+		int same = n >= 0 &&
+		           ((uint64_t)n == got || ((uint64_t)n > got && got == bufsiz)) &&
+		           ring_hash(tr->tmp, (size_t)got) == t->rec_res->hash;
+		if (!same)
+			ev.seen_unknown = 1;
+	}
+	if (!ev.err && n >= 0) {
+		digest_bytes(tr->tmp, (size_t)n, &ev.seen);
+		ev.has_seen = 1;
+	}
+	event_log_add(&tr->log, &ev);
 	return RESUME_CONT;
 }
 
-static void entry_getdents(struct tracer *tr, struct tracee *t, int fd)
+/* getdents: the LIST event (one per directory: the log drops the repeats)
+ * at entry, and an exit stop to collect the entries the call returned
+ * (dirviews.h): getdents is rare next to stat and readlink, and what the
+ * step saw cannot be known otherwise. The position and the directory's
+ * fingerprint are read now, before the call moves or sees anything. */
+static enum resume entry_getdents(struct tracer *tr, struct tracee *t, int fd, uint64_t addr,
+                                  int is64)
 {
-	/* One LIST per directory: the log drops the repeats. */
-	if (fd_target(tr, t, fd, tr->path2) > 0)
-		emit(tr, t, TRACE_LIST, 0, 0, tr->path2, NULL);
+	struct pending *p = &t->p;
+	p->what = PEND_GETDENTS;
+	p->addr = addr;
+	p->is64 = is64;
+	if (fd_target(tr, t, fd, p->path) > 0) {
+		emit(tr, t, TRACE_LIST, 0, 0, p->path, NULL);
+		struct stat st;
+		int have = tracee_fd_stat(t->tid, fd, &st) == 0;
+		dir_views_entry(&tr->views, p->path, have ? &st : NULL);
+		p->pos_known = tracee_fd_pos(t->tid, fd, &p->pos) == 0;
+		p->has_path = 1;
+	}
+	if (!p->has_path && !tr->spec->dirorder) {
+		p->what = PEND_NONE;
+		return RESUME_CONT;
+	}
+	return RESUME_SYSCALL;
 }
 
 static enum resume entry_exec(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
@@ -658,17 +787,13 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 	case __NR_faccessat2:
 		return entry_probe(tr, t, (int)a[0], a[1], a[3], (int)(a[2] & 7));
 	case __NR_readlink:
-		return entry_readlink(tr, t, AT_FDCWD, a[0]);
+		return entry_readlink(tr, t, AT_FDCWD, a[0], a[2]);
 	case __NR_readlinkat:
-		return entry_readlink(tr, t, (int)a[0], a[1]);
+		return entry_readlink(tr, t, (int)a[0], a[1], a[3]);
 	case __NR_getdents:
+		return entry_getdents(tr, t, (int)a[0], a[1], 0);
 	case __NR_getdents64:
-		entry_getdents(tr, t, (int)a[0]);
-		if (!tr->spec->dirorder)
-			return RESUME_CONT;
-		p->what = PEND_GETDENTS;
-		p->addr = a[1];
-		return RESUME_SYSCALL;
+		return entry_getdents(tr, t, (int)a[0], a[1], 1);
 	case __NR_execve:
 		return entry_exec(tr, t, AT_FDCWD, a[0], 0);
 	case __NR_execveat:
@@ -803,12 +928,24 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 	}
 }
 
+/* A path whose lookup differs from that of its tidied form, which the
+ * event records: a trailing "/" or "/." makes the kernel follow a final
+ * symlink and require a directory (glibc's realpath checks "file/" and gets
+ * ENOTDIR for a file that exists). The step's result answers another
+ * question than the observation asks: the tracer looks the tidied path up
+ * itself, as for a stop (the step learned only the type, then). */
+static int asks_a_directory(const char *str)
+{
+	size_t n = strlen(str);
+	return (n > 1 && str[n - 1] == '/') || (n > 2 && str[n - 1] == '.' && str[n - 2] == '/');
+}
+
 /* A scratch tracee, not the thread's own record: the thread may be in the
  * middle of a stopped call whose pending exit must survive. The calls the
  * preload library makes without a stop name absolute paths, need no exit
  * stop and no cwd. */
 void syscall_record(struct tracer *tr, pid_t tid, int nr, const uint64_t args[6],
-                    const char *str)
+                    const char *str, const struct ring_result *res)
 {
 	struct tracee *scratch = &tr->rec_tracee;
 	scratch->tid = tid;
@@ -816,6 +953,7 @@ void syscall_record(struct tracer *tr, pid_t tid, int nr, const uint64_t args[6]
 	scratch->cwd_gen = 0;
 	scratch->cwd[0] = '\0';
 	scratch->rec_str = str;
+	scratch->rec_res = asks_a_directory(str) ? NULL : res;
 	struct __ptrace_syscall_info si;
 	memset(&si, 0, sizeof si);
 	si.op = PTRACE_SYSCALL_INFO_SECCOMP;
@@ -828,17 +966,32 @@ void syscall_record(struct tracer *tr, pid_t tid, int nr, const uint64_t args[6]
 
 /* ---- exit ----------------------------------------------------------- */
 
-/* trace_spec.dirorder: rewrites the entries a getdents call returned. A
- * buffer that cannot be read, parsed or written back is left as it is. */
-static void reorder_dirents(struct tracer *tr, struct tracee *t, uint64_t addr, size_t len)
+/* The exit of a getdents: what it returned (len bytes at addr; 0 is the
+ * end of the directory) joins the step's views of the directory, in the
+ * kernel's order (names and types do not depend on it); then, with
+ * trace_spec.dirorder, the entries are reordered. A buffer that cannot be
+ * read makes the read a partial one; one that cannot be parsed or written
+ * back is left as it is. */
+static void exit_getdents(struct tracer *tr, struct tracee *t, size_t len)
 {
-	void *b = malloc(len);
-	if (!b)
-		return;
-	if (tracee_read(t->tid, addr, b, len) == 0 &&
+	struct pending *p = &t->p;
+	void *b = len ? malloc(len) : NULL;
+	int have = len && b && tracee_read(t->tid, p->addr, b, len) == 0;
+	if (p->has_path)
+		dir_views_exit(&tr->views, p->path, p->pos_known && (have || !len), p->pos, b,
+		               have ? len : 0, p->is64);
+	if (have && tr->spec->dirorder &&
 	    dirents_reorder(b, len, tr->spec->dirorder, tr->spec->dirorder_seed) > 1)
-		tracee_write(t->tid, addr, b, len);
+		tracee_write(t->tid, p->addr, b, len);
 	free(b);
+}
+
+void syscall_attach_listings(struct tracer *tr)
+{
+	dir_views_finish(&tr->views);
+	for (size_t i = 0; i < tr->log.n; i++)
+		if (tr->log.ev[i].kind == TRACE_LIST)
+			tr->log.ev[i].listing = dir_views_take(&tr->views, tr->log.ev[i].path);
 }
 
 void syscall_exit(struct tracer *tr, struct tracee *t, const struct __ptrace_syscall_info *si)
@@ -892,8 +1045,8 @@ void syscall_exit(struct tracer *tr, struct tracee *t, const struct __ptrace_sys
 			tracer_mark_uncacheable(tr, p->reason);
 		break;
 	case PEND_GETDENTS:
-		if (!err && rv > 0)
-			reorder_dirents(tr, t, p->addr, (size_t)rv);
+		if (!err)
+			exit_getdents(tr, t, (size_t)rv);
 		break;
 	}
 }

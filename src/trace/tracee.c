@@ -78,6 +78,7 @@ struct tracee *tracee_add(struct tracee_table *t, pid_t tid)
 	r->p.what = PEND_NONE;
 	r->p.has_path = 0;
 	r->rec_str = NULL;
+	r->rec_res = NULL;
 	insert(t, r);
 	return r;
 }
@@ -207,6 +208,30 @@ int tracee_fd_stat(pid_t tid, int fd, void *statbuf)
 	char p[64];
 	snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)tid, fd);
 	return stat(p, statbuf);
+}
+
+int tracee_fd_pos(pid_t tid, int fd, uint64_t *pos)
+{
+	char p[64], b[256];
+	snprintf(p, sizeof p, "/proc/%d/fdinfo/%d", (int)tid, fd);
+	int f = open(p, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -1;
+	ssize_t n = read(f, b, sizeof b - 1);
+	close(f);
+	if (n <= 0)
+		return -1;
+	b[n] = '\0';
+	/* The first line: "pos:\t<decimal>". */
+	if (strncmp(b, "pos:", 4) != 0)
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(b + 4, &end, 10);
+	if (errno || end == b + 4 || *end != '\n')
+		return -1;
+	*pos = v;
+	return 0;
 }
 
 /* The text of /proc/<tid>/stat after "(comm) ", which may itself hold

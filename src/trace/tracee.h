@@ -24,7 +24,8 @@ enum pending_what {
 	PEND_CHDIR,       /* PROBE of the directory; cwd generation bump */
 	PEND_UNCACHEABLE, /* `reason` if the call succeeded */
 	PEND_CONNECT,     /* `reason` if it succeeded or returned EINPROGRESS */
-	PEND_GETDENTS,    /* trace_spec.dirorder: reorder the entries at `addr` */
+	PEND_GETDENTS,    /* collect the entries at `addr` (has_path), then
+	                   * reorder them (trace_spec.dirorder) */
 };
 
 struct pending {
@@ -33,6 +34,9 @@ struct pending {
 	int has_path;       /* path holds a recorded (not ignored) path */
 	const char *reason; /* PEND_UNCACHEABLE, PEND_CONNECT */
 	uint64_t addr;      /* PEND_GETDENTS: the tracee's buffer */
+	uint64_t pos;       /* PEND_GETDENTS: the stream position at entry ... */
+	int pos_known;      /* ... when it could be read */
+	int is64;           /* PEND_GETDENTS: getdents64's record layout */
 	char path[TRACE_PATHBUF];
 };
 
@@ -50,6 +54,8 @@ struct tracee {
 	/* A record of the preload fast path: its string argument, which
 	 * read_str returns instead of reading the tracee's memory. */
 	const char *rec_str;
+	/* ... and what the step's own call returned (NULL: not known). */
+	const struct ring_result *rec_res;
 };
 
 struct tracee_table {
@@ -82,6 +88,10 @@ int tracee_read_string(pid_t tid, uint64_t addr, char *out, size_t cap);
 int tracee_fd_path(pid_t tid, int fd, char *out, size_t cap);
 /* stat of /proc/<tid>/fd/<fd>: the file behind the descriptor. */
 int tracee_fd_stat(pid_t tid, int fd, void *statbuf);
+
+/* The file position of the tracee's descriptor fd (/proc/<tid>/fdinfo):
+ * for a directory, where its next getdents continues. 0, or -1. */
+int tracee_fd_pos(pid_t tid, int fd, uint64_t *pos);
 
 /* The CPU the tracee last ran on (/proc/<tid>/stat "processor"), or -1. */
 int tracee_cpu(pid_t tid);

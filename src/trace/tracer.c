@@ -322,6 +322,7 @@ static void run_loop(struct tracer *tr, pid_t main_pid, int *status_out)
 static void tracer_free(struct tracer *tr)
 {
 	ring_close(tr);
+	dir_views_free(&tr->views);
 	event_log_free(&tr->log);
 	tracee_table_free(&tr->tracees);
 	free(tr);
@@ -336,6 +337,7 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 	tr->ring_fd = -1;
 	tr->self_pid = getpid();
 	event_log_init(&tr->log);
+	dir_views_init(&tr->views);
 	tracee_table_init(&tr->tracees);
 	int fast = ring_open(tr);
 
@@ -404,6 +406,7 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 
 	run_loop(tr, pid, &out->status);
 	ring_drain(tr, 1);
+	syscall_attach_listings(tr);
 	/* At once: from now on anyone may change the outputs (trace.h). */
 	event_log_add_finals(&tr->log);
 
@@ -433,8 +436,10 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 
 void trace_result_free(struct trace_result *r)
 {
-	for (size_t i = 0; i < r->nevents; i++)
+	for (size_t i = 0; i < r->nevents; i++) {
 		free(r->events[i].path);
+		trace_listing_free(r->events[i].listing);
+	}
 	free(r->events);
 	memset(r, 0, sizeof *r);
 }

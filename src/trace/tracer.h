@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cachet/trace.h"
+#include "trace/dirviews.h"
 #include "trace/events.h"
 #include "trace/tracee.h"
 
@@ -41,6 +42,13 @@ struct tracer {
 	struct strmap rec_seen;
 	size_t rec_seen_touches;
 	struct buf rec_key;
+	/* The next record to look at, and those looked at whose call had not
+	 * returned yet (ring.c: their slots are not freed until it has). */
+	uint64_t ring_next;
+	uint64_t *ring_pending;
+	size_t npending, cap_pending;
+	/* The directory views of the step's getdents calls (dirviews.h). */
+	struct dir_views views;
 	/* The tracer's own CPU affinity: restored at the end. */
 	int can_pin;
 	int pinned_cpu; /* -1: not pinned */
@@ -73,9 +81,16 @@ void syscall_exec_done(struct tracer *tr, struct tracee *t);
 void tracer_mark_uncacheable(struct tracer *tr, const char *reason);
 
 /* A call the preload library made without a stop: fed to syscall_entry as
- * if it had stopped, its string argument taken from str (syscalls.c). */
+ * if it had stopped, its string argument taken from str (syscalls.c), and
+ * its outcome from res, what the step's call returned (NULL: unknown, the
+ * tracer looks the path up itself). */
+struct ring_result;
 void syscall_record(struct tracer *tr, pid_t tid, int nr, const uint64_t args[6],
-                    const char *str);
+                    const char *str, const struct ring_result *res);
+
+/* The end of the run (syscalls.c): hands each TRACE_LIST event the views
+ * of its directory. */
+void syscall_attach_listings(struct tracer *tr);
 
 /* ring.c. ring_open: 1 when the fast path is set up (tr->ring_env is then
  * the step's environment), 0 when it is not available. ring_drain: feeds
