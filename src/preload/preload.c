@@ -33,26 +33,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "trace/ring.h"
+#include "preload/ring_client.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 static struct ring *ring;
 static int active;
 
-/* ---- the trusted page ------------------------------------------------ */
-
-static long safe_syscall(long nr, long a1, long a2, long a3, long a4)
-{
-	long ret;
-	register long r10 __asm__("r10") = a4;
-	__asm__ volatile("call *%[page]"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10),
-			   [page] "r"((long)RING_SAFE_PAGE)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
+/* ---- the ring ------------------------------------------------------- */
 
 /* Sets errno the way libc does. */
 static long ret_errno(long r)
@@ -64,97 +52,21 @@ static long ret_errno(long r)
 	return r;
 }
 
-/* Appends the record of one call and returns its slot (for done()), or
- * NULL when the call must take the ordinary path (no ring, ring full, path
- * too long). */
+/* rc_record, when this process has the fast path. */
 static struct ring_slot *record(int nr, long a0, long a1, long a2, long a3, const char *path,
 				uint64_t *seq)
 {
-	if (!active)
-		return NULL;
-	size_t len = strnlen(path, RING_STR);
-	if (len >= RING_STR)
-		return NULL;
-	uint64_t h;
-	do {
-		h = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
-		if (h - __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) >= RING_SLOTS)
-			return NULL; /* full: the stop of the ordinary path drains it */
-	} while (!__atomic_compare_exchange_n(&ring->head, &h, h + 1, 0, __ATOMIC_ACQ_REL,
-					      __ATOMIC_ACQUIRE));
-	struct ring_slot *s = &ring->slot[h % RING_SLOTS];
-	s->tid = (int32_t)syscall(SYS_gettid);
-	s->nr = nr;
-	s->args[0] = (uint64_t)a0;
-	s->args[1] = (uint64_t)a1;
-	s->args[2] = (uint64_t)a2;
-	s->args[3] = (uint64_t)a3;
-	s->args[4] = s->args[5] = 0;
-	memset(&s->res, 0, sizeof s->res);
-	memcpy(s->str, path, len + 1);
-	__atomic_store_n(&s->ready, (uint32_t)(h + 1), __ATOMIC_RELEASE);
-	*seq = h;
-	return s;
-}
-
-static void res_stat(struct ring_result *r, const struct stat *st)
-{
-	r->flags |= RING_RES_STAT;
-	r->mode = st->st_mode;
-	r->dev = st->st_dev;
-	r->ino = st->st_ino;
-	r->size = (uint64_t)st->st_size;
-	r->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-	r->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
-}
-
-/* Publishes the result of the recorded call (rv: the raw syscall return);
- * the tracer classifies the record only then. The slot stays ours until
- * this store: the tracer frees no slot before its result is there. */
-static long done(struct ring_slot *s, uint64_t seq, long rv)
-{
-	s->res.rv = rv;
-	__atomic_store_n(&s->done, (uint32_t)(seq + 1), __ATOMIC_RELEASE);
-	return rv;
+	return active ? rc_record(ring, nr, a0, a1, a2, a3, path, seq) : NULL;
 }
 
 __attribute__((constructor)) static void preload_init(void)
 {
 	const char *where = getenv(RING_ENV);
-	if (!where || !*where)
+	struct ring *shared = NULL;
+	if (!where || !*where || rc_map_page(NULL, &shared) < 0)
 		return;
-	/* The page: `syscall; ret`, at the address the filter trusts. */
-	/* Constructors run once per exec (a forked child inherits both
-	 * mappings), so the address is free unless something else took it:
-	 * then this process goes without the fast path. */
-	void *page = mmap((void *)RING_SAFE_PAGE, RING_SAFE_PAGE_SIZE, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (page == MAP_FAILED)
-		return;
-	if (page != (void *)RING_SAFE_PAGE) { /* kernels before 4.17: a hint only */
-		munmap(page, RING_SAFE_PAGE_SIZE);
-		return;
-	}
-	static const unsigned char stub[] = {0x0f, 0x05, 0xc3}; /* syscall; ret */
-	memcpy(page, stub, sizeof stub);
-	if (mprotect(page, RING_SAFE_PAGE_SIZE, PROT_READ | PROT_EXEC) != 0) {
-		munmap(page, RING_SAFE_PAGE_SIZE);
-		return;
-	}
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, where, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	void *m = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
-		return;
-	struct ring *r = m;
-	if (r->magic != RING_MAGIC || r->slots != RING_SLOTS) {
-		munmap(m, RING_BYTES);
-		return;
-	}
-	ring = r;
-	active = 1;
+	ring = shared ? shared : rc_map_ring(where);
+	active = ring != NULL;
 }
 
 /* ---- libc's own functions, for everything not fast-pathed ------------- */
@@ -216,13 +128,13 @@ static int fast_open(int dirfd, const char *path, int flags, mode_t mode)
 	const char *p = fast_path(dirfd, path, buf);
 	if (!p || !(s = record(SYS_openat, AT_FDCWD, (long)p, flags, mode, p, &seq)))
 		return -2;
-	long rv = safe_syscall(SYS_openat, AT_FDCWD, (long)p, flags, mode);
+	long rv = rc_safe_syscall(SYS_openat, AT_FDCWD, (long)p, flags, mode);
 	/* The file the step got, as the tracer's exit stop would fstat it:
 	 * fstat is not traced, so this costs no stop. */
 	struct stat st;
 	if (rv >= 0 && syscall(SYS_fstat, (int)rv, &st) == 0)
-		res_stat(&s->res, &st);
-	return (int)fast_result(done(s, seq, rv), path, p);
+		rc_res_stat(&s->res, &st);
+	return (int)fast_result(rc_done(s, seq, rv), path, p);
 }
 
 static mode_t mode_arg(int flags, va_list ap)
@@ -318,10 +230,10 @@ static int fast_stat(int dirfd, const char *path, struct stat *st, int flags)
 	const char *p = fast_path(dirfd, path, buf);
 	if (!p || !(s = record(SYS_newfstatat, AT_FDCWD, (long)p, (long)st, flags, p, &seq)))
 		return -2;
-	long rv = safe_syscall(SYS_newfstatat, AT_FDCWD, (long)p, (long)st, flags);
+	long rv = rc_safe_syscall(SYS_newfstatat, AT_FDCWD, (long)p, (long)st, flags);
 	if (rv == 0)
-		res_stat(&s->res, st);
-	return (int)fast_result(done(s, seq, rv), path, p);
+		rc_res_stat(&s->res, st);
+	return (int)fast_result(rc_done(s, seq, rv), path, p);
 }
 
 /* fstat(fd) as newfstatat(fd, NULL, AT_EMPTY_PATH), which the filter lets
@@ -426,7 +338,7 @@ EXPORT int access(const char *path, int mode)
 	struct ring_slot *s;
 	const char *p = fast_path(AT_FDCWD, path, buf);
 	if (p && (s = record(SYS_access, (long)p, mode, 0, 0, p, &seq))) {
-		long rv = done(s, seq, safe_syscall(SYS_access, (long)p, mode, 0, 0));
+		long rv = rc_done(s, seq, rc_safe_syscall(SYS_access, (long)p, mode, 0, 0));
 		int r = (int)fast_result(rv, path, p);
 		if (r != -2)
 			return r;
@@ -443,12 +355,12 @@ static ssize_t fast_readlink(const char *path, char *buf, size_t size)
 	const char *p = fast_path(AT_FDCWD, path, abs);
 	if (!p || !(s = record(SYS_readlink, (long)p, (long)buf, (long)size, 0, p, &seq)))
 		return -2;
-	long rv = safe_syscall(SYS_readlink, (long)p, (long)buf, (long)size, 0);
+	long rv = rc_safe_syscall(SYS_readlink, (long)p, (long)buf, (long)size, 0);
 	/* The target the step got, for the tracer to check its own against:
 	 * most of cc1's readlinks fail (EINVAL), which costs nothing here. */
 	if (rv > 0)
 		s->res.hash = ring_hash(buf, (size_t)rv);
-	return fast_result(done(s, seq, rv), path, p);
+	return fast_result(rc_done(s, seq, rv), path, p);
 }
 
 EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
@@ -473,8 +385,8 @@ static int dir_ok(char *dir, char *end)
 	uint64_t seq;
 	struct ring_slot *s = record(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK, AT_EACCESS, dir, &seq);
 	if (s)
-		ok = ret_errno(done(s, seq,
-				    safe_syscall(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK,
+		ok = ret_errno(rc_done(s, seq,
+				    rc_safe_syscall(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK,
 						 AT_EACCESS))) == 0;
 	else
 		ok = faccessat(AT_FDCWD, dir, F_OK, AT_EACCESS) == 0;

@@ -21,6 +21,7 @@
 #include "trace/tracer.h"
 
 #define PRELOAD_NAME "libcachet-preload.so"
+#define AUDIT_NAME "libcachet-audit.so"
 
 /* Beside the binary (a build tree), else ../lib/cachet/ (installed), as
  * the remote plugins. NULL when neither has it. */
@@ -45,20 +46,37 @@ static char *find_preload(void)
 	return found;
 }
 
-/* NAME=VALUE entries of envp, with LD_PRELOAD led by the library, the ring
- * named, and ASan's check that its runtime is the first library turned off
- * (a sanitized program in the step would abort otherwise). */
-static char **step_env(char *const *envp, const char *lib, const char *ring_path)
+/* The audit library (src/preload/audit.c) beside the preload library, or
+ * NULL. */
+static char *find_audit(const char *lib)
+{
+	char *dir = path_dirname(lib);
+	char *audit = xasprintf("%s/" AUDIT_NAME, dir);
+	free(dir);
+	if (access(audit, R_OK) == 0)
+		return audit;
+	free(audit);
+	return NULL;
+}
+
+/* NAME=VALUE entries of envp, with LD_PRELOAD led by the library, LD_AUDIT
+ * by the audit library when there is one, the ring named, and ASan's check
+ * that its runtime is the first library turned off (a sanitized program in
+ * the step would abort otherwise). */
+static char **step_env(char *const *envp, const char *lib, const char *ours,
+		       const char *ring_path)
 {
 	size_t n = 0;
 	while (envp && envp[n])
 		n++;
-	char **out = xcalloc(n + 4, sizeof *out);
+	char **out = xcalloc(n + 5, sizeof *out);
 	size_t k = 0;
-	const char *preload = NULL, *asan = NULL;
+	const char *preload = NULL, *audit = NULL, *asan = NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
 			preload = envp[i] + 11;
+		else if (!strncmp(envp[i], "LD_AUDIT=", 9))
+			audit = envp[i] + 9;
 		else if (!strncmp(envp[i], "ASAN_OPTIONS=", 13))
 			asan = envp[i] + 13;
 		else if (strncmp(envp[i], RING_ENV "=", sizeof RING_ENV))
@@ -66,6 +84,11 @@ static char **step_env(char *const *envp, const char *lib, const char *ring_path
 	}
 	out[k++] = preload && *preload ? xasprintf("LD_PRELOAD=%s:%s", lib, preload)
 				       : xasprintf("LD_PRELOAD=%s", lib);
+	if (ours)
+		out[k++] = audit && *audit ? xasprintf("LD_AUDIT=%s:%s", ours, audit)
+					   : xasprintf("LD_AUDIT=%s", ours);
+	else if (audit)
+		out[k++] = xasprintf("LD_AUDIT=%s", audit);
 	out[k++] = xasprintf(RING_ENV "=%s", ring_path);
 	out[k++] = asan && *asan ? xasprintf("ASAN_OPTIONS=%s:verify_asan_link_order=0", asan)
 				 : xstrdup("ASAN_OPTIONS=verify_asan_link_order=0");
@@ -101,7 +124,8 @@ int ring_open(struct tracer *tr)
 	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), fd);
 	tr->ring = r;
 	tr->ring_fd = fd;
-	tr->ring_env = step_env(spec->envp, lib, path);
+	tr->audit_path = find_audit(lib);
+	tr->ring_env = step_env(spec->envp, lib, tr->audit_path, path);
 	strmap_init(&tr->rec_seen);
 	buf_init(&tr->rec_key);
 	/* As the step's programs will name it: the loader opens the
@@ -122,6 +146,7 @@ void ring_close(struct tracer *tr)
 		free(tr->ring_env);
 	}
 	free(tr->preload_path);
+	free(tr->audit_path);
 	if (tr->ring) {
 		strmap_free(&tr->rec_seen);
 		buf_free(&tr->rec_key);
@@ -133,6 +158,7 @@ void ring_close(struct tracer *tr)
 	tr->ring_fd = -1;
 	tr->ring_env = NULL;
 	tr->preload_path = NULL;
+	tr->audit_path = NULL;
 }
 
 /* 1 when the same call (number, flag arguments, path) was classified

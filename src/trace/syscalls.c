@@ -57,9 +57,10 @@ static int is_ignored(const struct tracer *tr, const char *path)
 	for (size_t i = 0; i < sizeof always_ignored / sizeof always_ignored[0]; i++)
 		if (path_is_under(path, always_ignored[i]))
 			return 1;
-	/* The preload library is the tracer's instrument, not the step's
-	 * input: keys must not change with cachet's own build. */
-	if (tr->preload_path && strcmp(path, tr->preload_path) == 0)
+	/* The preload and audit libraries are the tracer's instruments, not
+	 * the step's inputs: keys must not change with cachet's own build. */
+	if ((tr->preload_path && strcmp(path, tr->preload_path) == 0) ||
+	    (tr->audit_path && strcmp(path, tr->audit_path) == 0))
 		return 1;
 	const char *const *roots = tr->spec->ignore_roots;
 	for (size_t i = 0; roots && roots[i]; i++)

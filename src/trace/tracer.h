@@ -35,6 +35,7 @@ struct tracer {
 	int ring_fd;
 	char **ring_env;
 	char *preload_path; /* the library, never recorded as an input */
+	char *audit_path;   /* its audit companion (LD_AUDIT), likewise; or NULL */
 	pid_t self_pid;
 	struct tracee rec_tracee; /* syscall_record's stand-in for the caller */
 	/* Records already classified since the last TOUCH (ring.c): a

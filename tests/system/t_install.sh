@@ -31,9 +31,16 @@ assert_exists m.o
 
 section "the installed cachet finds its plugins (signatures: cachet keygen)"
 for f in lib/cachet/libcachet-remote-http.so lib/cachet/libcachet-remote-redis.so \
-    lib/cachet/libcachet-ed25519.so; do
+    lib/cachet/libcachet-ed25519.so lib/cachet/libcachet-preload.so \
+    lib/cachet/libcachet-audit.so; do
     [ -f "$P/$f" ] || fail "cmake --install did not install $f"
 done
+# The tracer's libraries from the prefix reach the step's programs.
+"$P/bin/cachet" run -- sh -c 'echo "$LD_PRELOAD"; echo "$LD_AUDIT"' > "$W/libs.out"
+[ "$(realpath "$(sed -n 1p "$W/libs.out")")" = "$(realpath "$P/lib/cachet/libcachet-preload.so")" ] ||
+    fail "the step's programs do not preload the installed library: $(cat "$W/libs.out")"
+[ "$(realpath "$(sed -n 2p "$W/libs.out")")" = "$(realpath "$P/lib/cachet/libcachet-audit.so")" ] ||
+    fail "the step's programs do not audit with the installed library: $(cat "$W/libs.out")"
 "$P/bin/cachet" keygen -f "$W/team.key" > "$W/keygen.out" || fail "the installed cachet keygen failed"
 grep -Eq '[0-9a-f]{64}' "$W/keygen.out" || fail "keygen printed no public key: $(cat "$W/keygen.out")"
 [ -f "$W/team.key.pub" ] || fail "keygen wrote no public key file"

@@ -284,6 +284,57 @@ static void relative_names_spare_their_stops_too(void **state)
 		free(abs[i + 1]);
 }
 
+/* The loader's search along LD_LIBRARY_PATH goes through the audit library
+ * beside the preload library: the paths where no library is are skipped
+ * without a stop, and still recorded, as the loader's failed opens were. */
+static void the_loader_search_is_recorded_without_its_stops(void **state)
+{
+	static const char uses_src[] = "#include <stdio.h>\n"
+				       "int answer(void);\n"
+				       "int main(void) { printf(\"%d\\n\", answer()); return 0; }\n";
+	char *src = xasprintf("%s/uses.c", dir);
+	FILE *f = fopen(src, "w");
+	assert_non_null(f);
+	fputs(uses_src, f);
+	assert_int_equal(fclose(f), 0);
+	free(src);
+	char cmd[4 * PATH_MAX];
+	snprintf(cmd, sizeof cmd,
+	         "cd %s && mkdir -p l1 l2 l3 noaudit && "
+	         "echo 'int answer(void) { return 42; }' > answer.c && "
+	         "gcc -O1 -shared -fPIC -o l3/libanswer.so answer.c && "
+	         "gcc -O1 -o uses uses.c -Ll3 -lanswer && cp %s noaudit/",
+	         dir, CACHET_TEST_PRELOAD);
+	assert_int_equal(sh(cmd), 0);
+	char *path = xasprintf("LD_LIBRARY_PATH=%s/l1:%s/l2:%s/l3", dir, dir, dir);
+	assert_int_equal(putenv(path), 0);
+	char *argv[] = {xasprintf("%s/uses", dir), NULL};
+	char *alone = xasprintf("%s/noaudit/libcachet-preload.so", dir);
+	struct trace_result with, without;
+	char *we, *woe;
+	char *wo = run_traced(argv, CACHET_TEST_PRELOAD, &with, &we);
+	char *woo = run_traced(argv, alone, &without, &woe);
+	assert_string_equal(wo, "42\n");
+	assert_string_equal(woo, "42\n");
+	/* Each directory before l3, under each capability subdirectory. */
+	for (int d = 1; d <= 2; d++) {
+		char *probe_line = xasprintf("%d 0 2 %s/l%d/libanswer.so\n", (int)TRACE_PROBE, dir, d);
+		if (!strstr(we, probe_line))
+			fail_msg("with the audit library, no %s", probe_line);
+		free(probe_line);
+	}
+	assert_true(with.nstops < without.nstops);
+	unsetenv("LD_LIBRARY_PATH");
+	trace_result_free(&with);
+	trace_result_free(&without);
+	free(wo);
+	free(woo);
+	free(we);
+	free(woe);
+	free(argv[0]);
+	free(alone);
+}
+
 /* The trusted page lets through only what cannot change anything: an
  * open for writing from it still stops (and so is still seen). */
 static void a_write_from_the_trusted_page_still_stops(void **state)
@@ -325,6 +376,7 @@ int main(void)
 	    cmocka_unit_test(realpath_and_lookups_answer_as_without_the_library),
 	    cmocka_unit_test(the_tracer_records_the_same_events_and_spares_the_stops),
 	    cmocka_unit_test(relative_names_spare_their_stops_too),
+	    cmocka_unit_test(the_loader_search_is_recorded_without_its_stops),
 	    cmocka_unit_test(a_write_from_the_trusted_page_still_stops),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,0 +1,151 @@
+/*
+ * libcachet-audit.so: the dynamic loader's library search, without its
+ * stops (rtld-audit(7), LD_AUDIT).
+ *
+ * Before any program code runs, the loader looks for each library in every
+ * directory of LD_LIBRARY_PATH, RUNPATH and the defaults, under each
+ * hardware-capability subdirectory: nvcc's children, run with an
+ * LD_LIBRARY_PATH that names two directories and the cwd, open some 1,100
+ * paths that do not exist per compile. Those opens are the loader's own
+ * syscalls, which no preload library can interpose, and each one stopped.
+ *
+ * The loader asks an audit library about each path it is about to try
+ * (la_objsearch). This one looks the path up from the trusted page, with a
+ * record in the tracer's ring (so the lookup is an observation like any
+ * other), and when nothing is there tells the loader to skip the path,
+ * which it would have found missing itself. A path that exists goes to
+ * the loader unchanged, and its open stops as before.
+ *
+ * It runs inside the loader, before libc: it calls no libc (ring_client.h)
+ * and reads its environment from /proc/self/environ. Without the tracer's
+ * ring there it declines to be loaded (la_version returns 0), silently.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <link.h>
+
+#include "preload/ring_client.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* The compiler may call these for struct copies and loops, and there is no
+ * libc here to provide them. */
+__attribute__((visibility("hidden"))) void *memcpy(void *to, const void *from, size_t n);
+__attribute__((visibility("hidden"))) void *memset(void *to, int c, size_t n);
+
+void *memcpy(void *to, const void *from, size_t n)
+{
+	rc_copy(to, from, n);
+	return to;
+}
+
+void *memset(void *to, int c, size_t n)
+{
+	unsigned char *d = to;
+	for (size_t i = 0; i < n; i++)
+		d[i] = (unsigned char)c;
+	return to;
+}
+
+static struct ring *ring;
+
+/* The value of RING_ENV in this process's environment, into value (cap
+ * bytes), read from /proc/self/environ as it streams by: the loader keeps
+ * the environment where only libc or its own private symbols would lead.
+ * 0, or -1 when it is not there. One open, one stop, per program. */
+static int ring_env(char *value, size_t cap)
+{
+	static const char key[] = RING_ENV "=";
+	long fd = rc_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/environ",
+			     O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0)
+		return -1;
+	char chunk[4096];
+	size_t at = 0;    /* bytes of the current entry seen */
+	int matching = 1; /* the current entry still begins as key does */
+	size_t got = 0;   /* bytes of the value taken */
+	int found = -1;
+	long n;
+	while (found < 0 && (n = rc_syscall(SYS_read, fd, (long)chunk, sizeof chunk, 0, 0, 0)) > 0) {
+		for (long i = 0; i < n && found < 0; i++) {
+			char c = chunk[i];
+			if (matching && at < sizeof key - 1) {
+				matching = c == key[at];
+			} else if (matching) {
+				if (c == '\0')
+					found = got > 0 ? 0 : -1;
+				else if (got + 1 < cap)
+					value[got++] = c;
+				else
+					matching = 0; /* too long to be the tracer's */
+			}
+			at = c == '\0' ? 0 : at + 1;
+			if (c == '\0')
+				matching = 1;
+		}
+	}
+	rc_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+	if (found == 0)
+		value[got] = '\0';
+	return found;
+}
+
+EXPORT unsigned int la_version(unsigned int version)
+{
+	char where[256];
+	if (ring_env(where, sizeof where) < 0 || !(ring = rc_map_ring(where)))
+		return 0;
+	if (rc_map_page(ring, NULL) < 0) {
+		rc_syscall(SYS_munmap, (long)ring, (long)RING_BYTES, 0, 0, 0, 0);
+		ring = NULL;
+		return 0;
+	}
+	return version < LAV_CURRENT ? version : LAV_CURRENT;
+}
+
+/* path made absolute in buf (RING_STR bytes) as the preload library does,
+ * or NULL when it cannot be. */
+static const char *absolute(const char *path, char *buf)
+{
+	if (path[0] == '/')
+		return path;
+	long n = rc_syscall(SYS_getcwd, (long)buf, RING_STR, 0, 0, 0, 0);
+	if (n <= 1 || buf[0] != '/')
+		return NULL;
+	size_t len = (size_t)n - 1, plen = rc_strnlen(path, RING_STR);
+	if (len + 1 + plen >= RING_STR)
+		return NULL;
+	if (buf[len - 1] != '/')
+		buf[len++] = '/';
+	rc_copy(buf + len, path, plen + 1);
+	return buf;
+}
+
+EXPORT char *la_objsearch(const char *name, uintptr_t *cookie, unsigned int flag)
+{
+	(void)cookie;
+	/* The name as the program asked for it (a bare soname, or a path the
+	 * loader opens as it is): not one of the search's guesses. */
+	if (!ring || flag == LA_SER_ORIG || !name || !name[0])
+		return (char *)name;
+	char buf[RING_STR];
+	const char *p = absolute(name, buf);
+	if (!p)
+		return (char *)name;
+	struct stat st;
+	long rv = rc_safe_syscall(SYS_newfstatat, AT_FDCWD, (long)p, (long)&st, 0);
+	/* A path where something is goes to the loader, whose open records
+	 * it (and sees it vanish, if it does). Nothing there is what the
+	 * loader's open would have found too: skipped, and recorded as the
+	 * lookup it is, with its result, so that a library put there later
+	 * changes the key. Recorded after the lookup: no other call of this
+	 * thread comes between the two. A full ring leaves it to the loader. */
+	if (rv != -ENOENT && rv != -ENOTDIR)
+		return (char *)name;
+	uint64_t seq;
+	struct ring_slot *s = rc_record(ring, SYS_newfstatat, AT_FDCWD, (long)p, 0, 0, p, &seq);
+	if (!s)
+		return (char *)name;
+	rc_done(s, seq, rv);
+	return NULL;
+}
