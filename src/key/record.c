@@ -431,14 +431,6 @@ static int as_the_step_left_it(const struct trace_event *fin, const struct stat 
 	return file_id_equal(&fin->id, &now);
 }
 
-static int same_file(const struct stat *a, const struct stat *b)
-{
-	struct file_id x, y;
-	file_id_from_stat(a, &x);
-	file_id_from_stat(b, &y);
-	return file_id_equal(&x, &y);
-}
-
 /* Still the file described by st (same inode, size and times), through fd
  * or, when fd is -1, at path? */
 static int unchanged(int fd, const char *path, const struct stat *st)
@@ -446,7 +438,7 @@ static int unchanged(int fd, const char *path, const struct stat *st)
 	struct stat now;
 	if (fd >= 0 ? fstat(fd, &now) < 0 : lstat(path, &now) < 0)
 		return 0;
-	return same_file(st, &now);
+	return file_id_stat_equal(st, &now);
 }
 
 static int modified(struct recorder *rc)
@@ -473,7 +465,7 @@ static int capture_file(struct recorder *rc, const char *path, const struct stat
 		portable_finder(&f, rc->scan);
 	/* Hashed through a descriptor of the very file that was checked, and
 	 * still that file, unchanged, at that path once stored. */
-	if (fstat(fd, &fst) < 0 || !same_file(&fst, st) ||
+	if (fstat(fd, &fst) < 0 || !file_id_stat_equal(&fst, st) ||
 	    digest_fd_each(fd, &d, NULL, scan ? feed_finder : NULL, scan ? &f : NULL, e) < 0) {
 		close(fd);
 		if (scan)

@@ -180,6 +180,11 @@ sqlite3_stmt *index_stmt(struct store *s, enum stmt_id id, struct error *e)
 				    &s->stmts[id], NULL);
 	if (rc != SQLITE_OK) {
 		s->stmts[id] = NULL;
+		/* The statements are this version's own, for this version's
+		 * schema: one that does not compile ("no such column") is a
+		 * damaged schema, and is checked as corruption is. */
+		if ((rc & 0xff) == SQLITE_ERROR)
+			rc = SQLITE_CORRUPT;
 		index_error(s, rc, e, "preparing a statement");
 		return NULL;
 	}
@@ -418,6 +423,46 @@ static int migrate(struct store *s, struct error *e)
 	}
 	if (rc != SQLITE_OK)
 		index_rollback(s);
+	return rc;
+}
+
+/* The schema's rows of db, in a fixed order, into out. */
+static int schema_text(sqlite3 *db, struct buf *out)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db,
+				    "SELECT type, name, tbl_name, sql FROM sqlite_master"
+				    " WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		for (int c = 0; c < 4; c++) {
+			const unsigned char *t = sqlite3_column_text(st, c);
+			buf_put_str(out, t ? (const char *)t : "");
+		}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int index_schema_check(struct store *s)
+{
+	sqlite3 *fresh;
+	int rc = sqlite3_open_v2(":memory:", &fresh, SQLITE_OPEN_READWRITE, NULL);
+	struct buf want, have;
+	buf_init(&want);
+	buf_init(&have);
+	for (int v = 0; rc == SQLITE_OK && v < STORE_SCHEMA_VERSION; v++)
+		rc = sqlite3_exec(fresh, migrations[v], NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = schema_text(fresh, &want);
+	sqlite3_close(fresh);
+	if (rc == SQLITE_OK)
+		rc = schema_text(s->db, &have);
+	if (rc == SQLITE_OK && (want.len != have.len || memcmp(want.data, have.data, want.len)))
+		rc = SQLITE_CORRUPT;
+	buf_free(&want);
+	buf_free(&have);
 	return rc;
 }
 

@@ -119,6 +119,9 @@ static int check_marked(struct store *s, struct error *e)
 			}
 			sqlite3_finalize(st);
 		}
+		/* quick_check reads the pages, not what the schema says. */
+		if (rc == SQLITE_OK)
+			rc = index_schema_check(s);
 		if (rc == SQLITE_OK)
 			unlink(marker);
 		else

@@ -130,6 +130,10 @@ int store_create_mode(const struct store *s, int fd);
  * the schema. Returns SQLITE_OK or an SQLite result code with e set; the
  * caller recovers from SQLITE_CORRUPT and SQLITE_NOTADB. */
 int index_setup(struct store *s, struct error *e);
+/* SQLITE_OK when the schema in the index is the one this version creates,
+ * SQLITE_CORRUPT when it differs (a damaged page of sqlite_master can rename
+ * a column and still pass quick_check), or another SQLite code. */
+int index_schema_check(struct store *s);
 void index_finalize_all(struct store *s);
 /* The statement, prepared on first use; NULL with e set on failure. */
 sqlite3_stmt *index_stmt(struct store *s, enum stmt_id id, struct error *e);

@@ -387,6 +387,51 @@ static void a_corrupt_page_found_by_a_query_is_checked_at_the_next_open(void **s
 	free(index);
 }
 
+/* A flipped bit in the schema's text renames a column: every page still
+ * passes quick_check, and every query naming the column fails. The first
+ * such query marks the index; the next open compares the schema with this
+ * version's and recreates the index. */
+static void a_damaged_schema_is_found_and_the_index_recreated(void **state)
+{
+	struct store *s = open_cache();
+	for (unsigned i = 0; i < 20; i++)
+		put_ok(s, i, i, i, 8);
+	store_close(s);
+	char *index = scratch_path("cache/index.db");
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(index, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+				      "PRAGMA writable_schema=ON;"
+				      " UPDATE sqlite_master SET sql = replace(sql, 'strong BLOB PRIMARY',"
+				      " 'strond BLOB PRIMARY') WHERE name = 'results';",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	s = open_cache();
+	struct digest strong = key_digest("strong", 7);
+	void *body;
+	size_t len;
+	struct error e = {0, ""};
+	assert_int_equal(store_get_result(s, &strong, &body, &len, &e), -1);
+	assert_int_equal(e.code, EBADMSG);
+	store_close(s);
+	s = open_cache();
+	assert_int_equal(counter_value(s, "index_recreated"), 1);
+	assert_int_equal(has_result(s, 7), 0);
+	put_ok(s, 7, 7, 7, 8);
+	assert_int_equal(has_result(s, 7), 1);
+	store_close(s);
+	/* An intact index is left alone by the check. */
+	char *marker = scratch_path("cache/index.db.check");
+	write_file(marker, "", 0);
+	s = open_cache();
+	assert_int_equal(counter_value(s, "index_recreated"), 1);
+	assert_int_equal(has_result(s, 7), 1);
+	store_close(s);
+	free(marker);
+	free(index);
+}
+
 static void a_read_only_store_reads_and_refuses_every_write(void **state)
 {
 	struct store *s = open_cache();
@@ -637,6 +682,7 @@ int main(void)
 		T(hits_and_fingerprint_flushes_never_wait_for_a_writer),
 		T(a_corrupt_index_is_set_aside_and_recreated),
 		T(a_corrupt_page_found_by_a_query_is_checked_at_the_next_open),
+		T(a_damaged_schema_is_found_and_the_index_recreated),
 		T(a_read_only_store_reads_and_refuses_every_write),
 		T(a_read_only_mount_opens_read_only),
 		T(concurrent_writers_all_succeed),
