@@ -103,24 +103,6 @@ EXPORT unsigned int la_version(unsigned int version)
 	return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
 
-/* path made absolute in buf (RING_STR bytes) as the preload library does,
- * or NULL when it cannot be. */
-static const char *absolute(const char *path, char *buf)
-{
-	if (path[0] == '/')
-		return path;
-	long n = rc_syscall(SYS_getcwd, (long)buf, RING_STR, 0, 0, 0, 0);
-	if (n <= 1 || buf[0] != '/')
-		return NULL;
-	size_t len = (size_t)n - 1, plen = rc_strnlen(path, RING_STR);
-	if (len + 1 + plen >= RING_STR)
-		return NULL;
-	if (buf[len - 1] != '/')
-		buf[len++] = '/';
-	rc_copy(buf + len, path, plen + 1);
-	return buf;
-}
-
 EXPORT char *la_objsearch(const char *name, uintptr_t *cookie, unsigned int flag)
 {
 	(void)cookie;
@@ -129,7 +111,7 @@ EXPORT char *la_objsearch(const char *name, uintptr_t *cookie, unsigned int flag
 	if (!ring || flag == LA_SER_ORIG || !name || !name[0])
 		return (char *)name;
 	char buf[RING_STR];
-	const char *p = absolute(name, buf);
+	const char *p = rc_absolute(name, buf);
 	if (!p)
 		return (char *)name;
 	struct stat st;

@@ -84,31 +84,17 @@ static int look_only(int flags)
 	return (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE)) == 0;
 }
 
-/* The path a fast-pathed call looks up: path itself when absolute; for a
- * path relative to the cwd (dirfd AT_FDCWD), the cwd joined to it, written
- * to buf (RING_STR bytes). The record and the call both take that absolute
- * form, so the lookup made is exactly the one recorded, and the tracer needs
- * no cwd to read it later. NULL when the call takes the ordinary path: a
- * relative path from another directory, no cwd (removed), or too long.
+/* The path a fast-pathed call looks up (rc_absolute): NULL when the call
+ * takes the ordinary path, as a path relative to another directory does.
  *
  * Where the relative lookup could differ (a directory above the cwd that
  * is not searchable), the absolute one fails with EACCES and is retried the
  * ordinary way: the failed lookup stays recorded, one input too many. */
 static const char *fast_path(int dirfd, const char *path, char *buf)
 {
-	if (!path || !path[0])
+	if (!path || !path[0] || !active || (path[0] != '/' && dirfd != AT_FDCWD))
 		return NULL;
-	if (path[0] == '/')
-		return path;
-	if (dirfd != AT_FDCWD || !active || !getcwd(buf, RING_STR) || buf[0] != '/')
-		return NULL;
-	size_t n = strlen(buf), len = strlen(path);
-	if (n + 1 + len >= RING_STR)
-		return NULL;
-	if (buf[n - 1] != '/')
-		buf[n++] = '/';
-	memcpy(buf + n, path, len + 1);
-	return buf;
+	return rc_absolute(path, buf);
 }
 
 /* A fast-pathed call's result, or -2 to retry it the ordinary way: a

@@ -65,6 +65,26 @@ static inline void rc_copy(void *to, const void *from, size_t n)
 		d[i] = s[i];
 }
 
+/* A path relative to the cwd joined to the cwd, into buf (RING_STR bytes);
+ * path itself when absolute; NULL when the cwd is gone or the join does not
+ * fit. The fast-pathed call then looks up the joined path itself, so that
+ * what is looked up is what is recorded, and the tracer needs no cwd. */
+static inline const char *rc_absolute(const char *path, char *buf)
+{
+	if (path[0] == '/')
+		return path;
+	long n = rc_syscall(SYS_getcwd, (long)buf, RING_STR, 0, 0, 0, 0);
+	if (n <= 1 || buf[0] != '/') /* "(unreachable)/..." for a removed cwd */
+		return NULL;
+	size_t len = (size_t)n - 1, plen = rc_strnlen(path, RING_STR);
+	if (len + 1 + plen >= RING_STR)
+		return NULL;
+	if (buf[len - 1] != '/')
+		buf[len++] = '/';
+	rc_copy(buf + len, path, plen + 1);
+	return buf;
+}
+
 static const unsigned char rc_stub[] = {0x0f, 0x05, 0xc3}; /* syscall; ret */
 
 /* Where on the trusted page the audit library leaves the address of the
