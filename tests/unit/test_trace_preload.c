@@ -306,8 +306,9 @@ static void the_loader_search_is_recorded_without_its_stops(void **state)
 	         "gcc -O1 -o uses uses.c -Ll3 -lanswer && cp %s noaudit/",
 	         dir, CACHET_TEST_PRELOAD);
 	assert_int_equal(sh(cmd), 0);
-	char *path = xasprintf("LD_LIBRARY_PATH=%s/l1:%s/l2:%s/l3", dir, dir, dir);
-	assert_int_equal(putenv(path), 0);
+	char *path = xasprintf("%s/l1:%s/l2:%s/l3", dir, dir, dir);
+	assert_int_equal(setenv("LD_LIBRARY_PATH", path, 1), 0);
+	free(path);
 	char *argv[] = {xasprintf("%s/uses", dir), NULL};
 	char *alone = xasprintf("%s/noaudit/libcachet-preload.so", dir);
 	struct trace_result with, without;
