@@ -116,7 +116,7 @@ static sqlite3_stmt *q(struct evict *ev, enum q_id id, struct error *e)
 {
 	if (ev->q[id])
 		return ev->q[id];
-	int rc = sqlite3_prepare_v2(ev->s->db, q_sql[id], -1, &ev->q[id], NULL);
+	int rc = index_prepare_own(ev->s, q_sql[id], 0, &ev->q[id]);
 	if (rc != SQLITE_OK) {
 		ev->q[id] = NULL;
 		index_error(ev->s, rc, e, "evicting");

@@ -176,15 +176,9 @@ sqlite3_stmt *index_stmt(struct store *s, enum stmt_id id, struct error *e)
 	/* Opened with STORE_DEFER_INDEX and not yet needed until now. */
 	if (store_index_open(s, e) < 0)
 		return NULL;
-	int rc = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
-				    &s->stmts[id], NULL);
+	int rc = index_prepare_own(s, stmt_sql[id], SQLITE_PREPARE_PERSISTENT, &s->stmts[id]);
 	if (rc != SQLITE_OK) {
 		s->stmts[id] = NULL;
-		/* The statements are this version's own, for this version's
-		 * schema: one that does not compile ("no such column") is a
-		 * damaged schema, and is checked as corruption is. */
-		if ((rc & 0xff) == SQLITE_ERROR)
-			rc = SQLITE_CORRUPT;
 		index_error(s, rc, e, "preparing a statement");
 		return NULL;
 	}
@@ -306,9 +300,18 @@ int index_column_digest(sqlite3_stmt *st, int col, struct digest *out)
 	return 0;
 }
 
+int index_prepare_own(struct store *s, const char *sql, unsigned flags, sqlite3_stmt **st)
+{
+	int rc = sqlite3_prepare_v3(s->db, sql, -1, flags, st, NULL);
+	/* The statements are this version's own, for this version's schema:
+	 * one that does not compile ("no such column") is a damaged schema,
+	 * and is checked as corruption is. */
+	return (rc & 0xff) == SQLITE_ERROR ? SQLITE_CORRUPT : rc;
+}
+
 int index_prepare(struct store *s, const char *sql, sqlite3_stmt **st, struct error *e)
 {
-	int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
+	int rc = index_prepare_own(s, sql, 0, st);
 	if (rc != SQLITE_OK)
 		return index_error(s, rc, e, "querying the cache index");
 	return 0;

@@ -161,6 +161,10 @@ void *index_column_copy(sqlite3_stmt *st, int col, size_t *len);
 int index_column_digest(sqlite3_stmt *st, int col, struct digest *out);
 /* The same, all zeros when the column holds no digest. */
 void index_column_digest_or_zero(sqlite3_stmt *st, int col, struct digest *out);
+/* sqlite3_prepare_v3 of one of cachet's own statements (sql is never the
+ * user's): an SQLite code, with SQLITE_ERROR reported as SQLITE_CORRUPT,
+ * since such a statement fails to compile only on a damaged schema. */
+int index_prepare_own(struct store *s, const char *sql, unsigned flags, sqlite3_stmt **st);
 /* Prepares a statement used once (inspection queries off the hit path);
  * the caller finalizes it. 0, or -1 with e set. */
 int index_prepare(struct store *s, const char *sql, sqlite3_stmt **st, struct error *e);
