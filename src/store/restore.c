@@ -134,7 +134,21 @@ static int sink_write(struct sink *k, const void *p, size_t n, struct error *e)
  * hit would fault in to restore a 40 KB object file. */
 #define WHOLE_MAX ((uint64_t)1 << 20)
 
-static int read_all(int fd, char *buf, size_t len);
+static int read_all(int fd, char *buf, size_t len)
+{
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = pread(fd, buf + off, len - off, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			errno = EIO; /* shrank under us */
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
 
 static int decompress_whole(struct store *s, int fd, const char *path, uint64_t csize,
 			    const struct blob_ref *ref, struct sink *k, struct error *e)
@@ -258,21 +272,6 @@ int store_blob_write_to_fd(struct store *s, const struct blob_ref *ref, int out_
 	return rc;
 }
 
-static int read_all(int fd, char *buf, size_t len)
-{
-	size_t off = 0;
-	while (off < len) {
-		ssize_t n = pread(fd, buf + off, len - off, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0)
-			errno = EIO; /* shrank under us */
-		if (n <= 0)
-			return -1;
-		off += (size_t)n;
-	}
-	return 0;
-}
 
 int store_blob_read(struct store *s, const struct blob_ref *ref, void **data, size_t *len,
 		    struct error *e)
