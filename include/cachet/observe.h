@@ -94,6 +94,10 @@ struct observe_memo {
 	struct stat lst, st;
 };
 
+/* stat (or lstat, with nofollow) of path through the memo (NULL: none),
+ * which it resets first when it holds another path: 0 or -1 with errno. */
+int observe_stat(struct observe_memo *m, const char *path, int nofollow, struct stat *st);
+
 /* observe_value_detail through a memo (NULL: none). */
 void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 			const char *const *excluded, struct digest_cache *dc,

@@ -95,7 +95,7 @@ static void put_u16(struct buf *out, unsigned v)
  * the last component is a symlink (intermediate ones are followed by both,
  * and a failure of one is the same failure of the other), so an lstat that
  * failed or found no symlink answers both. */
-static int path_stat(struct observe_memo *m, const char *path, int nofollow, struct stat *st)
+int observe_stat(struct observe_memo *m, const char *path, int nofollow, struct stat *st)
 {
 	if (!m)
 		return nofollow ? lstat(path, st) : stat(path, st);
@@ -132,7 +132,7 @@ static void value_of_file(enum obs_kind kind, unsigned flags, const char *path,
 {
 	int nofollow = flags & OBS_F_NOFOLLOW;
 	struct stat st;
-	if (path_stat(m, path, nofollow, &st) < 0) {
+	if (observe_stat(m, path, nofollow, &st) < 0) {
 		put_errno(out, errno);
 		return;
 	}
@@ -157,7 +157,7 @@ static void value_of_stat(unsigned flags, const char *path, struct observe_memo 
 			  struct buf *out)
 {
 	struct stat st;
-	if (path_stat(m, path, flags & OBS_F_NOFOLLOW, &st) < 0) {
+	if (observe_stat(m, path, flags & OBS_F_NOFOLLOW, &st) < 0) {
 		put_errno(out, errno);
 		return;
 	}
@@ -207,7 +207,7 @@ static void value_of_readlink(const char *path, struct observe_memo *m, struct b
 	/* readlink looks the path up as lstat does: an lstat that failed fails
 	 * it the same way, one that found no symlink means EINVAL. */
 	struct stat st;
-	if (m && path_stat(m, path, 1, &st) < 0) {
+	if (m && observe_stat(m, path, 1, &st) < 0) {
 		put_errno(out, errno);
 		return;
 	}

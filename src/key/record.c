@@ -31,6 +31,10 @@ struct recorder {
 	struct strmap dir_names; /* directory -> struct buf of NUL-separated names */
 	struct strmap outputs;   /* path -> (void *)1, outputs already added */
 	struct strmap finals;    /* path -> its TRACE_FINAL: the state the step left */
+	/* path -> struct observe_memo: the lookups that found an observation
+	 * still holding, from which its value is then computed (one stat
+	 * where there were two, and the value is that of the state checked). */
+	struct strmap lookups;
 	size_t walked;           /* entries met by the walk of a moved-in directory */
 	struct record *rec;
 	struct store *store;
@@ -287,11 +291,21 @@ static int same_target(const char *path, const struct digest *seen)
 
 /* Does what the step saw still hold at the end of the run? A file read has
  * the same fingerprint; a path found present (or absent) still is. */
-static int still_holds(const struct trace_event *ev)
+static struct observe_memo *lookups_of(struct recorder *rc, const char *path)
+{
+	struct observe_memo *m = strmap_get(&rc->lookups, path);
+	if (!m) {
+		m = xcalloc(1, sizeof *m);
+		strmap_put(&rc->lookups, path, m);
+	}
+	return m;
+}
+
+static int still_holds(struct recorder *rcd, const struct trace_event *ev)
 {
 	struct stat st;
 	int nofollow = ev->flags & TRACE_F_NOFOLLOW;
-	int rc = nofollow ? lstat(ev->path, &st) : stat(ev->path, &st);
+	int rc = observe_stat(lookups_of(rcd, ev->path), ev->path, nofollow, &st);
 	int absent = rc < 0 && (errno == ENOENT || errno == ENOTDIR);
 	switch (ev->kind) {
 	case TRACE_READ:
@@ -331,7 +345,7 @@ static void compute_values(struct recorder *rc)
 {
 	struct record *rec = rc->rec;
 	for (size_t i = 0; i < rc->nobs && !rec->not_storable; i++)
-		if (!rc->forced[i].len && !still_holds(rc->obs_event[i]))
+		if (!rc->forced[i].len && !still_holds(rc, rc->obs_event[i]))
 			rec->not_storable = MODIFIED;
 
 	size_t *perm;
@@ -360,9 +374,11 @@ static void compute_values(struct recorder *rc)
 			buf_add(&value, forced[i]->data, forced[i]->len);
 			buf_add(&listing, detail[i]->data, detail[i]->len);
 		} else {
+			const char *path = rec->ps.paths[o->path];
+			struct observe_memo *checked = strmap_get(&rc->lookups, path);
 			const char **excluded = pathset_excluded(&rec->ps, i);
-			observe_value_memo(o->kind, o->flags, rec->ps.paths[o->path], excluded,
-					   rc->dc, &memo, &value, &listing);
+			observe_value_memo(o->kind, o->flags, path, excluded, rc->dc,
+					   checked ? checked : &memo, &value, &listing);
 			free(excluded);
 		}
 		buf_put_bytes(&rec->values, value.data, value.len);
@@ -650,10 +666,17 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_init(&rc.dir_names);
 	strmap_init(&rc.outputs);
 	strmap_init(&rc.finals);
+	strmap_init(&rc.lookups);
 
 	collect_touches(&rc);
 	collect_observations(&rc);
+	/* One snapshot of the index for the fingerprint lookups, instead of
+	 * a read transaction (and two lock calls) for each. */
+	if (s)
+		store_snapshot_begin(s);
 	compute_values(&rc);
+	if (s)
+		store_snapshot_end(s);
 	int rc2 = 0;
 	if (s && !out->not_storable)
 		rc2 = capture_outputs(&rc, e);
@@ -669,6 +692,9 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_free(&rc.dir_names);
 	strmap_free(&rc.outputs);
 	strmap_free(&rc.finals);
+	for (size_t i = 0; i < rc.lookups.cap; i++)
+		free(rc.lookups.slots[i].value);
+	strmap_free(&rc.lookups);
 	for (size_t i = 0; i < rc.nobs; i++) {
 		buf_free(&rc.forced[i]);
 		buf_free(&rc.detail[i]);
