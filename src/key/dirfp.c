@@ -44,12 +44,28 @@ static int is_real_name(const char *path)
 	return *base && strcmp(base, ".") && strcmp(base, "..") && path[strlen(path) - 1] != '/';
 }
 
+/* lstat of an ancestor, through the answers of this collection: the
+ * include directories that a compiler probes for every header are the
+ * same few. 0 if it exists, else the errno. */
+static int ancestor_lookup(struct strmap *ancestors, const char *dir)
+{
+	intptr_t known = (intptr_t)strmap_get(ancestors, dir);
+	if (known)
+		return (int)(known - 1);
+	struct stat st;
+	int err = lstat(dir, &st) == 0 ? 0 : errno;
+	strmap_put(ancestors, dir, (void *)(intptr_t)(err + 1));
+	return err;
+}
+
 /* For a path that is absent: the nearest ancestor that exists, whose
  * missing entry (the next component, a real name, absent itself and not a
  * dangling symlink) makes the lookup fail. Ancestors are taken as text,
  * component by component from the end, so ".." is never folded: the
- * kernel resolves the ancestor as it resolved that part of the path. */
-static char *absent_from(const char *p)
+ * kernel resolves the ancestor as it resolved that part of the path. An
+ * ancestor that changes while this runs cannot mislead: its directory's
+ * fingerprint, taken after, is then too recent to be kept. */
+static char *absent_from(const char *p, struct strmap *ancestors)
 {
 	struct stat st;
 	if (lstat(p, &st) == 0 || errno != ENOENT)
@@ -57,7 +73,8 @@ static char *absent_from(const char *p)
 	char *child = xstrdup(p);
 	for (;;) {
 		char *dir = path_dirname(child);
-		if (lstat(dir, &st) == 0) {
+		int err = ancestor_lookup(ancestors, dir);
+		if (err == 0) {
 			int ok = is_real_name(child);
 			free(child);
 			if (ok)
@@ -65,7 +82,7 @@ static char *absent_from(const char *p)
 			free(dir);
 			return NULL;
 		}
-		if (errno != ENOENT || !strcmp(dir, child)) {
+		if (err != ENOENT || !strcmp(dir, child)) {
 			free(dir);
 			free(child);
 			return NULL;
@@ -95,7 +112,7 @@ static int listing_holds(const struct pathset *ps, const struct observation *o,
 /* The directory whose entries decide observation o's value v, malloc'd,
  * or NULL when they do not decide it alone. */
 static char *deciding_dir(const struct pathset *ps, const struct observation *o,
-			  const unsigned char *v, size_t len)
+			  const unsigned char *v, size_t len, struct strmap *ancestors)
 {
 	const char *p = ps->paths[o->path];
 	if (p[0] != '/')
@@ -105,7 +122,7 @@ static char *deciding_dir(const struct pathset *ps, const struct observation *o,
 	if (o->kind != OBS_STAT && o->kind != OBS_READLINK)
 		return NULL;
 	if (is_errno(v, len, ENOENT))
-		return absent_from(p);
+		return absent_from(p, ancestors);
 	/* readlink found the entry, a symlink or not: the entry named by the
 	 * last component, which must be a real name. */
 	if (o->kind == OBS_READLINK && ((len > 0 && v[0] == 'R') || is_errno(v, len, EINVAL)) &&
@@ -124,10 +141,12 @@ void dirfp_collect(const struct pathset *ps, const void *values, size_t values_l
 	out->nobs = ps->nobs;
 	out->obs_dir = xcalloc(ps->nobs ? ps->nobs : 1, sizeof *out->obs_dir);
 	struct strmap index; /* dir -> index + 1 into out->dirs, or -1 if unusable */
+	struct strmap ancestors; /* dir -> its lstat's errno + 1 */
 	strmap_init(&index);
+	strmap_init(&ancestors);
 	size_t alloc = 0;
 	for (size_t i = 0; ok && i < ps->nobs; i++) {
-		char *dir = deciding_dir(ps, &ps->obs[i], vals[i], lens[i]);
+		char *dir = deciding_dir(ps, &ps->obs[i], vals[i], lens[i], &ancestors);
 		if (!dir)
 			continue;
 		intptr_t at = (intptr_t)strmap_get(&index, dir);
@@ -155,6 +174,7 @@ void dirfp_collect(const struct pathset *ps, const void *values, size_t values_l
 		free(dir);
 	}
 	strmap_free(&index);
+	strmap_free(&ancestors);
 	free(vals);
 	free(lens);
 }
