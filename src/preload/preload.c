@@ -59,8 +59,13 @@ static struct ring_slot *record(int nr, long a0, long a1, long a2, long a3, cons
 	return active ? rc_record(ring, nr, a0, a1, a2, a3, path, seq) : NULL;
 }
 
+/* libc's execvpe, resolved at load: execvp often runs in a vfork child,
+ * which shares the parent's memory and must not take the loader's lock. */
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
+
 __attribute__((constructor)) static void preload_init(void)
 {
+	real_execvpe = (__typeof__(real_execvpe))dlsym(RTLD_NEXT, "execvpe");
 	const char *where = getenv(RING_ENV);
 	struct ring *shared = NULL;
 	if (!where || !*where || rc_map_page(NULL, &shared) < 0)
@@ -530,4 +535,63 @@ EXPORT char *__realpath_chk(const char *name, char *resolved, size_t resolvedlen
 		return real___realpath_chk(name, resolved, resolvedlen);
 	}
 	return realpath(name, resolved);
+}
+
+/* ---- exec's search of PATH ------------------------------------------- */
+
+
+/* execvp's search, where the programs before the one found are absent:
+ * each was a failed execve, an entry and an exit stop. Here each is a
+ * fast-pathed stat (its own record: the path is absent), and the first
+ * candidate that is not absent goes to execve as execvp would send it.
+ * Should that execve fail, libc's search runs from the start, so that its
+ * rules (EACCES, ENOEXEC's shell, errno at the end) stay its own. Returns
+ * only then, or when the search is not fast-pathed. Stack only. */
+static void exec_search(const char *file, char *const argv[], char *const envp[])
+{
+	const char *path = getenv("PATH");
+	if (!active || !file[0] || strchr(file, '/') || !path)
+		return;
+	size_t flen = strlen(file);
+	char cand[RING_STR];
+	for (const char *p = path;;) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = (size_t)(end - p);
+		if (dlen + 1 + flen + 1 > sizeof cand)
+			return;
+		/* An empty element is the cwd: the name as it is. */
+		memcpy(cand, p, dlen);
+		size_t at = dlen;
+		if (dlen)
+			cand[at++] = '/';
+		memcpy(cand + at, file, flen + 1);
+		struct stat st;
+		int r = fast_stat(AT_FDCWD, cand, &st, 0);
+		if (r == -2)
+			return;
+		if (r == 0 || (errno != ENOENT && errno != ENOTDIR)) {
+			execve(cand, argv, envp);
+			return;
+		}
+		if (!*end)
+			return;
+		p = end + 1;
+	}
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	int saved = errno;
+	exec_search(file, argv, envp);
+	errno = saved;
+	if (!real_execvpe) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_execvpe(file, argv, envp);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
 }

@@ -336,6 +336,119 @@ static void the_loader_search_is_recorded_without_its_stops(void **state)
 	free(alone);
 }
 
+/* Whether events (run_traced's lines) hold a lookup of path that failed
+ * with err, of whatever flags. */
+static int has_failed_lookup(const char *events, int err, const char *path)
+{
+	char *tail = xasprintf(" %d %s\n", err, path);
+	int found = 0;
+	for (const char *l = events; *l && !found;) {
+		const char *nl = strchr(l, '\n');
+		const char *t = strstr(l, tail);
+		found = t && t < nl && atoi(l) == (int)TRACE_PROBE;
+		l = nl + 1;
+	}
+	free(tail);
+	return found;
+}
+
+/* execvp's search of PATH, from a vfork child as gcc does it: the
+ * directories where the program is not are looked up without a stop and
+ * recorded as absent, and a candidate that cannot be run still gets libc's
+ * answer (glibc goes on past EACCES). */
+static void the_search_of_path_is_recorded_without_its_stops(void **state)
+{
+	static const char spawner_src[] =
+	    "#include <errno.h>\n#include <stdio.h>\n#include <sys/wait.h>\n#include <unistd.h>\n"
+	    "int main(int argc, char **argv) {\n"
+	    "  pid_t pid = vfork();\n"
+	    "  if (pid == 0) { execvp(argv[1], argv + 1); _exit(errno); }\n"
+	    "  int st; waitpid(pid, &st, 0);\n"
+	    "  printf(\"%d\\n\", WIFEXITED(st) ? WEXITSTATUS(st) : -1);\n"
+	    "  return 0;\n"
+	    "}\n";
+	char cmd[4 * PATH_MAX];
+	snprintf(cmd, sizeof cmd,
+	         "cd %s && cat > spawner.c && gcc -O1 -o spawner spawner.c && mkdir -p p0 p1 p3 && "
+	         "touch p2 && cp probe p3/target && echo 'not a program' > p0/target",
+	         dir);
+	FILE *f = popen(cmd, "w");
+	assert_non_null(f);
+	fputs(spawner_src, f);
+	assert_int_equal(pclose(f), 0);
+	char *saved_path = xstrdup(getenv("PATH"));
+	char *spawner = xasprintf("%s/spawner", dir);
+	char *argv[] = {spawner, "target", NULL};
+	char *missing_argv[] = {spawner, "nosuch", NULL};
+	struct trace_result near, far, slow, eacces, missing;
+	char *ne, *fe, *se, *ee, *me;
+
+	char *path = xasprintf("%s/p3", dir);
+	assert_int_equal(setenv("PATH", path, 1), 0);
+	char *near_out = run_traced(argv, CACHET_TEST_PRELOAD, &near, &ne);
+	free(path);
+	path = xasprintf("%s/p1:%s/p2:%s/p3", dir, dir, dir);
+	assert_int_equal(setenv("PATH", path, 1), 0);
+	char *far_out = run_traced(argv, CACHET_TEST_PRELOAD, &far, &fe);
+	char *slow_out = run_traced(argv, "", &slow, &se);
+	char *missing_out = run_traced(missing_argv, CACHET_TEST_PRELOAD, &missing, &me);
+	free(path);
+	path = xasprintf("%s/p0:%s/p1:%s/p3", dir, dir, dir);
+	assert_int_equal(setenv("PATH", path, 1), 0);
+	char *eacces_out = run_traced(argv, CACHET_TEST_PRELOAD, &eacces, &ee);
+	free(path);
+	assert_int_equal(setenv("PATH", saved_path, 1), 0);
+
+	assert_string_equal(near_out, "0\n");
+	assert_string_equal(far_out, "0\n");
+	assert_string_equal(slow_out, "0\n");
+	assert_string_equal(eacces_out, "0\n");
+	assert_string_equal(missing_out, "2\n"); /* ENOENT, as libc's search ends */
+	/* The absent candidates cost no stop at all. */
+	assert_int_equal(far.nstops, near.nstops);
+	char *p1 = xasprintf("%s/p1/target", dir), *p2 = xasprintf("%s/p2/target", dir);
+	char *p3 = xasprintf("%s/p3/target", dir);
+	char *exec_line = xasprintf("%d 0 0 %s\n", (int)TRACE_EXEC, p3);
+	const char *const runs[] = {fe, se, ee};
+	for (size_t i = 0; i < 3; i++) {
+		int p2_in_path = runs[i] != ee;
+		if (!has_failed_lookup(runs[i], ENOENT, p1) ||
+		    (p2_in_path && !has_failed_lookup(runs[i], ENOTDIR, p2)))
+			fail_msg("run %zu: the absent candidates are not recorded:\n%s", i, runs[i]);
+		if (!strstr(runs[i], exec_line))
+			fail_msg("run %zu: no exec of %s", i, p3);
+	}
+	char *p0 = xasprintf("%s/p0/target", dir);
+	if (!has_failed_lookup(ee, EACCES, p0))
+		fail_msg("the candidate that cannot be run is not recorded:\n%s", ee);
+	free(p0);
+	char *gone = xasprintf("%s/p3/nosuch", dir);
+	if (!has_failed_lookup(me, ENOENT, gone))
+		fail_msg("a program found nowhere: %s not recorded as absent", gone);
+	free(gone);
+	free(p1);
+	free(p2);
+	free(p3);
+	free(exec_line);
+	trace_result_free(&near);
+	trace_result_free(&far);
+	trace_result_free(&slow);
+	trace_result_free(&eacces);
+	trace_result_free(&missing);
+	free(near_out);
+	free(far_out);
+	free(slow_out);
+	free(eacces_out);
+	free(missing_out);
+	free(ne);
+	free(fe);
+	free(se);
+	free(ee);
+	free(me);
+	free(spawner);
+	free(saved_path);
+}
+
 /* The trusted page lets through only what cannot change anything: an
  * open for writing from it still stops (and so is still seen). */
 static void a_write_from_the_trusted_page_still_stops(void **state)
@@ -378,6 +491,7 @@ int main(void)
 	    cmocka_unit_test(the_tracer_records_the_same_events_and_spares_the_stops),
 	    cmocka_unit_test(relative_names_spare_their_stops_too),
 	    cmocka_unit_test(the_loader_search_is_recorded_without_its_stops),
+	    cmocka_unit_test(the_search_of_path_is_recorded_without_its_stops),
 	    cmocka_unit_test(a_write_from_the_trusted_page_still_stops),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
