@@ -17,8 +17,10 @@
  * the loader unchanged, and its open stops as before.
  *
  * It runs inside the loader, before libc: it calls no libc (ring_client.h)
- * and reads its environment from /proc/self/environ. Without the tracer's
- * ring there it declines to be loaded (la_version returns 0), silently.
+ * and reads its environment from /proc/self/environ, through the trusted
+ * page (an open that can change nothing, and the tracer's own business:
+ * the environment is keyed already). Without the tracer's ring there it
+ * declines to be loaded (la_version returns 0), silently.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,12 +54,12 @@ static struct ring *ring;
 /* The value of RING_ENV in this process's environment, into value (cap
  * bytes), read from /proc/self/environ as it streams by: the loader keeps
  * the environment where only libc or its own private symbols would lead.
- * 0, or -1 when it is not there. One open, one stop, per program. */
+ * 0, or -1 when it is not there. The trusted page must be mapped. */
 static int ring_env(char *value, size_t cap)
 {
 	static const char key[] = RING_ENV "=";
-	long fd = rc_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/environ",
-			     O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	long fd = rc_safe_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/environ",
+				  O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	char chunk[4096];
@@ -93,13 +95,17 @@ static int ring_env(char *value, size_t cap)
 EXPORT unsigned int la_version(unsigned int version)
 {
 	char where[256];
-	if (ring_env(where, sizeof where) < 0 || !(ring = rc_map_ring(where)))
+	int mapped = rc_map_page(NULL);
+	if (mapped < 0)
 		return 0;
-	if (rc_map_page(ring, NULL) < 0) {
-		rc_syscall(SYS_munmap, (long)ring, (long)RING_BYTES, 0, 0, 0, 0);
-		ring = NULL;
+	if (ring_env(where, sizeof where) < 0 || !(ring = rc_map_ring(where))) {
+		if (mapped)
+			rc_syscall(SYS_munmap, (long)RING_SAFE_PAGE, (long)RING_SAFE_PAGE_SIZE, 0, 0,
+				   0, 0);
 		return 0;
 	}
+	/* Unpublished, the preload library maps the ring again: one stop. */
+	rc_page_publish(ring);
 	return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
 

@@ -68,7 +68,7 @@ __attribute__((constructor)) static void preload_init(void)
 	real_execvpe = (__typeof__(real_execvpe))dlsym(RTLD_NEXT, "execvpe");
 	const char *where = getenv(RING_ENV);
 	struct ring *shared = NULL;
-	if (!where || !*where || rc_map_page(NULL, &shared) < 0)
+	if (!where || !*where || rc_map_page(&shared) < 0)
 		return;
 	ring = shared ? shared : rc_map_ring(where);
 	active = ring != NULL;

@@ -98,14 +98,14 @@ struct rc_page_note {
 #define RC_PAGE_NOTE_OFFSET 64
 #define RC_PAGE_NOTE_MAGIC 0x45544f4eu /* "NOTE" */
 
-/* Maps the trusted page, `syscall; ret` at the address the filter trusts,
- * leaving publish (when not NULL) in its note; or finds it mapped already
- * by the other library of this process (the audit library maps it first,
- * inside the loader), and then sets *published to the ring noted there.
- * 0, or -1 when the address holds something else: then this process goes
- * without the fast path. Once per exec: a forked child inherits the
- * mapping. */
-static inline int rc_map_page(struct ring *publish, struct ring **published)
+/* Maps the trusted page, `syscall; ret` at the address the filter trusts;
+ * or finds it mapped already by the other library of this process (the
+ * audit library maps it first, inside the loader), and then sets
+ * *published to the ring noted there (rc_page_publish). 1 when mapped
+ * here, 0 when found, -1 when the address holds something else: then this
+ * process goes without the fast path. Once per exec: a forked child
+ * inherits the mapping. */
+static inline int rc_map_page(struct ring **published)
 {
 	long page = rc_syscall(SYS_mmap, (long)RING_SAFE_PAGE, (long)RING_SAFE_PAGE_SIZE,
 			       PROT_READ | PROT_WRITE,
@@ -136,16 +136,30 @@ static inline int rc_map_page(struct ring *publish, struct ring **published)
 		return -1;
 	}
 	rc_copy((void *)page, rc_stub, sizeof rc_stub);
-	if (publish) {
-		struct rc_page_note note = {RC_PAGE_NOTE_MAGIC, 0, publish};
-		rc_copy((char *)page + RC_PAGE_NOTE_OFFSET, &note, sizeof note);
-	}
 	if (rc_syscall(SYS_mprotect, page, (long)RING_SAFE_PAGE_SIZE, PROT_READ | PROT_EXEC, 0, 0,
 		       0) != 0) {
 		rc_syscall(SYS_munmap, page, (long)RING_SAFE_PAGE_SIZE, 0, 0, 0, 0);
 		return -1;
 	}
-	return 0;
+	return 1;
+}
+
+/* Leaves ring in the note of the trusted page that rc_map_page mapped,
+ * which is writable for that moment only. 0, or -1 (the page stays as it
+ * was, executable, or at worst unusable: then calls through it fault
+ * before they could do anything). */
+static inline int rc_page_publish(struct ring *ring)
+{
+	long page = (long)RING_SAFE_PAGE;
+	if (rc_syscall(SYS_mprotect, page, (long)RING_SAFE_PAGE_SIZE, PROT_READ | PROT_WRITE, 0, 0,
+		       0) != 0)
+		return -1;
+	struct rc_page_note note = {RC_PAGE_NOTE_MAGIC, 0, ring};
+	rc_copy((char *)page + RC_PAGE_NOTE_OFFSET, &note, sizeof note);
+	return rc_syscall(SYS_mprotect, page, (long)RING_SAFE_PAGE_SIZE, PROT_READ | PROT_EXEC, 0,
+			  0, 0) == 0
+		       ? 0
+		       : -1;
 }
 
 /* The tracer's ring, mapped from where (the value of RING_ENV), or NULL. */
