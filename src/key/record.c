@@ -289,8 +289,6 @@ static int same_target(const char *path, const struct digest *seen)
 	return memcmp(d.b, seen->b, DIGEST_LEN) == 0;
 }
 
-/* Does what the step saw still hold at the end of the run? A file read has
- * the same fingerprint; a path found present (or absent) still is. */
 static struct observe_memo *lookups_of(struct recorder *rc, const char *path)
 {
 	struct observe_memo *m = strmap_get(&rc->lookups, path);
@@ -301,16 +299,18 @@ static struct observe_memo *lookups_of(struct recorder *rc, const char *path)
 	return m;
 }
 
-static int still_holds(struct recorder *rcd, const struct trace_event *ev)
+/* Does what the step saw still hold at the end of the run? A file read has
+ * the same fingerprint; a path found present (or absent) still is. */
+static int still_holds(struct recorder *rc, const struct trace_event *ev)
 {
 	struct stat st;
 	int nofollow = ev->flags & TRACE_F_NOFOLLOW;
-	int rc = observe_stat(lookups_of(rcd, ev->path), ev->path, nofollow, &st);
-	int absent = rc < 0 && (errno == ENOENT || errno == ENOTDIR);
+	int r = observe_stat(lookups_of(rc, ev->path), ev->path, nofollow, &st);
+	int absent = r < 0 && (errno == ENOENT || errno == ENOTDIR);
 	switch (ev->kind) {
 	case TRACE_READ:
 	case TRACE_EXEC: {
-		if (rc < 0)
+		if (r < 0)
 			return 0;
 		struct file_id now;
 		file_id_from_stat(&st, &now);
@@ -320,7 +320,7 @@ static int still_holds(struct recorder *rcd, const struct trace_event *ev)
 		if (ev->seen_unknown)
 			return 0;
 		if (ev->err == 0)
-			return !absent && (!ev->has_seen || same_stat_value(&ev->id, &st, rc));
+			return !absent && (!ev->has_seen || same_stat_value(&ev->id, &st, r));
 		if (ev->err == ENOENT || ev->err == ENOTDIR)
 			return absent;
 		return 1;
@@ -332,9 +332,9 @@ static int still_holds(struct recorder *rcd, const struct trace_event *ev)
 		if (ev->err == ENOENT || ev->err == ENOTDIR)
 			return absent;
 		if (ev->err == EINVAL)
-			return rc == 0 && !S_ISLNK(st.st_mode);
+			return r == 0 && !S_ISLNK(st.st_mode);
 		if (ev->err == 0 && ev->has_seen)
-			return rc == 0 && S_ISLNK(st.st_mode) && same_target(ev->path, &ev->seen);
+			return r == 0 && S_ISLNK(st.st_mode) && same_target(ev->path, &ev->seen);
 		return 1;
 	default:
 		return 1;
