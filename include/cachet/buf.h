@@ -35,6 +35,9 @@ char *buf_detach(struct buf *b, size_t *len_out);
 void buf_add(struct buf *b, const void *data, size_t len);
 void buf_addstr(struct buf *b, const char *s);
 void buf_addch(struct buf *b, char c);
+/* v in lowercase hex, no leading zeros: the fields of hot lookup keys,
+ * where a printf per key costs more than the lookup. */
+void buf_addhex(struct buf *b, uint64_t v);
 void buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vaddf(struct buf *b, const char *fmt, va_list ap);
 /* Appends s as a JSON string literal, quotes included; bytes that are not

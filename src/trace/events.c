@@ -55,14 +55,7 @@ static void append(struct event_log *l, const struct trace_event *ev)
  * printf per event was a tenth of the tracer's time per event. */
 static void key_num(struct buf *b, unsigned long long v)
 {
-	char t[17];
-	int n = 0;
-	do {
-		t[n++] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
-	while (n)
-		buf_addch(b, t[--n]);
+	buf_addhex(b, v);
 	buf_addch(b, ':');
 }
 

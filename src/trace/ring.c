@@ -199,7 +199,12 @@ static int seen_before(struct tracer *tr, const struct ring_slot *s)
 	}
 	struct buf *k = &tr->rec_key;
 	buf_reset(k);
-	buf_addf(k, "%d:%llx:%llx:", s->nr, (unsigned long long)a, (unsigned long long)b);
+	buf_addhex(k, (uint32_t)s->nr);
+	buf_addch(k, ':');
+	buf_addhex(k, a);
+	buf_addch(k, ':');
+	buf_addhex(k, b);
+	buf_addch(k, ':');
 	buf_addstr(k, s->str);
 	if (strmap_get(&tr->rec_seen, k->data))
 		return 1;

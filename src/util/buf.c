@@ -131,6 +131,20 @@ void buf_addch(struct buf *b, char c)
 	buf_add(b, &c, 1);
 }
 
+void buf_addhex(struct buf *b, uint64_t v)
+{
+	char t[16];
+	int n = 0;
+	do {
+		t[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	buf_grow(b, (size_t)n);
+	while (n)
+		b->data[b->len++] = t[--n];
+	b->data[b->len] = '\0';
+}
+
 void buf_vaddf(struct buf *b, const char *fmt, va_list ap)
 {
 	va_list cp;
