@@ -1,5 +1,6 @@
 /* SHA-256: the FIPS 180-4 test vectors, and the accelerated block function
- * against the portable one over every split of the input. */
+ * against the portable one over every split of the input; files hashed
+ * while a second thread reads them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "cachet/digest.h"
@@ -78,11 +81,81 @@ static void incremental_and_one_shot_agree_for_every_length_and_split(void **sta
 	}
 }
 
+struct seen {
+	struct hasher h;
+	uint64_t bytes;
+};
+
+static void see(void *ctx, const void *chunk, size_t len)
+{
+	struct seen *s = ctx;
+	hasher_update(&s->h, chunk, len);
+	s->bytes += len;
+}
+
+/* Files past the size where a second thread reads while this one hashes
+ * (and one just under it, hashed in one thread): the digest, the size and
+ * the chunks handed to the callback are those of the bytes, in order, for
+ * sizes that end on a chunk boundary and mid-chunk. */
+static void large_files_hash_as_their_bytes(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {(16u << 20) - 1, 16u << 20, (40u << 20) + 12345};
+	char path[] = "/tmp/cachet-digest-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	size_t max = sizes[sizeof sizes / sizeof sizes[0] - 1];
+	unsigned char *data = malloc(max);
+	assert_non_null(data);
+	for (size_t i = 0; i < max; i++)
+		data[i] = (unsigned char)((i * 2654435761u) >> 13);
+	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+		assert_int_equal(ftruncate(fd, 0), 0);
+		assert_int_equal(pwrite(fd, data, sizes[k], 0), (ssize_t)sizes[k]);
+		struct digest want, got, fed;
+		digest_bytes(data, sizes[k], &want);
+		struct seen s = {.bytes = 0};
+		assert_int_equal(hasher_init(&s.h, NULL), 0);
+		uint64_t size = 0;
+		struct error e;
+		assert_int_equal(digest_fd_each(fd, &got, &size, see, &s, &e), 0);
+		hasher_final(&s.h, &fed);
+		assert_true(digest_equal(&want, &got));
+		assert_true(digest_equal(&want, &fed));
+		assert_int_equal(size, sizes[k]);
+		assert_int_equal(s.bytes, sizes[k]);
+	}
+	free(data);
+	close(fd);
+}
+
+/* A read error in the reading thread is the caller's error, not a digest. */
+static void a_large_unreadable_file_is_an_error(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/cachet-digest-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 32 << 20), 0);
+	close(fd);
+	fd = open(path, O_WRONLY); /* reads fail with EBADF */
+	unlink(path);
+	assert_true(fd >= 0);
+	struct digest d;
+	struct error e = {0};
+	assert_int_equal(digest_fd(fd, &d, NULL, &e), -1);
+	assert_int_equal(e.code, EBADF);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(digests_match_the_published_vectors),
 		cmocka_unit_test(incremental_and_one_shot_agree_for_every_length_and_split),
+		cmocka_unit_test(large_files_hash_as_their_bytes),
+		cmocka_unit_test(a_large_unreadable_file_is_an_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
