@@ -39,7 +39,8 @@
 #define RET_TRACE (SECCOMP_RET_TRACE | FILTER_DATA_SYSCALL)
 
 /* Traced whatever their arguments: every one carries a path, changes how
- * paths resolve, or makes the step uncacheable. */
+ * paths resolve, or makes the step uncacheable; or reads or sets a CPU
+ * affinity, which the tracer may be holding for the step (placement.h). */
 static const int always_traced[] = {
     __NR_open,           __NR_openat,      __NR_openat2,      __NR_creat,
     __NR_stat,           __NR_lstat,       __NR_access,       __NR_faccessat,
@@ -57,6 +58,7 @@ static const int always_traced[] = {
     __NR_mount,          __NR_umount2,     __NR_pivot_root,   __NR_open_tree,
     __NR_move_mount,     __NR_fsmount,     __NR_fspick,       __NR_mount_setattr,
     __NR_open_tree_attr, __NR_ptrace,      __NR_clone3,       __NR_open_by_handle_at,
+    __NR_sched_getaffinity, __NR_sched_setaffinity,
 };
 
 /* Reads of fd 0 (argument index of the source descriptor), traced only

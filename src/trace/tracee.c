@@ -79,6 +79,9 @@ struct tracee *tracee_add(struct tracee_table *t, pid_t tid)
 	r->p.has_path = 0;
 	r->rec_str = NULL;
 	r->rec_res = NULL;
+	r->run_delay_ns = 0;
+	r->has_run_delay = 0;
+	r->own_affinity = 0;
 	insert(t, r);
 	return r;
 }
@@ -231,6 +234,25 @@ int tracee_fd_pos(pid_t tid, int fd, uint64_t *pos)
 	if (errno || end == b + 4 || *end != '\n')
 		return -1;
 	*pos = v;
+	return 0;
+}
+
+int tracee_run_delay(pid_t tid, uint64_t *ns)
+{
+	char p[64], b[128];
+	snprintf(p, sizeof p, "/proc/%d/schedstat", (int)tid);
+	int f = open(p, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -1;
+	ssize_t n = read(f, b, sizeof b - 1);
+	close(f);
+	if (n <= 0)
+		return -1;
+	b[n] = '\0';
+	unsigned long long run, delay;
+	if (sscanf(b, "%llu %llu", &run, &delay) != 2)
+		return -1;
+	*ns = delay;
 	return 0;
 }
 

@@ -139,28 +139,6 @@ child_main(const struct trace_spec *spec, char *const *envp, const struct seccom
 	_exit(127);
 }
 
-/* Moves the tracer onto the CPU a tracee runs on. A stop wakes the tracer;
- * on another, idle vCPU that wake-up costs ~60 us on these VMs against
- * ~3.5 us on the same one. Only the tracer is pinned: pinning the step would
- * change nproc and serialise its own parallelism. */
-static void pin_tracer(struct tracer *tr, int cpu)
-{
-	if (!tr->can_pin || cpu < 0 || cpu >= CPU_SETSIZE || cpu == tr->pinned_cpu ||
-	    !CPU_ISSET(cpu, &tr->saved_affinity))
-		return;
-	cpu_set_t one;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	if (sched_setaffinity(0, sizeof one, &one) == 0)
-		tr->pinned_cpu = cpu;
-}
-
-static void follow_tracee(struct tracer *tr, pid_t tid)
-{
-	if (tr->can_pin)
-		pin_tracer(tr, tracee_cpu(tid));
-}
-
 static void resume(pid_t tid, int request, int sig)
 {
 	/* ESRCH: killed meanwhile (SIGKILL, a sibling thread's exec); its
@@ -199,6 +177,7 @@ static void on_new_child(struct tracer *tr, struct tracee *parent)
 	struct tracee *c = tracee_find(&tr->tracees, tid);
 	if (!c)
 		c = tracee_add(&tr->tracees, tid);
+	placement_new_tracee(&tr->place, c, parent);
 	/* A child starts in its parent's cwd; a valid cached copy saves a
 	 * /proc read at its first relative lookup. */
 	if (c->cwd_gen == 0 && parent->cwd_gen == tr->cwd_gen && parent->cwd[0] == '/') {
@@ -228,8 +207,11 @@ static void handle_stop(struct tracer *tr, struct tracee *t, int status)
 		t->started = 1;
 		tr->nstops++;
 		enum resume r = RESUME_CONT;
-		if (syscall_info(t->tid, &si) == 0)
+		if (syscall_info(t->tid, &si) == 0) {
 			r = syscall_entry(tr, t, &si);
+			placement_at_syscall(&tr->place, &tr->tracees, t, (long)si.seccomp.nr,
+			                     (pid_t)si.seccomp.args[0]);
+		}
 		resume(t->tid, r == RESUME_SYSCALL ? PTRACE_SYSCALL : PTRACE_CONT, 0);
 		return;
 	}
@@ -254,7 +236,7 @@ static void handle_stop(struct tracer *tr, struct tracee *t, int status)
 		syscall_exec_done(tr, t);
 		/* The kernel places a new program on the idlest CPU (sched_exec):
 		 * follow it there. */
-		follow_tracee(tr, t->tid);
+		placement_follow(&tr->place, t->tid);
 		/* PTRACE_CONT, not SYSCALL: the exec's own exit stop would only
 		 * repeat what we know. */
 		resume(t->tid, PTRACE_CONT, 0);
@@ -263,6 +245,7 @@ static void handle_stop(struct tracer *tr, struct tracee *t, int status)
 	case PTRACE_EVENT_STOP:
 		if (!t->started) { /* the attach stop of a new child */
 			t->started = 1;
+			placement_new_tracee(&tr->place, t, NULL);
 			resume(t->tid, PTRACE_CONT, 0);
 		} else if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
 			/* A group-stop: stay stopped (as without a tracer) but let
@@ -289,7 +272,7 @@ static void run_loop(struct tracer *tr, pid_t main_pid, int *status_out)
 		int status;
 		/* Note: this reaps any child of the calling process; the caller
 		 * must not wait for children of its own meanwhile. */
-		pid_t tid = waitpid(-1, &status, __WALL);
+		pid_t tid = placement_wait(&tr->place, &tr->tracees, &status);
 		if (tid < 0) {
 			if (errno == EINTR)
 				continue;
@@ -365,13 +348,13 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 	}
 	cpu_set_t child_cpus;
 	int restrict_cpus = fewer_cpus(spec->max_cpus, &child_cpus);
-	int cpu = sched_getcpu();
+	const cpu_set_t *step_cpus =
+	    placement_init(&tr->place, sched_getcpu(), restrict_cpus ? &child_cpus : NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(go[1]);
 		close(rep[0]);
-		child_main(spec, fast ? tr->ring_env : spec->envp, prog, go[0], rep[1],
-		           restrict_cpus ? &child_cpus : NULL);
+		child_main(spec, fast ? tr->ring_env : spec->envp, prog, go[0], rep[1], step_cpus);
 	}
 	int fork_errno = errno;
 	close(go[0]);
@@ -395,9 +378,7 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 		errno = err;
 		return error_errno(e, "trace: ptrace is not permitted here (PTRACE_SEIZE)");
 	}
-	tr->pinned_cpu = -1;
-	tr->can_pin = sched_getaffinity(0, sizeof tr->saved_affinity, &tr->saved_affinity) == 0;
-	pin_tracer(tr, cpu);
+	placement_start(&tr->place);
 	struct tracee *mt = tracee_add(&tr->tracees, pid);
 	mt->started = 1; /* seized, not auto-attached: no attach stop */
 	ssize_t w = write(go[1], "g", 1);
@@ -410,8 +391,7 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 	/* At once: from now on anyone may change the outputs (trace.h). */
 	event_log_add_finals(&tr->log);
 
-	if (tr->pinned_cpu >= 0)
-		sched_setaffinity(0, sizeof tr->saved_affinity, &tr->saved_affinity);
+	placement_end(&tr->place, &tr->tracees);
 	struct child_report r;
 	fcntl(rep[0], F_SETFL, O_NONBLOCK);
 	ssize_t n = read(rep[0], &r, sizeof r);

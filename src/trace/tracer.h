@@ -12,6 +12,7 @@
 #include "cachet/trace.h"
 #include "trace/dirviews.h"
 #include "trace/events.h"
+#include "trace/placement.h"
 #include "trace/tracee.h"
 
 struct tracer {
@@ -50,10 +51,8 @@ struct tracer {
 	size_t npending, cap_pending;
 	/* The directory views of the step's getdents calls (dirviews.h). */
 	struct dir_views views;
-	/* The tracer's own CPU affinity: restored at the end. */
-	int can_pin;
-	int pinned_cpu; /* -1: not pinned */
-	cpu_set_t saved_affinity;
+	/* Which CPUs the tracer and the step run on (placement.h). */
+	struct placement place;
 	/* Scratch buffers for one stop: raw strings from the tracee and
 	 * resolved paths. Never live across stops. */
 	char raw[TRACE_PATHBUF];   /* first string argument */
