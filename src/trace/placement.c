@@ -12,6 +12,9 @@
  * for the tracer, a few percent even in a burst of stops. */
 #define CHECK_NS 20000000
 #define WAIT_SHARE_DIVISOR 5
+/* More tracees than this run side by side, or soon will: each check would
+ * read /proc for all of them. */
+#define MAX_HELD_TRACEES 16
 
 static int64_t now_ns(void)
 {
@@ -72,7 +75,7 @@ void placement_start(struct placement *p)
 	memset(&ev, 0, sizeof ev);
 	ev.sigev_notify = SIGEV_THREAD_ID;
 	ev.sigev_signo = SIGALRM;
-	ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	ev._sigev_un._tid = (pid_t)syscall(SYS_gettid); /* sigev_notify_thread_id */
 	p->has_timer = timer_create(CLOCK_MONOTONIC, &ev, &p->timer) == 0;
 	struct itimerspec every = {{0, CHECK_NS}, {0, CHECK_NS}};
 	if (p->has_timer)
@@ -186,6 +189,10 @@ static void check(struct placement *p, struct tracee_table *tracees)
 		return;
 	int64_t period = now - p->next_check_ns + CHECK_NS;
 	p->next_check_ns = now + CHECK_NS;
+	if (tracees->n > MAX_HELD_TRACEES) {
+		let_go(p, tracees);
+		return;
+	}
 	if (waited_since(tracees) * WAIT_SHARE_DIVISOR > (uint64_t)period)
 		p->slow_checks++;
 	else
