@@ -213,18 +213,29 @@ int tracee_fd_stat(pid_t tid, int fd, void *statbuf)
 	return stat(p, statbuf);
 }
 
-int tracee_fd_pos(pid_t tid, int fd, uint64_t *pos)
+/* The text of /proc/<tid>/<what> into b (cap bytes, NUL-terminated): its
+ * length, or -1 when it cannot be read (gone) or is empty. */
+static ssize_t read_proc(pid_t tid, const char *what, char *b, size_t cap)
 {
-	char p[64], b[256];
-	snprintf(p, sizeof p, "/proc/%d/fdinfo/%d", (int)tid, fd);
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/%s", (int)tid, what);
 	int f = open(p, O_RDONLY | O_CLOEXEC);
 	if (f < 0)
 		return -1;
-	ssize_t n = read(f, b, sizeof b - 1);
+	ssize_t n = read(f, b, cap - 1);
 	close(f);
 	if (n <= 0)
 		return -1;
 	b[n] = '\0';
+	return n;
+}
+
+int tracee_fd_pos(pid_t tid, int fd, uint64_t *pos)
+{
+	char what[32], b[256];
+	snprintf(what, sizeof what, "fdinfo/%d", fd);
+	if (read_proc(tid, what, b, sizeof b) < 0)
+		return -1;
 	/* The first line: "pos:\t<decimal>". */
 	if (strncmp(b, "pos:", 4) != 0)
 		return -1;
@@ -239,18 +250,10 @@ int tracee_fd_pos(pid_t tid, int fd, uint64_t *pos)
 
 int tracee_run_delay(pid_t tid, uint64_t *ns)
 {
-	char p[64], b[128];
-	snprintf(p, sizeof p, "/proc/%d/schedstat", (int)tid);
-	int f = open(p, O_RDONLY | O_CLOEXEC);
-	if (f < 0)
-		return -1;
-	ssize_t n = read(f, b, sizeof b - 1);
-	close(f);
-	if (n <= 0)
-		return -1;
-	b[n] = '\0';
+	char b[128];
 	unsigned long long run, delay;
-	if (sscanf(b, "%llu %llu", &run, &delay) != 2)
+	if (read_proc(tid, "schedstat", b, sizeof b) < 0 ||
+	    sscanf(b, "%llu %llu", &run, &delay) != 2)
 		return -1;
 	*ns = delay;
 	return 0;
@@ -260,16 +263,8 @@ int tracee_run_delay(pid_t tid, uint64_t *ns)
  * spaces and parentheses. */
 static const char *stat_fields(pid_t tid, char *b, size_t cap)
 {
-	char p[64];
-	snprintf(p, sizeof p, "/proc/%d/stat", (int)tid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_proc(tid, "stat", b, cap) < 0)
 		return NULL;
-	ssize_t n = read(fd, b, cap - 1);
-	close(fd);
-	if (n <= 0)
-		return NULL;
-	b[n] = '\0';
 	char *rp = strrchr(b, ')');
 	if (!rp || rp[1] != ' ')
 		return NULL;
