@@ -25,6 +25,10 @@ void strmap_free(struct strmap *m); /* frees keys, not values */
 void *strmap_get(const struct strmap *m, const char *key);
 /* Sets key's value; returns the previous one (NULL when new). */
 void *strmap_put(struct strmap *m, const char *key, void *value);
+/* The value for key; when there is none, a new zeroed allocation of size
+ * bytes, added under key (values stay the caller's to free). *added (may
+ * be NULL) says which. One lookup where get and put make two. */
+void *strmap_get_or_new(struct strmap *m, const char *key, size_t size, int *added);
 /* Makes room for n keys in all, so that adding them never grows the map. */
 void strmap_reserve(struct strmap *m, size_t n);
 /* Iteration: for (size_t i = 0; i < m.cap; i++) if (m.slots[i].key) ... */

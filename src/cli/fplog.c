@@ -14,11 +14,7 @@ struct fplog_entry {
 static struct fplog_entry *remember(struct fplog *l, const char *path, const struct file_id *id,
 				    const struct digest *d)
 {
-	struct fplog_entry *en = strmap_get(&l->map, path);
-	if (!en) {
-		en = xcalloc(1, sizeof *en);
-		strmap_put(&l->map, path, en);
-	}
+	struct fplog_entry *en = strmap_get_or_new(&l->map, path, sizeof *en, NULL);
 	en->id = *id;
 	en->digest = *d;
 	return en;

@@ -76,20 +76,16 @@ static void collect_touches(struct recorder *rc)
 				mt->moved_in = 1;
 			continue;
 		}
-		struct touch *t = strmap_get(&rc->touched, ev->path);
-		if (!t) {
-			t = xcalloc(1, sizeof *t);
+		int added;
+		struct touch *t = strmap_get_or_new(&rc->touched, ev->path, sizeof *t, &added);
+		if (added) {
 			t->index = i;
 			t->ev = ev;
-			strmap_put(&rc->touched, ev->path, t);
 			/* Remember the name under its directory, for listings. */
 			char *dir = path_dirname(ev->path);
-			struct buf *names = strmap_get(&rc->dir_names, dir);
-			if (!names) {
-				names = xmalloc(sizeof *names);
+			struct buf *names = strmap_get_or_new(&rc->dir_names, dir, sizeof *names, &added);
+			if (added)
 				buf_init(names);
-				strmap_put(&rc->dir_names, dir, names);
-			}
 			buf_add(names, path_basename(ev->path), strlen(path_basename(ev->path)) + 1);
 			free(dir);
 		}
@@ -291,12 +287,7 @@ static int same_target(const char *path, const struct digest *seen)
 
 static struct observe_memo *lookups_of(struct recorder *rc, const char *path)
 {
-	struct observe_memo *m = strmap_get(&rc->lookups, path);
-	if (!m) {
-		m = xcalloc(1, sizeof *m);
-		strmap_put(&rc->lookups, path, m);
-	}
-	return m;
+	return strmap_get_or_new(&rc->lookups, path, sizeof(struct observe_memo), NULL);
 }
 
 /* Does what the step saw still hold at the end of the run? A file read has

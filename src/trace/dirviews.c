@@ -40,12 +40,7 @@ void dir_views_free(struct dir_views *v)
 
 static struct trace_listing *listing_of(struct dir_views *v, const char *path)
 {
-	struct trace_listing *l = strmap_get(&v->dirs, path);
-	if (!l) {
-		l = xcalloc(1, sizeof *l);
-		strmap_put(&v->dirs, path, l);
-	}
-	return l;
+	return strmap_get_or_new(&v->dirs, path, sizeof(struct trace_listing), NULL);
 }
 
 void dir_views_entry(struct dir_views *v, const char *path, const struct stat *st)

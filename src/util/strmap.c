@@ -68,6 +68,23 @@ static void resize(struct strmap *m, size_t cap)
 	free(old.slots);
 }
 
+void *strmap_get_or_new(struct strmap *m, const char *key, size_t size, int *added)
+{
+	if ((m->count + 1) * 2 > m->cap)
+		resize(m, m->cap ? m->cap * 2 : 64);
+	uint64_t hash = hash_key(key);
+	struct strmap_slot *s = find(m, key, hash);
+	if (added)
+		*added = !s->key;
+	if (!s->key) {
+		s->key = xstrdup(key);
+		s->value = xcalloc(1, size);
+		s->hash = hash;
+		m->count++;
+	}
+	return s->value;
+}
+
 void strmap_reserve(struct strmap *m, size_t n)
 {
 	size_t cap = m->cap ? m->cap : 64;

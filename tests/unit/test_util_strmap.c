@@ -93,12 +93,43 @@ static void reserve_keeps_entries_and_room(void **state)
 	strmap_free(&m);
 }
 
+static void get_or_new_adds_once_zeroed(void **state)
+{
+	(void)state;
+	struct strmap m;
+	strmap_init(&m);
+	char key[128];
+	for (size_t n = 0; n < 300; n++) {
+		key_of(key, n % 40, (char)('a' + n % 26));
+		int added = -1;
+		long *v = strmap_get_or_new(&m, key, sizeof *v, &added);
+		assert_ptr_equal(strmap_get(&m, key), v);
+		if (added) {
+			assert_int_equal(*v, 0);
+			*v = (long)n + 1;
+		} else {
+			assert_int_equal(added, 0);
+			assert_true(*v > 0);
+		}
+		assert_ptr_equal(strmap_get_or_new(&m, key, sizeof *v, NULL), v);
+	}
+	size_t count = 0;
+	for (size_t i = 0; i < m.cap; i++)
+		if (m.slots[i].key) {
+			free(m.slots[i].value);
+			count++;
+		}
+	assert_int_equal(count, m.count);
+	strmap_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(keys_of_every_length_are_told_apart),
 		cmocka_unit_test(put_replaces_and_returns_the_previous_value),
 		cmocka_unit_test(reserve_keeps_entries_and_room),
+		cmocka_unit_test(get_or_new_adds_once_zeroed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
