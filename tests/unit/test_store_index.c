@@ -353,6 +353,28 @@ static void a_corrupt_index_is_set_aside_and_recreated(void **state)
 	free(index);
 }
 
+/* After damage to an index holding result 7: the lookup of 7 reports the
+ * corruption, and the next open has recreated the index, empty and
+ * working. Returns that open store. */
+static struct store *found_corrupt_then_recreated(void)
+{
+	struct store *s = open_cache();
+	struct digest strong = key_digest("strong", 7);
+	void *body;
+	size_t len;
+	struct error e = {0, ""};
+	assert_int_equal(store_get_result(s, &strong, &body, &len, &e), -1);
+	assert_int_equal(e.code, EBADMSG);
+	assert_non_null(strstr(e.msg, "corrupt"));
+	store_close(s);
+	s = open_cache();
+	assert_int_equal(counter_value(s, "index_recreated"), 1);
+	assert_int_equal(has_result(s, 7), 0);
+	put_ok(s, 7, 7, 7, 8);
+	assert_int_equal(has_result(s, 7), 1);
+	return s;
+}
+
 static void a_corrupt_page_found_by_a_query_is_checked_at_the_next_open(void **state)
 {
 	struct store *s = open_cache();
@@ -369,21 +391,7 @@ static void a_corrupt_page_found_by_a_query_is_checked_at_the_next_open(void **s
 	for (off_t off = 4096; off < st.st_size; off += 4096)
 		assert_int_equal(pwrite(fd, junk, sizeof junk, off), (ssize_t)sizeof junk);
 	close(fd);
-	s = open_cache();
-	struct digest strong = key_digest("strong", 7);
-	void *body;
-	size_t len;
-	struct error e = {0, ""};
-	assert_int_equal(store_get_result(s, &strong, &body, &len, &e), -1);
-	assert_int_equal(e.code, EBADMSG);
-	assert_non_null(strstr(e.msg, "corrupt"));
-	store_close(s);
-	s = open_cache();
-	assert_int_equal(counter_value(s, "index_recreated"), 1);
-	assert_int_equal(has_result(s, 7), 0);
-	put_ok(s, 7, 7, 7, 8);
-	assert_int_equal(has_result(s, 7), 1);
-	store_close(s);
+	store_close(found_corrupt_then_recreated());
 	free(index);
 }
 
@@ -407,20 +415,7 @@ static void a_damaged_schema_is_found_and_the_index_recreated(void **state)
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
-	s = open_cache();
-	struct digest strong = key_digest("strong", 7);
-	void *body;
-	size_t len;
-	struct error e = {0, ""};
-	assert_int_equal(store_get_result(s, &strong, &body, &len, &e), -1);
-	assert_int_equal(e.code, EBADMSG);
-	store_close(s);
-	s = open_cache();
-	assert_int_equal(counter_value(s, "index_recreated"), 1);
-	assert_int_equal(has_result(s, 7), 0);
-	put_ok(s, 7, 7, 7, 8);
-	assert_int_equal(has_result(s, 7), 1);
-	store_close(s);
+	store_close(found_corrupt_then_recreated());
 	/* An intact index is left alone by the check. */
 	char *marker = scratch_path("cache/index.db.check");
 	write_file(marker, "", 0);
