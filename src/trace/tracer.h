@@ -39,10 +39,10 @@ struct tracer {
 	char *audit_path;   /* its audit companion (LD_AUDIT), likewise; or NULL */
 	pid_t self_pid;
 	struct tracee rec_tracee; /* syscall_record's stand-in for the caller */
-	/* Records already classified since the last TOUCH (ring.c): a
-	 * repeat finds the same outcome, and the log would drop it. */
+	/* Records classified, each with the TOUCH count it was classified
+	 * after (ring.c): a repeat with no TOUCH since finds the same
+	 * outcome, and the log would drop it. */
 	struct strmap rec_seen;
-	size_t rec_seen_touches;
 	struct buf rec_key;
 	/* The next record to look at, and those looked at whose call had not
 	 * returned yet (ring.c: their slots are not freed until it has). */

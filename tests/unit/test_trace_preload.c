@@ -484,6 +484,42 @@ static void a_write_from_the_trusted_page_still_stops(void **state)
 	free(argv[1]);
 }
 
+/* A lookup that the fast path has classified once is passed over when it
+ * comes again, until the step changes something: then it is classified
+ * again. Here the second test -e finds the file that the redirection in
+ * between made, and that finding is recorded as without the library. */
+static void a_lookup_repeated_after_a_change_is_recorded_again(void **state)
+{
+	char *made = xasprintf("%s/made_by_the_step", dir);
+	unlink(made);
+	char *script = xasprintf("test -e %s; test -e %s; : > %s; test -e %s", made, made, made,
+				 made);
+	char *argv[] = {"/bin/sh", "-c", script, NULL};
+	struct trace_result slow, fast;
+	char *slow_events, *fast_events;
+	unlink(made);
+	char *a = run_traced(argv, "", &slow, &slow_events);
+	unlink(made);
+	char *b = run_traced(argv, CACHET_TEST_PRELOAD, &fast, &fast_events);
+	assert_true(fast.nrecords > 0);
+	assert_string_equal(fast_events, slow_events);
+	char *absent = xasprintf("%d 0 %d %s\n", (int)TRACE_PROBE, ENOENT, made);
+	char *found = xasprintf("%d 0 0 %s\n", (int)TRACE_PROBE, made);
+	assert_non_null(strstr(fast_events, absent));
+	assert_non_null(strstr(fast_events, found));
+	free(absent);
+	free(found);
+	trace_result_free(&slow);
+	trace_result_free(&fast);
+	free(a);
+	free(b);
+	free(slow_events);
+	free(fast_events);
+	free(script);
+	unlink(made);
+	free(made);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -493,6 +529,7 @@ int main(void)
 	    cmocka_unit_test(the_loader_search_is_recorded_without_its_stops),
 	    cmocka_unit_test(the_search_of_path_is_recorded_without_its_stops),
 	    cmocka_unit_test(a_write_from_the_trusted_page_still_stops),
+	    cmocka_unit_test(a_lookup_repeated_after_a_change_is_recorded_again),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
