@@ -172,7 +172,7 @@ static uint64_t waited_since(struct tracee_table *tracees)
 	for (size_t i = 0; i < tracees->cap; i++) {
 		struct tracee *t = tracees->slots[i];
 		uint64_t d;
-		if (!t || tracee_run_delay(t->tid, &d) < 0)
+		if (!t || tracee_run_delay(t, &d) < 0)
 			continue;
 		if (t->has_run_delay && d > t->run_delay_ns)
 			sum += d - t->run_delay_ns;

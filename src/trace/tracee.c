@@ -25,10 +25,17 @@ void tracee_table_init(struct tracee_table *t)
 	t->slots = xcalloc(t->cap, sizeof *t->slots);
 }
 
+static void tracee_free(struct tracee *r)
+{
+	if (r && r->schedstat_fd >= 0)
+		close(r->schedstat_fd);
+	free(r);
+}
+
 void tracee_table_free(struct tracee_table *t)
 {
 	for (size_t i = 0; i < t->cap; i++)
-		free(t->slots[i]);
+		tracee_free(t->slots[i]);
 	free(t->slots);
 	memset(t, 0, sizeof *t);
 }
@@ -81,6 +88,7 @@ struct tracee *tracee_add(struct tracee_table *t, pid_t tid)
 	r->rec_res = NULL;
 	r->run_delay_ns = 0;
 	r->has_run_delay = 0;
+	r->schedstat_fd = -1;
 	r->own_affinity = 0;
 	insert(t, r);
 	return r;
@@ -115,7 +123,7 @@ static struct tracee *detach(struct tracee_table *t, pid_t tid)
 
 void tracee_remove(struct tracee_table *t, pid_t tid)
 {
-	free(detach(t, tid));
+	tracee_free(detach(t, tid));
 }
 
 struct tracee *tracee_rekey(struct tracee_table *t, pid_t old_tid, pid_t new_tid)
@@ -123,8 +131,13 @@ struct tracee *tracee_rekey(struct tracee_table *t, pid_t old_tid, pid_t new_tid
 	struct tracee *r = detach(t, old_tid);
 	if (!r)
 		return NULL;
-	free(detach(t, new_tid));
+	tracee_free(detach(t, new_tid));
 	r->tid = new_tid;
+	/* It named the thread that was: the next check opens the new one. */
+	if (r->schedstat_fd >= 0)
+		close(r->schedstat_fd);
+	r->schedstat_fd = -1;
+	r->has_run_delay = 0;
 	insert(t, r);
 	return r;
 }
@@ -248,12 +261,24 @@ int tracee_fd_pos(pid_t tid, int fd, uint64_t *pos)
 	return 0;
 }
 
-int tracee_run_delay(pid_t tid, uint64_t *ns)
+/* Kept open: the held step is checked every few milliseconds, and a
+ * pread of an open /proc file costs a fraction of opening it again. */
+int tracee_run_delay(struct tracee *t, uint64_t *ns)
 {
+	if (t->schedstat_fd < 0) {
+		char p[64];
+		snprintf(p, sizeof p, "/proc/%d/schedstat", (int)t->tid);
+		t->schedstat_fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (t->schedstat_fd < 0)
+			return -1;
+	}
 	char b[128];
+	ssize_t n = pread(t->schedstat_fd, b, sizeof b - 1, 0);
 	unsigned long long run, delay;
-	if (read_proc(tid, "schedstat", b, sizeof b) < 0 ||
-	    sscanf(b, "%llu %llu", &run, &delay) != 2)
+	if (n <= 0)
+		return -1;
+	b[n] = '\0';
+	if (sscanf(b, "%llu %llu", &run, &delay) != 2)
 		return -1;
 	*ns = delay;
 	return 0;

@@ -56,10 +56,13 @@ struct tracee {
 	const char *rec_str;
 	/* ... and what the step's own call returned (NULL: not known). */
 	const struct ring_result *rec_res;
-	/* Its time waiting on a run queue at the last check, and whether its
-	 * CPU affinity is its own, never to be touched again (placement.h). */
+	/* Its time waiting on a run queue at the last check, its
+	 * /proc/<tid>/schedstat kept open for the next (-1: not yet), and
+	 * whether its CPU affinity is its own, never to be touched again
+	 * (placement.h). */
 	uint64_t run_delay_ns;
 	int has_run_delay;
+	int schedstat_fd;
 	int own_affinity;
 };
 
@@ -98,9 +101,9 @@ int tracee_fd_stat(pid_t tid, int fd, void *statbuf);
  * for a directory, where its next getdents continues. 0, or -1. */
 int tracee_fd_pos(pid_t tid, int fd, uint64_t *pos);
 
-/* The time tid has spent waiting on a run queue (/proc/<tid>/schedstat,
+/* The time t has spent waiting on a run queue (/proc/<tid>/schedstat,
  * second field), in ns. 0, or -1 (gone, or not kept by this kernel). */
-int tracee_run_delay(pid_t tid, uint64_t *ns);
+int tracee_run_delay(struct tracee *t, uint64_t *ns);
 
 /* The CPU the tracee last ran on (/proc/<tid>/stat "processor"), or -1. */
 int tracee_cpu(pid_t tid);
