@@ -29,6 +29,7 @@
 
 #include "cachet/buf.h"
 #include "cachet/fdio.h"
+#include "cachet/replace.h"
 #include "store/store_internal.h"
 
 #define MEMO_DIR "memo"
@@ -191,8 +192,9 @@ int store_memo_write(struct store *s, const struct digest *name, const struct st
 		unlink(tmp);
 		goto out;
 	}
-	if (rename(tmp, path) < 0 && (errno != ENOENT || store_mkdir(s, dir) < 0 ||
-				      rename(tmp, path) < 0)) {
+	/* The step's memo is there from its last run, as a rule. */
+	if (replace_file(tmp, path, 1) < 0 &&
+	    (errno != ENOENT || store_mkdir(s, dir) < 0 || replace_file(tmp, path, 0) < 0)) {
 		error_errno(e, "writing a memo");
 		unlink(tmp);
 		goto out;
