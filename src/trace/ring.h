@@ -45,8 +45,14 @@
 #define RING_MAGIC 0x32474e52u /* "RNG2": slots with results */
 /* 512-byte slots: most paths are short, and every page of the ring that a
  * compile touches is a page fault in the step and in the tracer. A longer
- * path takes the ordinary stop. */
-#define RING_SLOTS 4096u
+ * path takes the ordinary stop. 512 of them (256 KB), reused as the tracer
+ * drains them: a compile touches the same 64 pages over and over, where
+ * 4,096 slots gave each record fresh memory (168 pages for a small gcc
+ * compile, each allocated and zeroed in the step, faulted in the tracer and
+ * freed at the end: 3 us apiece here). A burst longer than the ring costs
+ * one stop per 512 records: the call that finds it full takes the ordinary
+ * path, whose stop drains it. */
+#define RING_SLOTS 512u
 #define RING_STR 384u
 
 /* Environment of the traced step: where the ring is ("/proc/PID/fd/N" of

@@ -449,6 +449,19 @@ static void the_search_of_path_is_recorded_without_its_stops(void **state)
 	free(saved_path);
 }
 
+/* src compiled as dir/name (with extra gcc options): its path, malloc'd. */
+static char *compile_here(const char *name, const char *src, const char *options)
+{
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof cmd, "cd %s && cat > %s.c && gcc -O1 %s -o %s %s.c", dir, name, options,
+	         name, name);
+	FILE *f = popen(cmd, "w");
+	assert_non_null(f);
+	fputs(src, f);
+	assert_int_equal(pclose(f), 0);
+	return xasprintf("%s/%s", dir, name);
+}
+
 /* The trusted page lets through only what cannot change anything: an
  * open for writing from it still stops (and so is still seen). */
 static void a_write_from_the_trusted_page_still_stops(void **state)
@@ -463,14 +476,8 @@ static void a_write_from_the_trusted_page_still_stops(void **state)
 	    "      : \"rcx\", \"r11\", \"memory\");\n"
 	    "  return r >= 0 ? 0 : 1;\n"
 	    "}\n";
-	char cmd[3 * PATH_MAX];
-	snprintf(cmd, sizeof cmd, "cd %s && cat > jumper.c && gcc -O1 -mno-red-zone -o jumper jumper.c",
-	         dir);
-	FILE *f = popen(cmd, "w");
-	assert_non_null(f);
-	fputs(src, f);
-	assert_int_equal(pclose(f), 0);
-	char *argv[] = {xasprintf("%s/jumper", dir), xasprintf("%s/written_by_jumper", dir), NULL};
+	char *argv[] = {compile_here("jumper", src, "-mno-red-zone"),
+	                xasprintf("%s/written_by_jumper", dir), NULL};
 	struct trace_result r;
 	char *events;
 	char *out = run_traced(argv, CACHET_TEST_PRELOAD, &r, &events);
@@ -520,6 +527,49 @@ static void a_lookup_repeated_after_a_change_is_recorded_again(void **state)
 	free(made);
 }
 
+/* More lookups in a row than the ring has slots, with no stop between
+ * them to drain it: the call that finds the ring full takes the ordinary
+ * path, whose stop drains it, and the run goes on. Nothing is lost. */
+static void a_burst_longer_than_the_ring_loses_nothing(void **state)
+{
+	static const char src[] =
+	    "#include <stdio.h>\n#include <stdlib.h>\n#include <sys/stat.h>\n"
+	    "int main(int argc, char **argv) {\n"
+	    "  char p[256]; struct stat st; int found = 0, n = atoi(argv[2]);\n"
+	    "  for (int i = 0; i < n; i++) {\n"
+	    "    snprintf(p, sizeof p, \"%s/absent-%d\", argv[1], i);\n"
+	    "    found += stat(p, &st) == 0;\n"
+	    "  }\n"
+	    "  printf(\"%d\\n\", found);\n"
+	    "  return 0;\n"
+	    "}\n";
+	enum { LOOKUPS = 3000 };
+	char count[16];
+	snprintf(count, sizeof count, "%d", LOOKUPS);
+	char *argv[] = {compile_here("burst", src, ""), dir, count, NULL};
+	struct trace_result slow, fast;
+	char *slow_events, *fast_events;
+	char *a = run_traced(argv, "", &slow, &slow_events);
+	char *b = run_traced(argv, CACHET_TEST_PRELOAD, &fast, &fast_events);
+	assert_string_equal(a, "0\n");
+	assert_string_equal(b, "0\n");
+	assert_string_equal(fast_events, slow_events);
+	size_t absent = 0;
+	for (const char *p = fast_events; (p = strstr(p, "/absent-")); p++)
+		absent++;
+	assert_int_equal(absent, LOOKUPS);
+	/* Most went through the ring, a few through the stops that drained it. */
+	assert_true(fast.nrecords > LOOKUPS * 9 / 10);
+	assert_true(fast.nstops + LOOKUPS / 2 < slow.nstops);
+	trace_result_free(&slow);
+	trace_result_free(&fast);
+	free(a);
+	free(b);
+	free(slow_events);
+	free(fast_events);
+	free(argv[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -530,6 +580,7 @@ int main(void)
 	    cmocka_unit_test(the_search_of_path_is_recorded_without_its_stops),
 	    cmocka_unit_test(a_write_from_the_trusted_page_still_stops),
 	    cmocka_unit_test(a_lookup_repeated_after_a_change_is_recorded_again),
+	    cmocka_unit_test(a_burst_longer_than_the_ring_loses_nothing),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
