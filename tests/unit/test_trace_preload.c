@@ -213,6 +213,29 @@ static char *run_traced(char **argv, const char *lib, struct trace_result *r, ch
 	return text;
 }
 
+/* A step run without the library, then with it. */
+struct slow_and_fast {
+	struct trace_result slow, fast;
+	char *slow_out, *fast_out;
+	char *slow_events, *fast_events;
+};
+
+static void run_slow_and_fast(char **argv, struct slow_and_fast *r)
+{
+	r->slow_out = run_traced(argv, "", &r->slow, &r->slow_events);
+	r->fast_out = run_traced(argv, CACHET_TEST_PRELOAD, &r->fast, &r->fast_events);
+}
+
+static void slow_and_fast_free(struct slow_and_fast *r)
+{
+	trace_result_free(&r->slow);
+	trace_result_free(&r->fast);
+	free(r->slow_out);
+	free(r->fast_out);
+	free(r->slow_events);
+	free(r->fast_events);
+}
+
 static void realpath_and_lookups_answer_as_without_the_library(void **state)
 {
 	char **argv = probe_argv();
@@ -232,21 +255,14 @@ static void realpath_and_lookups_answer_as_without_the_library(void **state)
 static void the_tracer_records_the_same_events_and_spares_the_stops(void **state)
 {
 	char **argv = probe_argv();
-	struct trace_result slow, fast;
-	char *slow_events, *fast_events;
-	char *a = run_traced(argv, "", &slow, &slow_events);
-	char *b = run_traced(argv, CACHET_TEST_PRELOAD, &fast, &fast_events);
-	assert_string_equal(a, b);
-	assert_string_equal(fast_events, slow_events);
-	assert_int_equal(slow.nrecords, 0);
-	assert_true(fast.nrecords > 0);
-	assert_true(fast.nstops < slow.nstops);
-	trace_result_free(&slow);
-	trace_result_free(&fast);
-	free(a);
-	free(b);
-	free(slow_events);
-	free(fast_events);
+	struct slow_and_fast r;
+	run_slow_and_fast(argv, &r);
+	assert_string_equal(r.slow_out, r.fast_out);
+	assert_string_equal(r.fast_events, r.slow_events);
+	assert_int_equal(r.slow.nrecords, 0);
+	assert_true(r.fast.nrecords > 0);
+	assert_true(r.fast.nstops < r.slow.nstops);
+	slow_and_fast_free(&r);
 	free_argv(argv);
 }
 
@@ -499,29 +515,21 @@ static void a_lookup_repeated_after_a_change_is_recorded_again(void **state)
 {
 	char *made = xasprintf("%s/made_by_the_step", dir);
 	unlink(made);
-	char *script = xasprintf("test -e %s; test -e %s; : > %s; test -e %s", made, made, made,
-				 made);
+	/* The script removes what the first run made. */
+	char *script = xasprintf("test -e %s; test -e %s; : > %s; test -e %s; rm %s", made, made,
+				 made, made, made);
 	char *argv[] = {"/bin/sh", "-c", script, NULL};
-	struct trace_result slow, fast;
-	char *slow_events, *fast_events;
-	unlink(made);
-	char *a = run_traced(argv, "", &slow, &slow_events);
-	unlink(made);
-	char *b = run_traced(argv, CACHET_TEST_PRELOAD, &fast, &fast_events);
-	assert_true(fast.nrecords > 0);
-	assert_string_equal(fast_events, slow_events);
+	struct slow_and_fast r;
+	run_slow_and_fast(argv, &r);
+	assert_true(r.fast.nrecords > 0);
+	assert_string_equal(r.fast_events, r.slow_events);
 	char *absent = xasprintf("%d 0 %d %s\n", (int)TRACE_PROBE, ENOENT, made);
 	char *found = xasprintf("%d 0 0 %s\n", (int)TRACE_PROBE, made);
-	assert_non_null(strstr(fast_events, absent));
-	assert_non_null(strstr(fast_events, found));
+	assert_non_null(strstr(r.fast_events, absent));
+	assert_non_null(strstr(r.fast_events, found));
 	free(absent);
 	free(found);
-	trace_result_free(&slow);
-	trace_result_free(&fast);
-	free(a);
-	free(b);
-	free(slow_events);
-	free(fast_events);
+	slow_and_fast_free(&r);
 	free(script);
 	unlink(made);
 	free(made);
@@ -547,26 +555,19 @@ static void a_burst_longer_than_the_ring_loses_nothing(void **state)
 	char count[16];
 	snprintf(count, sizeof count, "%d", LOOKUPS);
 	char *argv[] = {compile_here("burst", src, ""), dir, count, NULL};
-	struct trace_result slow, fast;
-	char *slow_events, *fast_events;
-	char *a = run_traced(argv, "", &slow, &slow_events);
-	char *b = run_traced(argv, CACHET_TEST_PRELOAD, &fast, &fast_events);
-	assert_string_equal(a, "0\n");
-	assert_string_equal(b, "0\n");
-	assert_string_equal(fast_events, slow_events);
+	struct slow_and_fast r;
+	run_slow_and_fast(argv, &r);
+	assert_string_equal(r.slow_out, "0\n");
+	assert_string_equal(r.fast_out, "0\n");
+	assert_string_equal(r.fast_events, r.slow_events);
 	size_t absent = 0;
-	for (const char *p = fast_events; (p = strstr(p, "/absent-")); p++)
+	for (const char *p = r.fast_events; (p = strstr(p, "/absent-")); p++)
 		absent++;
 	assert_int_equal(absent, LOOKUPS);
 	/* Most went through the ring, a few through the stops that drained it. */
-	assert_true(fast.nrecords > LOOKUPS * 9 / 10);
-	assert_true(fast.nstops + LOOKUPS / 2 < slow.nstops);
-	trace_result_free(&slow);
-	trace_result_free(&fast);
-	free(a);
-	free(b);
-	free(slow_events);
-	free(fast_events);
+	assert_true(r.fast.nrecords > LOOKUPS * 9 / 10);
+	assert_true(r.fast.nstops + LOOKUPS / 2 < r.slow.nstops);
+	slow_and_fast_free(&r);
 	free(argv[0]);
 }
 
