@@ -276,13 +276,19 @@ EXPORT int lstat64(const char *path, struct stat64 *st)
 	return real_lstat64(path, st);
 }
 
+/* fstatat as fast_stat or fast_fstat take it: -2 when neither does. */
+static int fast_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	if (path && !path[0] && (flags & AT_EMPTY_PATH))
+		return fast_fstat(dirfd, st);
+	if (!(flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)))
+		return fast_stat(dirfd, path, st, flags);
+	return -2;
+}
+
 EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	int r = -2;
-	if (path && !path[0] && (flags & AT_EMPTY_PATH))
-		r = fast_fstat(dirfd, st);
-	else if (!(flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)))
-		r = fast_stat(dirfd, path, st, flags);
+	int r = fast_fstatat(dirfd, path, st, flags);
 	if (r != -2)
 		return r;
 	REAL(fstatat)
@@ -291,11 +297,7 @@ EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 
 EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	int r = -2;
-	if (path && !path[0] && (flags & AT_EMPTY_PATH))
-		r = fast_fstat(dirfd, (struct stat *)st);
-	else if (!(flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)))
-		r = fast_stat(dirfd, path, (struct stat *)st, flags);
+	int r = fast_fstatat(dirfd, path, (struct stat *)st, flags);
 	if (r != -2)
 		return r;
 	REAL(fstatat64)
@@ -318,6 +320,81 @@ EXPORT int fstat64(int fd, struct stat64 *st)
 		return r;
 	REAL(fstat64)
 	return real_fstat64(fd, st);
+}
+
+/* ---- the stat functions of programs built before glibc 2.33 ---------- */
+
+/* Programs linked against an older glibc call these instead of stat and
+ * friends: nvcc, cicc and cudafe++ do, 30 stops per nvcc -c. Their first
+ * argument is the layout the caller expects; on x86-64 both it may pass,
+ * _STAT_VER_KERNEL (0) and _STAT_VER_LINUX (1), are the kernel's struct
+ * stat. Any other goes to glibc, which refuses it. */
+int __xstat(int ver, const char *path, struct stat *st);
+int __xstat64(int ver, const char *path, struct stat64 *st);
+int __lxstat(int ver, const char *path, struct stat *st);
+int __lxstat64(int ver, const char *path, struct stat64 *st);
+int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags);
+int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags);
+
+static int kernel_layout(int ver)
+{
+	return ver == 0 || ver == 1;
+}
+
+EXPORT int __xstat(int ver, const char *path, struct stat *st)
+{
+	int r = kernel_layout(ver) ? fast_stat(AT_FDCWD, path, st, 0) : -2;
+	if (r != -2)
+		return r;
+	REAL(__xstat)
+	return real___xstat(ver, path, st);
+}
+
+EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
+{
+	int r = kernel_layout(ver) ? fast_stat(AT_FDCWD, path, (struct stat *)st, 0) : -2;
+	if (r != -2)
+		return r;
+	REAL(__xstat64)
+	return real___xstat64(ver, path, st);
+}
+
+EXPORT int __lxstat(int ver, const char *path, struct stat *st)
+{
+	int r = kernel_layout(ver) ? fast_stat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW) : -2;
+	if (r != -2)
+		return r;
+	REAL(__lxstat)
+	return real___lxstat(ver, path, st);
+}
+
+EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
+{
+	int r = kernel_layout(ver)
+		    ? fast_stat(AT_FDCWD, path, (struct stat *)st, AT_SYMLINK_NOFOLLOW)
+		    : -2;
+	if (r != -2)
+		return r;
+	REAL(__lxstat64)
+	return real___lxstat64(ver, path, st);
+}
+
+EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+	int r = kernel_layout(ver) ? fast_fstatat(dirfd, path, st, flags) : -2;
+	if (r != -2)
+		return r;
+	REAL(__fxstatat)
+	return real___fxstatat(ver, dirfd, path, st, flags);
+}
+
+EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	int r = kernel_layout(ver) ? fast_fstatat(dirfd, path, (struct stat *)st, flags) : -2;
+	if (r != -2)
+		return r;
+	REAL(__fxstatat64)
+	return real___fxstatat64(ver, dirfd, path, st, flags);
 }
 
 /* ---- access and readlink --------------------------------------------- */
