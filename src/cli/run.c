@@ -788,12 +788,33 @@ static const char *needs_own_tracing(const struct run *r)
 	/* Under ptrace (and no_new_privs) exec does not raise privileges. */
 	if (stat(r->program, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
 		return "setuid executable";
-	/* LeakSanitizer (on by default with ASan) ptraces its threads at exit. */
+	return NULL;
+}
+
+/* LeakSanitizer (on by default with ASan) ptraces its threads at exit. Asked
+ * only of a step about to run: it reads the program's ELF, which a hit need
+ * not do (the step runs nothing, and one that needs this was never stored;
+ * the environment, ASAN_OPTIONS too, is keyed). */
+static const char *runs_leak_sanitizer(const struct run *r)
+{
 	const char *asan = getenv("ASAN_OPTIONS");
 	int leaks_off = asan && (strstr(asan, "detect_leaks=0") || strstr(asan, "detect_leaks=false"));
 	if (!leaks_off && elf_uses_leak_sanitizer(r->program))
 		return "ptrace by the step (LeakSanitizer)";
 	return NULL;
+}
+
+/* Runs the step directly, counted and logged as uncacheable for reason. */
+static void run_uncacheable(struct run *r, const char *reason) __attribute__((noreturn));
+static void run_uncacheable(struct run *r, const char *reason)
+{
+	char *name = xasprintf("uncacheable: %s", reason);
+	count(r, "uncacheable", 1);
+	count(r, name, 1);
+	free(name);
+	report(r, "uncacheable", reason);
+	finish(r);
+	run_direct(r->argv, r->program);
 }
 
 static int usage(void)
@@ -894,23 +915,11 @@ static int run_main(int argc, char **argv, int masquerade)
 	r.dc = r.fps.dc;
 
 	struct error e = { 0 };
-	if (uncacheable_command(&r)) {
-		count(&r, "uncacheable", 1);
-		count(&r, "uncacheable: uncacheable_commands", 1);
-		report(&r, "uncacheable", "uncacheable_commands");
-		finish(&r);
-		run_direct(r.argv, r.program);
-	}
+	if (uncacheable_command(&r))
+		run_uncacheable(&r, "uncacheable_commands");
 	const char *own = needs_own_tracing(&r);
-	if (own) {
-		char *name = xasprintf("uncacheable: %s", own);
-		count(&r, "uncacheable", 1);
-		count(&r, name, 1);
-		free(name);
-		report(&r, "uncacheable", own);
-		finish(&r);
-		run_direct(r.argv, r.program);
-	}
+	if (own)
+		run_uncacheable(&r, own);
 	memo_name(&r);
 	if (!r.recache) {
 		int exit_code;
@@ -956,6 +965,9 @@ static int run_main(int argc, char **argv, int masquerade)
 			exit(exit_code);
 		}
 	}
+	own = runs_leak_sanitizer(&r);
+	if (own)
+		run_uncacheable(&r, own);
 	if (store_is_readonly(r.store)) {
 		/* read_only = true is a choice; a cache directory that cannot be
 		 * written (a read-only mount) deserves a word. */

@@ -154,6 +154,10 @@ expect uncacheable "ptrace by the step (LeakSanitizer)"
 # With leak detection off there is no ptrace: traced and cached as usual.
 ASAN_OPTIONS=detect_leaks=0 run_expect miss "" -- ./hello_asan
 ASAN_OPTIONS=detect_leaks=0 run_expect hit "" -- ./hello_asan
+# The program is only read for this just before it would run: with leak
+# detection on again, the entry stored without it is not served (the
+# environment is keyed), and the step still runs directly.
+ASAN_OPTIONS=detect_leaks=1 run_expect uncacheable "ptrace by the step (LeakSanitizer)" -- ./hello_asan
 export ASAN_OPTIONS=detect_leaks=0
 
 section "ptrace deeper in the tree: never cached"
