@@ -14,6 +14,7 @@
 #define CACHET_TRACE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "cachet/digest.h"
 #include "cachet/error.h"
@@ -182,6 +183,15 @@ struct trace_spec {
 	 * must not wait for the step. NULL: no callback. */
 	void (*before_change)(void *ctx, const char *path, unsigned how);
 	void *before_change_ctx;
+
+	/* Called in the tracer as the step first reads or executes a regular
+	 * file of at least on_input_min_size bytes (when its TRACE_READ or
+	 * TRACE_EXEC is made), so that the caller can hash it while the step
+	 * runs. On the tracer's thread while the tracee waits: it must only
+	 * hand the path on. NULL: no callback. */
+	void (*on_input)(void *ctx, const char *path);
+	void *on_input_ctx;
+	uint64_t on_input_min_size;
 
 	/* The preload fast path (src/trace/ring.h), which spares most stops of
 	 * dynamically linked programs: NULL looks for libcachet-preload.so

@@ -25,6 +25,7 @@
 #include "cachet/path.h"
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
+#include "cachet/prefetch.h"
 #include "cachet/record.h"
 #include "cachet/step.h"
 #include "cachet/trace.h"
@@ -655,6 +656,13 @@ static void miss(struct run *r, const char *reason)
 		.ignore_roots = (const char *const *)ignore,
 		.stdin_is_stream = r->step.stdin_kind == STEP_STDIN_STREAM,
 	};
+	/* The step's big inputs are hashed while it runs, on another CPU. */
+	struct prefetch *pf = prefetch_new(&r->dc);
+	if (pf) {
+		spec.on_input = prefetch_add;
+		spec.on_input_ctx = pf;
+		spec.on_input_min_size = PREFETCH_MIN_SIZE;
+	}
 	struct trace_result tr;
 	memset(&tr, 0, sizeof tr);
 	int traced = trace_run(&spec, &tr, &e) == 0;
@@ -667,6 +675,9 @@ static void miss(struct run *r, const char *reason)
 		count(r, "errors", 1);
 		status = run_untraced(r, env, &t, &exec_errno);
 	}
+	/* Only a run that will be recorded needs the rest of the queue. */
+	prefetch_finish(pf, traced && !tr.uncacheable && exec_errno == 0 && status != -1 &&
+				    WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	tee_close_writers(&t);
 	tee_finish(&t);
 	r->stderr_at_line_start = t.err_ends_in_newline;

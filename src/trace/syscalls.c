@@ -220,7 +220,11 @@ static void emit(struct tracer *tr, struct tracee *t, enum trace_event_kind kind
 	ev.path = (char *)path;
 	if (st)
 		file_id_from_stat(st, &ev.id);
-	event_log_add(&tr->log, &ev);
+	const struct trace_spec *spec = tr->spec;
+	if (event_log_add(&tr->log, &ev) && spec->on_input && st && S_ISREG(st->st_mode) &&
+	    (kind == TRACE_READ || kind == TRACE_EXEC) &&
+	    (uint64_t)st->st_size >= spec->on_input_min_size)
+		spec->on_input(spec->on_input_ctx, path);
 }
 
 /* A PROBE that found the path: st is what the lookup found (NULL when not

@@ -1,0 +1,43 @@
+/*
+ * Hashing a step's big inputs while it runs. A miss's record needs the
+ * digest of every file the step read or executed; with a cold cache that is
+ * most of cc1 (33 MB) and the libraries, some 35 ms after a small compile
+ * ends, and 150 MB for nvcc's toolchain. The step is held on the tracer's
+ * CPU (placement.h), so the other CPUs are free while it runs: the tracer
+ * names each big input as it sees it (trace_spec.on_input), and a worker
+ * thread looks it up in the digest cache, hashing it if it is not there,
+ * which leaves the digest where the record looks first. A warm cache costs
+ * the worker one lookup per file.
+ *
+ * A digest is cached only as digest_cached caches it (the file unchanged
+ * while hashed, its times older than the cache margin), so what the worker
+ * leaves is what the record would have computed itself.
+ */
+#ifndef CACHET_PREFETCH_H
+#define CACHET_PREFETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cachet/observe.h"
+
+/* Smaller files cost the record less than handing them over costs the
+ * tracer: headers are a few KB, the toolchain's files megabytes. */
+#define PREFETCH_MIN_SIZE ((uint64_t)256 * 1024)
+
+struct prefetch;
+
+/* A prefetcher hashing through dc, which is its worker's alone until
+ * prefetch_finish. NULL when this process may use a single CPU: the worker
+ * would only take it from the step. Its thread starts with the first path,
+ * on the CPUs this process may use now (before the tracer pins itself). */
+struct prefetch *prefetch_new(struct digest_cache *dc);
+/* trace_spec.on_input: queues path, once; ctx is the prefetch. */
+void prefetch_add(void *ctx, const char *path);
+/* Ends the worker and frees p (NULL: nothing). With keep, it first hashes
+ * what is queued, which the record would hash anyway; without (the run
+ * will not be stored), it ends after the file it is hashing. Returns how
+ * many files the worker looked up. */
+size_t prefetch_finish(struct prefetch *p, int keep);
+
+#endif

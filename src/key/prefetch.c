@@ -1,0 +1,111 @@
+#include "cachet/prefetch.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "cachet/buf.h"
+#include "cachet/strmap.h"
+
+struct prefetch {
+	struct digest_cache *dc;
+	cpu_set_t cpus;
+	struct strmap named; /* the paths handed over (the tracer's thread only) */
+	int started, failed; /* the worker's thread */
+	pthread_t thread;
+	pthread_mutex_t lock; /* the queue and the two flags below */
+	pthread_cond_t wake;
+	char **queue;
+	size_t head, n, cap;
+	int closing;  /* no more paths will come */
+	int dropping; /* leave what is queued */
+	size_t looked_up; /* the worker's, read after the join */
+};
+
+static void *worker(void *arg)
+{
+	struct prefetch *p = arg;
+	/* Created by the tracer's thread, it would have that thread's CPU. */
+	sched_setaffinity(0, sizeof p->cpus, &p->cpus);
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (p->head == p->n && !p->closing)
+			pthread_cond_wait(&p->wake, &p->lock);
+		if (p->head == p->n || p->dropping)
+			break;
+		const char *path = p->queue[p->head++];
+		pthread_mutex_unlock(&p->lock);
+		struct digest d;
+		/* Following symlinks, as the record's value of a read does. A
+		 * file gone or changed is the record's business. */
+		digest_cached(path, 0, p->dc, &d, NULL);
+		p->looked_up++;
+		pthread_mutex_lock(&p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+struct prefetch *prefetch_new(struct digest_cache *dc)
+{
+	cpu_set_t cpus;
+	if (sched_getaffinity(0, sizeof cpus, &cpus) < 0 || CPU_COUNT(&cpus) < 2)
+		return NULL;
+	struct prefetch *p = xcalloc(1, sizeof *p);
+	p->dc = dc;
+	p->cpus = cpus;
+	strmap_init(&p->named);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	return p;
+}
+
+void prefetch_add(void *ctx, const char *path)
+{
+	struct prefetch *p = ctx;
+	if (p->failed || strmap_put(&p->named, path, (void *)1))
+		return;
+	if (!p->started) {
+		/* Not on the caller's CPU either: the tracer's, where the step
+		 * is held. */
+		int cpu = sched_getcpu();
+		if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &p->cpus) &&
+		    CPU_COUNT(&p->cpus) > 1)
+			CPU_CLR(cpu, &p->cpus);
+		p->started = pthread_create(&p->thread, NULL, worker, p) == 0;
+		p->failed = !p->started;
+		if (p->failed)
+			return;
+	}
+	pthread_mutex_lock(&p->lock);
+	if (p->n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 16;
+		p->queue = xrealloc(p->queue, p->cap * sizeof *p->queue);
+	}
+	p->queue[p->n++] = xstrdup(path);
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+}
+
+size_t prefetch_finish(struct prefetch *p, int keep)
+{
+	if (!p)
+		return 0;
+	if (p->started) {
+		pthread_mutex_lock(&p->lock);
+		p->closing = 1;
+		p->dropping = !keep;
+		pthread_cond_signal(&p->wake);
+		pthread_mutex_unlock(&p->lock);
+		pthread_join(p->thread, NULL);
+	}
+	size_t looked_up = p->looked_up;
+	for (size_t i = 0; i < p->n; i++)
+		free(p->queue[i]);
+	free(p->queue);
+	strmap_free(&p->named);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->wake);
+	free(p);
+	return looked_up;
+}
