@@ -6,6 +6,7 @@
 
 #include "cachet/buf.h"
 #include "cachet/strmap.h"
+#include "cachet/thread.h"
 
 struct prefetch {
 	struct digest_cache *dc;
@@ -72,7 +73,7 @@ void prefetch_add(void *ctx, const char *path)
 		if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &p->cpus) &&
 		    CPU_COUNT(&p->cpus) > 1)
 			CPU_CLR(cpu, &p->cpus);
-		p->started = pthread_create(&p->thread, NULL, worker, p) == 0;
+		p->started = thread_start_quiet(&p->thread, worker, p) == 0;
 		p->failed = !p->started;
 		if (p->failed)
 			return;

@@ -3,12 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "cachet/thread.h"
 
 int hasher_init(struct hasher *h, struct error *e)
 {
@@ -162,14 +163,8 @@ static int hash_pipelined(int fd, struct hasher *h, uint64_t *size_out,
 	pthread_mutex_init(&p.lock, NULL);
 	pthread_cond_init(&p.filled, NULL);
 	pthread_cond_init(&p.emptied, NULL);
-	/* The reader takes no signal: the program's handlers stay with the
-	 * threads that expect them. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_t reader;
-	int started = pthread_create(&reader, NULL, pipe_reader, &p) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int started = thread_start_quiet(&reader, pipe_reader, &p) == 0;
 	if (!started) {
 		free(p.buf);
 		return 0;
