@@ -604,6 +604,72 @@ static void int80_syscall_is_uncacheable(void **state)
 	trace_result_free(&r);
 }
 
+/* on_input names each regular file the step reads or runs, of the size
+ * asked or more, once: the big file read twice and cat itself, not the
+ * small file. */
+struct named_inputs {
+	char paths[16][PATH_MAX];
+	int n;
+};
+
+static void note_input(void *ctx, const char *path)
+{
+	struct named_inputs *in = ctx;
+	if (in->n < 16)
+		snprintf(in->paths[in->n], sizeof in->paths[0], "%s", path);
+	in->n++;
+}
+
+static int named(const struct named_inputs *in, const char *path)
+{
+	int times = 0;
+	for (int i = 0; i < in->n && i < 16; i++)
+		times += strcmp(in->paths[i], path) == 0;
+	return times;
+}
+
+static void big_inputs_are_named_as_the_step_reads_them(void **state)
+{
+	char big[PATH_MAX], small[PATH_MAX], cmd[3 * PATH_MAX];
+	snprintf(big, sizeof big, "%s/input-big", dir);
+	snprintf(small, sizeof small, "%s/input-small", dir);
+	snprintf(cmd, sizeof cmd, "head -c 300000 /dev/zero > %s && echo small > %s", big, small);
+	assert_int_equal(sh(cmd), 0);
+	char script[3 * PATH_MAX];
+	snprintf(script, sizeof script, "cat %s %s %s > /dev/null", big, small, big);
+	char *argv[] = {"/bin/sh", "-c", script, NULL};
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	assert_true(devnull >= 0);
+	struct named_inputs in = {0};
+	struct trace_spec spec;
+	memset(&spec, 0, sizeof spec);
+	spec.file = argv[0];
+	spec.argv = argv;
+	spec.envp = environ;
+	spec.stdin_fd = devnull;
+	spec.stdout_fd = devnull;
+	spec.stderr_fd = 2;
+	spec.on_input = note_input;
+	spec.on_input_ctx = &in;
+	spec.on_input_min_size = 256 * 1024;
+	struct trace_result r;
+	struct error e;
+	if (trace_run(&spec, &r, &e) < 0)
+		fail_msg("trace_run: %s", e.msg);
+	close(devnull);
+	assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	assert_int_equal(named(&in, big), 1);
+	assert_int_equal(named(&in, small), 0);
+	/* Every name is a file of the size asked, read or run by the step. */
+	for (int i = 0; i < in.n && i < 16; i++) {
+		struct stat st;
+		assert_int_equal(stat(in.paths[i], &st), 0);
+		assert_true(S_ISREG(st.st_mode) && st.st_size >= 256 * 1024);
+		assert_true(find(&r, TRACE_READ, in.paths[i]) || find(&r, TRACE_EXEC, in.paths[i]));
+	}
+	trace_result_free(&r);
+}
+
 static void self_is_not_traced(void **state)
 {
 	assert_false(trace_self_is_traced());
@@ -635,6 +701,7 @@ int main(void)
 	    cmocka_unit_test(tmpfile_linked_into_place_touches_the_new_name),
 	    cmocka_unit_test(exec_from_a_non_leader_thread_is_seen),
 	    cmocka_unit_test(int80_syscall_is_uncacheable),
+	    cmocka_unit_test(big_inputs_are_named_as_the_step_reads_them),
 	    cmocka_unit_test(self_is_not_traced),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
