@@ -24,6 +24,10 @@
 /* Smaller files cost the record less than handing them over costs the
  * tracer: headers are a few KB, the toolchain's files megabytes. */
 #define PREFETCH_MIN_SIZE ((uint64_t)256 * 1024)
+/* A run that fails waits for the file being hashed, which it would not
+ * have hashed at all: past this size (0.2 s of hashing) the record is left
+ * to hash the file, when there is a record. */
+#define PREFETCH_MAX_SIZE ((uint64_t)256 * 1024 * 1024)
 
 struct prefetch;
 
@@ -32,8 +36,9 @@ struct prefetch;
  * would only take it from the step. Its thread starts with the first path,
  * on the CPUs this process may use now (before the tracer pins itself). */
 struct prefetch *prefetch_new(struct digest_cache *dc);
-/* trace_spec.on_input: queues path, once; ctx is the prefetch. */
-void prefetch_add(void *ctx, const char *path);
+/* trace_spec.on_input: queues path, once, unless it is larger than
+ * PREFETCH_MAX_SIZE; ctx is the prefetch. */
+void prefetch_add(void *ctx, const char *path, uint64_t size);
 /* Ends the worker and frees p (NULL: nothing). With keep, it first hashes
  * what is queued, which the record would hash anyway; without (the run
  * will not be stored), it ends after the file it is hashing. Returns how

@@ -186,10 +186,10 @@ struct trace_spec {
 
 	/* Called in the tracer as the step first reads or executes a regular
 	 * file of at least on_input_min_size bytes (when its TRACE_READ or
-	 * TRACE_EXEC is made), so that the caller can hash it while the step
-	 * runs. On the tracer's thread while the tracee waits: it must only
-	 * hand the path on. NULL: no callback. */
-	void (*on_input)(void *ctx, const char *path);
+	 * TRACE_EXEC is made), with its size, so that the caller can hash it
+	 * while the step runs. On the tracer's thread while the tracee waits:
+	 * it must only hand the path on. NULL: no callback. */
+	void (*on_input)(void *ctx, const char *path, uint64_t size);
 	void *on_input_ctx;
 	uint64_t on_input_min_size;
 

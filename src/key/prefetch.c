@@ -61,10 +61,10 @@ struct prefetch *prefetch_new(struct digest_cache *dc)
 	return p;
 }
 
-void prefetch_add(void *ctx, const char *path)
+void prefetch_add(void *ctx, const char *path, uint64_t size)
 {
 	struct prefetch *p = ctx;
-	if (p->failed || strmap_put(&p->named, path, (void *)1))
+	if (p->failed || size > PREFETCH_MAX_SIZE || strmap_put(&p->named, path, (void *)1))
 		return;
 	if (!p->started) {
 		/* Not on the caller's CPU either: the tracer's, where the step

@@ -224,7 +224,7 @@ static void emit(struct tracer *tr, struct tracee *t, enum trace_event_kind kind
 	if (event_log_add(&tr->log, &ev) && spec->on_input && st && S_ISREG(st->st_mode) &&
 	    (kind == TRACE_READ || kind == TRACE_EXEC) &&
 	    (uint64_t)st->st_size >= spec->on_input_min_size)
-		spec->on_input(spec->on_input_ctx, path);
+		spec->on_input(spec->on_input_ctx, path, (uint64_t)st->st_size);
 }
 
 /* A PROBE that found the path: st is what the lookup found (NULL when not

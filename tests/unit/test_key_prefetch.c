@@ -1,7 +1,8 @@
 /* The prefetcher that hashes a step's big inputs while it runs: what it
- * leaves in the digest cache, that a warm cache is only asked, that it drops
- * its queue when the run will not be recorded, that it stays off the
- * caller's CPU, and that one CPU means no prefetcher. */
+ * leaves in the digest cache (and that it leaves files too big to wait for),
+ * that a warm cache is only asked, that it drops its queue when the run will
+ * not be recorded, that it stays off the caller's CPU, and that one CPU
+ * means no prefetcher. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -123,9 +124,10 @@ static void leaves_the_digests_in_the_cache(void **state)
 	struct digest_cache dc = cache_of(&c);
 	struct prefetch *p = prefetch_new(&dc);
 	assert_non_null(p);
-	prefetch_add(p, paths[0]);
-	prefetch_add(p, paths[1]);
-	prefetch_add(p, paths[0]); /* named once */
+	prefetch_add(p, paths[0], 1 << 20);
+	prefetch_add(p, paths[1], 1 << 20);
+	prefetch_add(p, paths[0], 1 << 20); /* named once */
+	prefetch_add(p, paths[3], PREFETCH_MAX_SIZE + 1); /* too big to wait for */
 	assert_int_equal(prefetch_finish(p, 1), 2);
 	assert_int_equal(c.gets, 2);
 	assert_int_equal(c.puts, 2);
@@ -147,7 +149,7 @@ static void a_warm_cache_is_only_asked(void **state)
 	struct prefetch *p = prefetch_new(&dc);
 	assert_non_null(p);
 	for (int i = 0; i < FILES; i++)
-		prefetch_add(p, paths[i]);
+		prefetch_add(p, paths[i], 1 << 20);
 	assert_int_equal(prefetch_finish(p, 1), FILES);
 	assert_int_equal(c.gets, FILES);
 	assert_int_equal(c.puts, 0);
@@ -165,7 +167,7 @@ static void a_run_not_recorded_leaves_the_queue(void **state)
 		struct prefetch *p = prefetch_new(&dc);
 		assert_non_null(p);
 		for (int i = 0; i < FILES; i++)
-			prefetch_add(p, paths[i]);
+			prefetch_add(p, paths[i], 1 << 20);
 		for (int waited = 0; !__atomic_load_n(&c.in_get, __ATOMIC_ACQUIRE); waited++) {
 			assert_true(waited < 5000);
 			usleep(1000);
@@ -191,7 +193,7 @@ static void works_off_the_callers_cpu(void **state)
 	CPU_ZERO(&one);
 	CPU_SET(here, &one);
 	assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
-	prefetch_add(p, paths[2]);
+	prefetch_add(p, paths[2], 1 << 20);
 	prefetch_finish(p, 1);
 	assert_int_equal(sched_setaffinity(0, sizeof saved, &saved), 0);
 	assert_true(c.cpu >= 0);

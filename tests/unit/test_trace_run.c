@@ -612,9 +612,12 @@ struct named_inputs {
 	int n;
 };
 
-static void note_input(void *ctx, const char *path)
+static void note_input(void *ctx, const char *path, uint64_t size)
 {
 	struct named_inputs *in = ctx;
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(size, (uint64_t)st.st_size);
 	if (in->n < 16)
 		snprintf(in->paths[in->n], sizeof in->paths[0], "%s", path);
 	in->n++;
