@@ -675,9 +675,9 @@ static void miss(struct run *r, const char *reason)
 		count(r, "errors", 1);
 		status = run_untraced(r, env, &t, &exec_errno);
 	}
+	int succeeded = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	/* Only a run that will be recorded needs the rest of the queue. */
-	prefetch_finish(pf, traced && !tr.uncacheable && exec_errno == 0 && status != -1 &&
-				    WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	prefetch_finish(pf, traced && !tr.uncacheable && exec_errno == 0 && succeeded);
 	tee_close_writers(&t);
 	tee_finish(&t);
 	r->stderr_at_line_start = t.err_ends_in_newline;
@@ -698,7 +698,7 @@ static void miss(struct run *r, const char *reason)
 	} else if (tr.uncacheable) {
 		result = "uncacheable";
 		reason = tr.uncacheable;
-	} else if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	} else if (!succeeded) {
 		reason = "command failed (not stored)";
 		failed = 1;
 	}
