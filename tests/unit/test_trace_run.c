@@ -120,6 +120,9 @@ struct run_opts {
 	int stdin_fd; /* -1: /dev/null */
 	int stdin_is_stream;
 	const char *file; /* NULL: argv[0] */
+	void (*on_input)(void *ctx, const char *path, uint64_t size);
+	void *on_input_ctx;
+	uint64_t on_input_min_size;
 };
 
 static void run_with(char *const argv[], const struct run_opts *o, struct trace_result *r)
@@ -135,6 +138,11 @@ static void run_with(char *const argv[], const struct run_opts *o, struct trace_
 	spec.stdout_fd = devnull;
 	spec.stderr_fd = 2;
 	spec.stdin_is_stream = o ? o->stdin_is_stream : 0;
+	if (o) {
+		spec.on_input = o->on_input;
+		spec.on_input_ctx = o->on_input_ctx;
+		spec.on_input_min_size = o->on_input_min_size;
+	}
 	struct error e;
 	if (trace_run(&spec, r, &e) < 0)
 		fail_msg("trace_run: %s", e.msg);
@@ -641,25 +649,11 @@ static void big_inputs_are_named_as_the_step_reads_them(void **state)
 	char script[3 * PATH_MAX];
 	snprintf(script, sizeof script, "cat %s %s %s > /dev/null", big, small, big);
 	char *argv[] = {"/bin/sh", "-c", script, NULL};
-	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	assert_true(devnull >= 0);
 	struct named_inputs in = {0};
-	struct trace_spec spec;
-	memset(&spec, 0, sizeof spec);
-	spec.file = argv[0];
-	spec.argv = argv;
-	spec.envp = environ;
-	spec.stdin_fd = devnull;
-	spec.stdout_fd = devnull;
-	spec.stderr_fd = 2;
-	spec.on_input = note_input;
-	spec.on_input_ctx = &in;
-	spec.on_input_min_size = 256 * 1024;
+	struct run_opts o = {.stdin_fd = -1, .on_input = note_input, .on_input_ctx = &in,
+	                     .on_input_min_size = 256 * 1024};
 	struct trace_result r;
-	struct error e;
-	if (trace_run(&spec, &r, &e) < 0)
-		fail_msg("trace_run: %s", e.msg);
-	close(devnull);
+	run_with(argv, &o, &r);
 	assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
 	assert_int_equal(named(&in, big), 1);
 	assert_int_equal(named(&in, small), 0);
