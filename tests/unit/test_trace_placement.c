@@ -22,6 +22,7 @@
 
 #include "cachet/buf.h"
 #include "cachet/trace.h"
+#include "test_compile.h"
 
 extern char **environ;
 
@@ -70,15 +71,8 @@ static int group_setup(void **state)
 	char tmpl[] = "/tmp/cachet-placement-XXXXXX";
 	if (!mkdtemp(tmpl) || !realpath(tmpl, dir))
 		return -1;
-	char cmd[2 * PATH_MAX];
-	snprintf(cmd, sizeof cmd, "cd %s && cat > probe.c && gcc -O1 -o probe probe.c", dir);
-	FILE *f = popen(cmd, "w");
-	if (!f)
+	if (compile_program(dir, "probe", probe_src, "", probe, sizeof probe) < 0)
 		return -1;
-	fputs(probe_src, f);
-	if (pclose(f) != 0)
-		return -1;
-	snprintf(probe, sizeof probe, "%s/probe", dir);
 	cpu_set_t s;
 	if (sched_getaffinity(0, sizeof s, &s) < 0)
 		return -1;

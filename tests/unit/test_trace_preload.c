@@ -22,6 +22,7 @@
 
 #include "cachet/buf.h"
 #include "cachet/trace.h"
+#include "test_compile.h"
 
 extern char **environ;
 
@@ -69,21 +70,15 @@ static int group_setup(void **state)
 	char tmpl[] = "/tmp/cachet-preload-XXXXXX";
 	if (!mkdtemp(tmpl) || !realpath(tmpl, dir) || chdir(dir) < 0)
 		return -1;
+	if (compile_program(dir, "probe", probe_src, "", probe, sizeof probe) < 0)
+		return -1;
 	char cmd[4 * PATH_MAX];
 	snprintf(cmd, sizeof cmd,
-	         "cd %s && cat > probe.c && gcc -O1 -o probe probe.c && "
-	         "mkdir -p dir/sub && echo content > file && ln -s file link_file && "
+	         "cd %s && mkdir -p dir/sub && echo content > file && ln -s file link_file && "
 	         "ln -s %s/dir abs_link && ln -s ../file dir/up && ln -s nowhere dangling && "
 	         "ln -s loop2 loop1 && ln -s loop1 loop2 && ln -s sub dir/rel_dir",
 	         dir, dir);
-	FILE *f = popen(cmd, "w");
-	if (!f)
-		return -1;
-	fputs(probe_src, f);
-	if (pclose(f) != 0)
-		return -1;
-	snprintf(probe, sizeof probe, "%s/probe", dir);
-	return 0;
+	return sh(cmd) == 0 ? 0 : -1;
 }
 
 static int group_teardown(void **state)
@@ -468,14 +463,9 @@ static void the_search_of_path_is_recorded_without_its_stops(void **state)
 /* src compiled as dir/name (with extra gcc options): its path, malloc'd. */
 static char *compile_here(const char *name, const char *src, const char *options)
 {
-	char cmd[3 * PATH_MAX];
-	snprintf(cmd, sizeof cmd, "cd %s && cat > %s.c && gcc -O1 %s -o %s %s.c", dir, name, options,
-	         name, name);
-	FILE *f = popen(cmd, "w");
-	assert_non_null(f);
-	fputs(src, f);
-	assert_int_equal(pclose(f), 0);
-	return xasprintf("%s/%s", dir, name);
+	char path[PATH_MAX];
+	assert_int_equal(compile_program(dir, name, src, options, path, sizeof path), 0);
+	return xstrdup(path);
 }
 
 /* The trusted page lets through only what cannot change anything: an
