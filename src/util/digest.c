@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,8 +154,12 @@ static int hash_pipelined(int fd, struct hasher *h, uint64_t *size_out,
 			  struct error *e)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < PIPE_MIN_SIZE ||
-	    sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < PIPE_MIN_SIZE)
+		return 0;
+	/* The reader runs where this thread may: a thread held to one CPU
+	 * (the prefetch worker on two) would only take turns with it. */
+	cpu_set_t cpus;
+	if (sched_getaffinity(0, sizeof cpus, &cpus) < 0 || CPU_COUNT(&cpus) < 2)
 		return 0;
 	struct read_pipe p = {.fd = fd};
 	p.buf = malloc((size_t)PIPE_SLOTS * PIPE_CHUNK);

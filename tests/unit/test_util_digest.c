@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -130,6 +132,59 @@ static void large_files_hash_as_their_bytes(void **state)
 	close(fd);
 }
 
+/* Threads of this process now. */
+static int thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void count_threads(void *ctx, const void *chunk, size_t len)
+{
+	(void)chunk;
+	(void)len;
+	int *most = ctx;
+	int n = thread_count();
+	if (n > *most)
+		*most = n;
+}
+
+/* The reading thread runs only where it can run beside the hashing one:
+ * not for a caller held to one CPU (the prefetch worker on two CPUs). */
+static void a_caller_on_one_cpu_reads_in_its_own_thread(void **state)
+{
+	(void)state;
+	cpu_set_t saved, one;
+	assert_int_equal(sched_getaffinity(0, sizeof saved, &saved), 0);
+	if (CPU_COUNT(&saved) < 2)
+		skip();
+	char path[] = "/tmp/cachet-digest-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(ftruncate(fd, 20 << 20), 0);
+	int alone = thread_count();
+	struct digest d;
+	struct error e;
+	int most = 0;
+	assert_int_equal(digest_fd_each(fd, &d, NULL, count_threads, &most, &e), 0);
+	assert_int_equal(most, alone + 1);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+	most = 0;
+	assert_int_equal(digest_fd_each(fd, &d, NULL, count_threads, &most, &e), 0);
+	assert_int_equal(sched_setaffinity(0, sizeof saved, &saved), 0);
+	assert_int_equal(most, alone);
+	close(fd);
+}
+
 /* A read error in the reading thread is the caller's error, not a digest. */
 static void a_large_unreadable_file_is_an_error(void **state)
 {
@@ -155,6 +210,7 @@ int main(void)
 		cmocka_unit_test(digests_match_the_published_vectors),
 		cmocka_unit_test(incremental_and_one_shot_agree_for_every_length_and_split),
 		cmocka_unit_test(large_files_hash_as_their_bytes),
+		cmocka_unit_test(a_caller_on_one_cpu_reads_in_its_own_thread),
 		cmocka_unit_test(a_large_unreadable_file_is_an_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
