@@ -11,4 +11,17 @@
  * error number. */
 int thread_start_quiet(pthread_t *thread, void *(*fn)(void *), void *arg);
 
+/* Work that can run beside the caller's own: on a quiet thread where the
+ * caller may use a second CPU, else (one CPU, or no thread to be had) in
+ * the caller's thread at once. side_job_wait returns when fn has run. */
+struct side_job {
+	void (*fn)(void *arg);
+	void *arg;
+	pthread_t thread;
+	int started;
+};
+
+void side_job_start(struct side_job *job, void (*fn)(void *arg), void *arg);
+void side_job_wait(struct side_job *job);
+
 #endif

@@ -28,6 +28,7 @@
 #include "cachet/prefetch.h"
 #include "cachet/record.h"
 #include "cachet/step.h"
+#include "cachet/thread.h"
 #include "cachet/trace.h"
 #include "cli/fplog.h"
 #include "cli/run_checks.h"
@@ -327,46 +328,71 @@ static void memo_name(struct run *r)
 	hasher_final(&h, &r->memo_name);
 }
 
+/* The memo's directory fingerprints (memo.h) for a path set and the values
+ * its result recorded, encoded into out: stats alone, which a thread can
+ * take beside the index's work. */
+struct memo_dirs {
+	const struct run *r;
+	const void *pathset_body;
+	size_t pathset_len;
+	const struct result *res;
+	struct buf out;
+};
+
+static void memo_dirs_collect(void *arg)
+{
+	struct memo_dirs *md = arg;
+	/* The directories that vouch for the values the result recorded:
+	 * they held when this run looked them up or recorded them. */
+	struct pathset ps;
+	struct dirfp_set dirs = { 0 };
+	struct error e = { 0 };
+	if (pathset_decode(md->pathset_body, md->pathset_len, &ps, &e) == 0) {
+		/* The directories of this checkout. */
+		if (portable_localise_pathset(&ps, &md->r->step.bases) == 0)
+			dirfp_collect(&ps, md->res->values, md->res->values_len, &dirs);
+		pathset_free(&ps);
+	}
+	dirfp_encode(&dirs, &md->out);
+	dirfp_free(&dirs);
+}
+
 /* Leaves the entry just hit or stored, with the fingerprints this run
- * used, as the step's memo: res is result_body decoded, which every caller
- * has at hand. Best effort. */
+ * used and the directories md found, as the step's memo. Best effort. */
+static void put_memo(struct run *r, const struct digest *strong, const void *result_body,
+		     size_t result_len, const struct memo_dirs *md, const struct digest *pathset)
+{
+	struct store_memo m = {
+		.weak = r->step.weak,
+		.pathset = *pathset,
+		.strong = *strong,
+		.pathset_body = (void *)md->pathset_body,
+		.pathset_len = md->pathset_len,
+		.result_body = (void *)result_body,
+		.result_len = result_len,
+		.dirs = md->out.data,
+		.dirs_len = md->out.len,
+	};
+	struct error e = { 0 };
+	m.fps = fplog_used(&r->fps, &m.nfps);
+	if (store_memo_write(r->store, &r->memo_name, &m, &e) < 0 && r->verbose)
+		cli_warn("cannot write a memo: %s", e.msg);
+	free(m.fps);
+}
+
+/* put_memo after a hit: res is result_body decoded, which every caller
+ * has at hand. */
 static void write_memo(struct run *r, const struct digest *pathset, const void *pathset_body,
 		       size_t pathset_len, const struct digest *strong, const void *result_body,
 		       size_t result_len, const struct result *res)
 {
 	if (store_is_readonly(r->store))
 		return;
-	struct store_memo m = {
-		.weak = r->step.weak,
-		.pathset = *pathset,
-		.strong = *strong,
-		.pathset_body = (void *)pathset_body,
-		.pathset_len = pathset_len,
-		.result_body = (void *)result_body,
-		.result_len = result_len,
-	};
-	/* The directories that vouch for the values the result recorded:
-	 * they held when this run looked them up or recorded them. */
-	struct pathset ps;
-	struct dirfp_set dirs = { 0 };
-	struct buf dirs_body;
-	buf_init(&dirs_body);
-	struct error e = { 0 };
-	if (pathset_decode(pathset_body, pathset_len, &ps, &e) == 0) {
-		/* The directories of this checkout. */
-		if (portable_localise_pathset(&ps, &r->step.bases) == 0)
-			dirfp_collect(&ps, res->values, res->values_len, &dirs);
-		pathset_free(&ps);
-	}
-	dirfp_encode(&dirs, &dirs_body);
-	dirfp_free(&dirs);
-	m.dirs = dirs_body.data;
-	m.dirs_len = dirs_body.len;
-	m.fps = fplog_used(&r->fps, &m.nfps);
-	if (store_memo_write(r->store, &r->memo_name, &m, &e) < 0 && r->verbose)
-		cli_warn("cannot write a memo: %s", e.msg);
-	free(m.fps);
-	buf_free(&dirs_body);
+	struct memo_dirs md = { r, pathset_body, pathset_len, res, { 0 } };
+	buf_init(&md.out);
+	memo_dirs_collect(&md);
+	put_memo(r, strong, result_body, result_len, &md, pathset);
+	buf_free(&md.out);
 }
 
 /* The step's memo, if it still holds: 1 on a hit (as lookup), else 0 with
@@ -521,10 +547,21 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 		.nblobs = nblobs,
 		.duration_ms = duration,
 	};
+	/* The memo's directories are found on another CPU while this one
+	 * writes the entry (0.65 ms each for a small compile). */
+	int memo = !r->nondeterministic && !store_is_readonly(r->store);
+	struct memo_dirs md = { r, rec->ps_body.data, rec->ps_body.len, res, { 0 } };
+	struct side_job dirs_job;
+	buf_init(&md.out);
+	if (memo)
+		side_job_start(&dirs_job, memo_dirs_collect, &md);
 	int rc = store_put_entry(r->store, &entry, MAX_PATHSETS, e);
-	if (rc == 0 && !r->nondeterministic)
-		write_memo(r, &rec->ps_digest, rec->ps_body.data, rec->ps_body.len, &strong,
-			   result_body.data, result_body.len, res);
+	if (memo) {
+		side_job_wait(&dirs_job);
+		if (rc == 0)
+			put_memo(r, &strong, result_body.data, result_body.len, &md, &rec->ps_digest);
+	}
+	buf_free(&md.out);
 	free(blobs);
 	buf_free(&step_body);
 	buf_free(&result_body);
@@ -625,6 +662,11 @@ static char **ignore_roots(const struct run *r)
 	return step_ignore_roots(r->settings, r->tmpdir, r->cache_dir);
 }
 
+static void remove_tmpdir(void *path)
+{
+	remove_tree(path);
+}
+
 static void miss(struct run *r, const char *reason) __attribute__((noreturn));
 static void miss(struct run *r, const char *reason)
 {
@@ -689,6 +731,11 @@ static void miss(struct run *r, const char *reason)
 		finish(r);
 		exit(exec_errno == ENOENT ? 127 : 126);
 	}
+	/* Removing the step's TMPDIR, an ext4 rmdir of a directory that
+	 * held files (0.3 ms), goes on beside the record, which ignores
+	 * what is under it. */
+	struct side_job tmp_removal;
+	side_job_start(&tmp_removal, remove_tmpdir, r->tmpdir);
 
 	const char *result = "miss";
 	int failed = 0;
@@ -747,7 +794,7 @@ static void miss(struct run *r, const char *reason)
 			tee_free(&t);
 			free_strv(env);
 			free_strv(ignore);
-			remove_tree(r->tmpdir);
+			side_job_wait(&tmp_removal);
 			exit_like(r, check_status);
 		}
 		if (!r->verifying) {
@@ -762,7 +809,7 @@ static void miss(struct run *r, const char *reason)
 	tee_free(&t);
 	free_strv(env);
 	free_strv(ignore);
-	remove_tree(r->tmpdir);
+	side_job_wait(&tmp_removal);
 	exit_like(r, status == -1 ? 1 << 8 : status);
 }
 

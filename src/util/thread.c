@@ -1,5 +1,6 @@
 #include "cachet/thread.h"
 
+#include <sched.h>
 #include <signal.h>
 
 int thread_start_quiet(pthread_t *thread, void *(*fn)(void *), void *arg)
@@ -11,4 +12,32 @@ int thread_start_quiet(pthread_t *thread, void *(*fn)(void *), void *arg)
 	int rc = pthread_create(thread, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
+}
+
+static void *side_job_run(void *arg)
+{
+	struct side_job *job = arg;
+	job->fn(job->arg);
+	return NULL;
+}
+
+void side_job_start(struct side_job *job, void (*fn)(void *arg), void *arg)
+{
+	job->fn = fn;
+	job->arg = arg;
+	job->started = 0;
+	/* On one CPU the two would only take turns, at the price of a
+	 * thread. */
+	cpu_set_t cpus;
+	if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) >= 2)
+		job->started = thread_start_quiet(&job->thread, side_job_run, job) == 0;
+	if (!job->started)
+		fn(arg);
+}
+
+void side_job_wait(struct side_job *job)
+{
+	if (job->started)
+		pthread_join(job->thread, NULL);
+	job->started = 0;
 }

@@ -148,4 +148,25 @@ make_with_cachet -j2
 [ "$(grep -c '"hit"' <(tail -n 5 "$CACHET_STATUS_FILE"))" -eq 5 ] || fail "make -j2 after make clean did not hit all 5 steps (make -j gives every job but one a broken pipe as stdin: a step that never reads stdin must not be keyed by it)"
 cd ..
 
+section "the step's private TMPDIR is gone when cachet returns"
+# cachet removes it beside the record, and waits for that before it exits:
+# after a stored miss, a failed step and a refused check alike.
+mkdir -p tmproot tmpstep && cd tmpstep
+printf 'int t(void) { return 1; }\n' > t.c
+leftover() { [ -z "$(ls -A ../tmproot)" ] || fail "$1: left in TMPDIR: $(ls -A ../tmproot)"; }
+TMPDIR=$PWD/../tmproot step sh -c 'echo kept > "$TMPDIR/scratch" && gcc -c t.c -o t.o'
+expect_rc 0
+expect miss
+leftover "a stored miss"
+TMPDIR=$PWD/../tmproot step sh -c 'echo kept > "$TMPDIR/scratch"; exit 3'
+expect_rc 3
+leftover "a failed step"
+set +e
+TMPDIR=$PWD/../tmproot cachet run --check false -- sh -c 'echo kept > "$TMPDIR/scratch"; echo x > c.o'
+RC=$?
+set -e
+[ "$RC" -ne 0 ] || fail "--check false: exit status 0"
+leftover "a refused check"
+cd ..
+
 check_status_file_format
