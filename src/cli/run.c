@@ -328,7 +328,7 @@ static void memo_name(struct run *r)
 	hasher_final(&h, &r->memo_name);
 }
 
-/* The memo's directory fingerprints (memo.h) for a path set and the values
+/* The memo's directory fingerprints (dirfp.h) for a path set and the values
  * its result recorded, encoded into out: stats alone, which a thread can
  * take beside the index's work. */
 struct memo_dirs {
