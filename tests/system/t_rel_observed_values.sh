@@ -125,6 +125,9 @@ trap 'rc=$?; release_waiters; (exit $rc); _lib_on_exit' EXIT
 raced() {
     local name=$1 change=$2
     shift 3
+    # The names repeat for the static program: a status file left by the
+    # dynamic one would end the wait below before this step has finished.
+    rm -f "$name.rc"
     touch sync/wait
     ( set +e; cachet run -- "$@" > "$name.out"; echo $? > "$name.rc" ) &
     track_pid $!
