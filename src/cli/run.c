@@ -662,6 +662,15 @@ static char **ignore_roots(const struct run *r)
 	return step_ignore_roots(r->settings, r->tmpdir, r->cache_dir);
 }
 
+/* Counts an uncacheable step, in all and under its reason. */
+static void count_uncacheable(struct run *r, const char *reason)
+{
+	char *name = xasprintf("uncacheable: %s", reason);
+	count(r, "uncacheable", 1);
+	count(r, name, 1);
+	free(name);
+}
+
 static void remove_tmpdir(void *path)
 {
 	remove_tree(path);
@@ -754,10 +763,7 @@ static void miss(struct run *r, const char *reason)
 		count(r, "misses", 1);
 		count(r, "miss: command failed", 1);
 	} else if (!traced || tr.uncacheable) {
-		char *name = xasprintf("uncacheable: %s", reason);
-		count(r, "uncacheable", 1);
-		count(r, name, 1);
-		free(name);
+		count_uncacheable(r, reason);
 	} else {
 		struct record rec;
 		int check_status = 0;
@@ -866,10 +872,7 @@ static const char *runs_leak_sanitizer(const struct run *r)
 static void run_uncacheable(struct run *r, const char *reason) __attribute__((noreturn));
 static void run_uncacheable(struct run *r, const char *reason)
 {
-	char *name = xasprintf("uncacheable: %s", reason);
-	count(r, "uncacheable", 1);
-	count(r, name, 1);
-	free(name);
+	count_uncacheable(r, reason);
 	report(r, "uncacheable", reason);
 	finish(r);
 	run_direct(r->argv, r->program);
