@@ -50,7 +50,7 @@ static void *worker(void *arg)
 struct prefetch *prefetch_new(struct digest_cache *dc)
 {
 	cpu_set_t cpus;
-	if (sched_getaffinity(0, sizeof cpus, &cpus) < 0 || CPU_COUNT(&cpus) < 2)
+	if (thread_cpus(&cpus) < 2)
 		return NULL;
 	struct prefetch *p = xcalloc(1, sizeof *p);
 	p->dc = dc;

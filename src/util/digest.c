@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,7 +158,7 @@ static int hash_pipelined(int fd, struct hasher *h, uint64_t *size_out,
 	/* The reader runs where this thread may: a thread held to one CPU
 	 * (the prefetch worker on two) would only take turns with it. */
 	cpu_set_t cpus;
-	if (sched_getaffinity(0, sizeof cpus, &cpus) < 0 || CPU_COUNT(&cpus) < 2)
+	if (thread_cpus(&cpus) < 2)
 		return 0;
 	struct read_pipe p = {.fd = fd};
 	p.buf = malloc((size_t)PIPE_SLOTS * PIPE_CHUNK);

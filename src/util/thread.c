@@ -1,6 +1,5 @@
 #include "cachet/thread.h"
 
-#include <sched.h>
 #include <signal.h>
 
 int thread_start_quiet(pthread_t *thread, void *(*fn)(void *), void *arg)
@@ -12,6 +11,11 @@ int thread_start_quiet(pthread_t *thread, void *(*fn)(void *), void *arg)
 	int rc = pthread_create(thread, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
+}
+
+int thread_cpus(cpu_set_t *cpus)
+{
+	return sched_getaffinity(0, sizeof *cpus, cpus) == 0 ? CPU_COUNT(cpus) : 0;
 }
 
 static void *side_job_run(void *arg)
@@ -29,7 +33,7 @@ void side_job_start(struct side_job *job, void (*fn)(void *arg), void *arg)
 	/* On one CPU the two would only take turns, at the price of a
 	 * thread. */
 	cpu_set_t cpus;
-	if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) >= 2)
+	if (thread_cpus(&cpus) >= 2)
 		job->started = thread_start_quiet(&job->thread, side_job_run, job) == 0;
 	if (!job->started)
 		fn(arg);
