@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cachet/thread.h"
+#include "util/file_map.h"
 
 int hasher_init(struct hasher *h, struct error *e)
 {
@@ -96,10 +97,12 @@ static int hash_serial(int fd, struct hasher *h, uint64_t *size_out,
 	return 0;
 }
 
-/* Large files: one SHA-256 stream cannot be split, but the read can run
- * beside it. Copying from the page cache costs about a sixth of hashing;
- * a second thread does it into a ring of chunks, so that the hash runs at
- * the speed of SHA-256 alone where a second CPU is free. */
+/* Large files: one SHA-256 stream cannot be split, but the reading can
+ * run beside it where a second CPU is free: through a mapping that another
+ * thread faults in (file_map.c); or copied by another thread into a ring
+ * of chunks where the mapping cannot be had, or where the caller wants the
+ * chunks too (a file that shrank under the mapping is read again from the
+ * start, and a caller's pass could not be). */
 #define PIPE_MIN_SIZE (16 << 20)
 #define PIPE_SLOTS 16
 #define PIPE_CHUNK (128 * 1024)
@@ -152,14 +155,6 @@ static int hash_pipelined(int fd, struct hasher *h, uint64_t *size_out,
 			  void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
 			  struct error *e)
 {
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < PIPE_MIN_SIZE)
-		return 0;
-	/* The reader runs where this thread may: a thread held to one CPU
-	 * (the prefetch worker on two) would only take turns with it. */
-	cpu_set_t cpus;
-	if (thread_cpus(&cpus) < 2)
-		return 0;
 	struct read_pipe p = {.fd = fd};
 	p.buf = malloc((size_t)PIPE_SLOTS * PIPE_CHUNK);
 	if (!p.buf)
@@ -208,6 +203,34 @@ static int hash_pipelined(int fd, struct hasher *h, uint64_t *size_out,
 	return 1;
 }
 
+/* The size of fd when it is a file large enough for a second thread, and
+ * the caller may use two CPUs (a thread held to one, as the prefetch
+ * worker is on two, would only take turns with its helper); else 0. */
+static uint64_t size_for_two_threads(int fd)
+{
+	struct stat st;
+	cpu_set_t cpus;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < PIPE_MIN_SIZE ||
+	    thread_cpus(&cpus) < 2)
+		return 0;
+	return (uint64_t)st.st_size;
+}
+
+static void hash_chunk(void *h, const void *chunk, size_t len)
+{
+	hasher_update(h, chunk, len);
+}
+
+/* 1 when fd's size bytes were hashed through a mapping and the file has
+ * not grown since (the pread loops read up to the end, wherever it is);
+ * else 0, h to be started again. */
+static int hash_mapped(int fd, uint64_t size, struct hasher *h)
+{
+	struct stat st;
+	return file_map_each(fd, size, hash_chunk, h) == 1 && fstat(fd, &st) == 0 &&
+	       (uint64_t)st.st_size == size;
+}
+
 int digest_fd_each(int fd, struct digest *out, uint64_t *size_out,
 		   void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
 		   struct error *e)
@@ -215,10 +238,18 @@ int digest_fd_each(int fd, struct digest *out, uint64_t *size_out,
 	struct hasher h;
 	if (hasher_init(&h, e) < 0)
 		return -1;
-	uint64_t size = 0;
-	int rc = hash_pipelined(fd, &h, &size, each, ctx, e);
-	if (rc == 0)
+	uint64_t size = size_for_two_threads(fd);
+	int rc = 0;
+	if (size && !each && hash_mapped(fd, size, &h)) {
+		rc = 1;
+	} else if (size) {
+		hasher_init(&h, e); /* afresh: a mapped read may have fed it */
+		rc = hash_pipelined(fd, &h, &size, each, ctx, e);
+	}
+	if (rc == 0) {
+		hasher_init(&h, e);
 		rc = hash_serial(fd, &h, &size, each, ctx, e);
+	}
 	if (rc < 0) {
 		hasher_abort(&h);
 		return -1;
