@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/settings.h"
+#include "cli/step_env.h"
 
 /* The periodic sweep (abandoned files, max_age) runs at most this often. */
 #define SWEEP_INTERVAL_S 86400
@@ -59,6 +60,8 @@ void cli_evict_after_store(struct store *s, const struct result *res)
 	if (due & STORE_EVICT_DUE_SIZE)
 		target = max_bytes - max_bytes / EVICT_HEADROOM_DIVISOR;
 	unsigned flags = STORE_EVICT_NOWAIT | (due & STORE_EVICT_DUE_SWEEP ? STORE_EVICT_SWEEP : 0);
+	if (due & STORE_EVICT_DUE_SWEEP)
+		step_tmpdir_sweep(0);
 	struct store_evict_report rep;
 	struct error e = {0};
 	if (store_evict(s, target, max_age_s, flags, &rep, &e) < 0) {
@@ -152,6 +155,7 @@ int cmd_gc(int argc, char **argv)
 		cli_error("gc: %s", e.msg);
 		return 1;
 	}
+	size_t step_dirs = step_tmpdir_sweep(dry);
 	char freed[32], now[32], max[32];
 	human_size(rep.bytes_freed, freed, sizeof freed);
 	human_size(rep.bytes_left, now, sizeof now);
@@ -167,5 +171,8 @@ int cmd_gc(int argc, char **argv)
 	if (rep.tmp_files)
 		printf("%s %llu abandoned temporary %s\n", dry ? "would remove" : "removed",
 		       (unsigned long long)rep.tmp_files, rep.tmp_files == 1 ? "file" : "files");
+	if (step_dirs)
+		printf("%s %zu private TMPDIR%s of killed runs\n", dry ? "would remove" : "removed",
+		       step_dirs, step_dirs == 1 ? "" : "s");
 	return 0;
 }

@@ -90,13 +90,15 @@ static const char gc_help[] =
 	"then least recently used entries (with the blobs only they reference) until\n"
 	"the cache is under max_size, and entries not used for max_age; also removes\n"
 	"files abandoned by crashed processes (in tmp/, or blobs no entry names) older\n"
-	"than an hour. Prints the entries and blobs removed and the bytes freed.\n"
+	"than an hour, and the private TMPDIRs (cachet-step-*) that runs killed on the\n"
+	"way left in $TMPDIR, once unused for an hour. Prints the entries and blobs\n"
+	"removed and the bytes freed.\n"
 	"Concurrent steps keep running: work is done in short transactions.\n"
 	"  --max-size SIZE     bound for this run instead of max_size (e.g. 500M; 0: none)\n"
 	"  --max-age DURATION  evict entries unused this long (e.g. 3600, 90m, 12h, 30d)\n"
 	"  -n, --dry-run       say what would be removed; remove nothing\n"
 	"Without gc, a miss that takes the cache past max_size evicts down to 90% of it,\n"
-	"and max_age is applied at least daily.\n";
+	"and max_age and the removals above are applied at least daily.\n";
 
 static const char clear_help[] =
 	"usage: cachet clear\n"

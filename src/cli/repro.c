@@ -353,11 +353,11 @@ static void note_inputs(struct repro_run *run, const struct trace_result *tr, ch
 static int run_step(struct ctx *c, struct repro_run *run, struct error *e)
 {
 	struct repro *r = c->r;
-	char *tmpdir = make_tmpdir();
-	if (!tmpdir)
+	struct step_tmpdir tmp;
+	if (step_tmpdir_create(&tmp) < 0)
 		return error_errno(e, "cannot create a private TMPDIR");
-	char **env = step_environment(tmpdir);
-	char **ignore = ignore_roots(c, tmpdir);
+	char **env = step_environment(tmp.path);
+	char **ignore = ignore_roots(c, tmp.path);
 	struct trace_spec spec = {
 	    .file = r->program,
 	    .argv = r->argv,
@@ -414,8 +414,7 @@ done:
 		close(in);
 	free(out_path);
 	free(err_path);
-	remove_tree(tmpdir);
-	free(tmpdir);
+	step_tmpdir_remove(&tmp);
 	free_strv(env);
 	free_strv(ignore);
 	return rc;

@@ -60,7 +60,7 @@ struct run {
 	struct step step;
 	int step_ready;         /* step initialised (by the memo lookup) */
 	int64_t start_ms;
-	char *tmpdir;
+	struct step_tmpdir tmp;
 	char *cache_dir;
 	int stderr_at_line_start;
 	/* checks (run_checks.h) */
@@ -659,7 +659,7 @@ static const char *verify(struct run *r, struct record *rec, struct tee *t, int 
 
 static char **ignore_roots(const struct run *r)
 {
-	return step_ignore_roots(r->settings, r->tmpdir, r->cache_dir);
+	return step_ignore_roots(r->settings, r->tmp.path, r->cache_dir);
 }
 
 /* Counts an uncacheable step, in all and under its reason. */
@@ -671,27 +671,26 @@ static void count_uncacheable(struct run *r, const char *reason)
 	free(name);
 }
 
-static void remove_tmpdir(void *path)
+static void remove_tmpdir(void *tmp)
 {
-	remove_tree(path);
+	step_tmpdir_remove(tmp);
 }
 
 static void miss(struct run *r, const char *reason) __attribute__((noreturn));
 static void miss(struct run *r, const char *reason)
 {
 	struct error e = { 0 };
-	r->tmpdir = make_tmpdir();
-	if (!r->tmpdir) {
+	if (step_tmpdir_create(&r->tmp) < 0) {
 		cli_warn("cannot create a private TMPDIR, running without the cache: %s",
 			 strerror(errno));
 		finish(r);
 		run_direct(r->argv, r->program);
 	}
-	char **env = step_environment(r->tmpdir);
+	char **env = step_environment(r->tmp.path);
 	struct tee t;
 	if (tee_open(&t) < 0 || tee_use_terminals(&t, r->step.terminal) < 0 || tee_start(&t) < 0) {
 		cli_warn("cannot create pipes, running without the cache: %s", strerror(errno));
-		remove_tree(r->tmpdir);
+		step_tmpdir_remove(&r->tmp);
 		finish(r);
 		run_direct(r->argv, r->program);
 	}
@@ -736,7 +735,7 @@ static void miss(struct run *r, const char *reason)
 
 	if (exec_errno) {
 		cli_error("%s: %s", r->argv[0], strerror(exec_errno));
-		remove_tree(r->tmpdir);
+		step_tmpdir_remove(&r->tmp);
 		finish(r);
 		exit(exec_errno == ENOENT ? 127 : 126);
 	}
@@ -744,7 +743,7 @@ static void miss(struct run *r, const char *reason)
 	 * held files (0.3 ms), goes on beside the record, which ignores
 	 * what is under it. */
 	struct side_job tmp_removal;
-	side_job_start(&tmp_removal, remove_tmpdir, r->tmpdir);
+	side_job_start(&tmp_removal, remove_tmpdir, &r->tmp);
 
 	const char *result = "miss";
 	int failed = 0;

@@ -1,16 +1,33 @@
 /*
  * What `cachet run` and `cachet repro` share to run a step traced: its
- * private TMPDIR, its environment and the roots whose accesses are neither
- * inputs nor outputs.
+ * private TMPDIR (and the sweep of those that killed runs left), its
+ * environment and the roots whose accesses are neither inputs nor
+ * outputs.
  */
 #ifndef CACHET_CLI_STEP_ENV_H
 #define CACHET_CLI_STEP_ENV_H
 
+#include <stddef.h>
+
 struct settings;
 
-/* Creates a private directory for the step under $TMPDIR (or /tmp) and
- * returns its canonical path (malloc'd), or NULL with errno set. */
-char *make_tmpdir(void);
+/* The step's private directory under $TMPDIR (or /tmp): its canonical path
+ * (malloc'd), and a descriptor holding a lock on it while this process
+ * uses it (-1: none could be taken). */
+struct step_tmpdir {
+	char *path;
+	int lock_fd;
+};
+
+/* 0, or -1 with errno set (nothing created). */
+int step_tmpdir_create(struct step_tmpdir *t);
+/* Removes the directory and what is under it, then lets the lock go. */
+void step_tmpdir_remove(struct step_tmpdir *t);
+/* Removes the step directories under $TMPDIR (or /tmp) that a cachet
+ * killed on the way (SIGKILL, the OOM killer) left behind: this user's,
+ * locked by nobody, unchanged for an hour. How many (that would be, with
+ * dry_run). */
+size_t step_tmpdir_sweep(int dry_run);
 
 /* The step's environment: the caller's, with TMPDIR set to tmpdir and,
  * unless the user chose one, PYTHONPYCACHEPREFIX inside it. A
@@ -23,9 +40,6 @@ char **step_environment(const char *tmpdir);
 char **step_ignore_roots(const struct settings *settings, const char *tmpdir,
                          const char *cache_dir);
 
-/* Removes path and everything below it, never following symlinks; errors
- * are ignored (best effort). */
-void remove_tree(const char *path);
 
 /* Frees a NULL-terminated array of malloc'd strings and the array. */
 void free_strv(char **v);

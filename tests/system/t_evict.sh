@@ -1,6 +1,7 @@
 # Eviction: a cache filled past max_size stays under it, keeps the entries
 # used most recently and still serves them; evicted steps re-run correctly;
-# `cachet gc` applies max_age and removes abandoned files; eviction running
+# `cachet gc` applies max_age and removes abandoned files (and the private
+# TMPDIRs of killed runs, not those of running ones); eviction running
 # beside parallel steps never breaks one; stats_log counts each build alone.
 source "$(dirname "$0")/lib.sh"
 
@@ -125,6 +126,61 @@ assert_absent "$CACHET_DIR/tmp/blob.crashed"
 assert_exists "$CACHET_DIR/tmp/blob.writing"
 assert_absent "$orphan"
 rm "$CACHET_DIR/tmp/blob.writing"
+
+section "cachet gc removes the private TMPDIRs of killed runs, and only those"
+steps_tmp="$W/steps-tmp"
+mkdir -p "$steps_tmp" "$W/elsewhere"
+# A run killed while its step ran (SIGKILL: nothing of cachet's own runs).
+# The step's other processes die with the tracer.
+TMPDIR="$steps_tmp" "$CACHET_BIN" run -- sh -c 'echo "$TMPDIR" > killed.dir; sleep 30' &
+killed=$!
+track_pid "$killed"
+for _ in $(seq 100); do [ -s killed.dir ] && break; sleep 0.1; done
+[ -s killed.dir ] || fail "the step to kill never started"
+kill -KILL "$killed"
+wait "$killed" 2>/dev/null || true
+killed_dir=$(cat killed.dir)
+assert_exists "$killed_dir"
+# A run still going, whose directory has not changed for hours.
+TMPDIR="$steps_tmp" "$CACHET_BIN" run -- sh -c 'echo "$TMPDIR" > live.dir
+    for i in $(seq 600); do [ -e live.go ] && break; sleep 0.1; done' &
+live=$!
+track_pid "$live"
+for _ in $(seq 100); do [ -s live.dir ] && break; sleep 0.1; done
+[ -s live.dir ] || fail "the running step never started"
+live_dir=$(cat live.dir)
+# Left by a killed run a minute ago (its cachet may be one that has just
+# made it), and things that are not cachet's to remove.
+mkdir "$steps_tmp/cachet-step-recent"
+mkdir "$steps_tmp/cachet-step-old" "$steps_tmp/other-old"
+echo keep > "$W/elsewhere/target"
+ln -s "$W/elsewhere" "$steps_tmp/cachet-step-link"
+touch -d '2 hours ago' "$killed_dir" "$live_dir" "$steps_tmp/cachet-step-old" "$steps_tmp/other-old"
+touch -h -d '2 hours ago' "$steps_tmp/cachet-step-link" "$W/elsewhere"
+if [ "$(id -u)" -eq 0 ]; then
+    mkdir "$steps_tmp/cachet-step-nobody"
+    chown nobody "$steps_tmp/cachet-step-nobody"
+    touch -d '2 hours ago' "$steps_tmp/cachet-step-nobody"
+fi
+out=$(TMPDIR="$steps_tmp" cachet gc --dry-run)
+echo "$out"
+grep -q '^would remove 2 private TMPDIRs of killed runs$' <<< "$out" || fail "dry run: $out"
+assert_exists "$killed_dir"
+out=$(TMPDIR="$steps_tmp" cachet gc)
+echo "$out"
+grep -q '^removed 2 private TMPDIRs of killed runs$' <<< "$out" || fail "gc: $out"
+assert_absent "$killed_dir"
+assert_absent "$steps_tmp/cachet-step-old"
+assert_exists "$live_dir"
+assert_exists "$steps_tmp/cachet-step-recent"
+assert_exists "$steps_tmp/other-old"
+assert_exists "$steps_tmp/cachet-step-link"
+assert_content "$W/elsewhere/target" keep
+[ "$(id -u)" -ne 0 ] || assert_exists "$steps_tmp/cachet-step-nobody"
+touch live.go
+wait "$live" || fail "the running step failed beside gc"
+assert_absent "$live_dir"
+rm -rf "$steps_tmp" "$W/elsewhere" killed.dir live.dir live.go
 
 section "gc --max-age removes entries not used for that long"
 unset CACHET_MAX_SIZE

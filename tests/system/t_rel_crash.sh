@@ -3,7 +3,7 @@
 # index is written, while a hit restores), hundreds of times; and the traced
 # command itself killed. After every kill a normal run must give exactly the
 # outputs a plain run gives, the cache must stay usable and `cachet stats`
-# must answer.
+# must answer; the private TMPDIRs that the kills leave are removed by gc.
 #
 # Time-bounded: CACHET_REL_CRASH_SECONDS (default 30) for the cachet kills,
 # longer (up to twice that) only until enough kills have landed in misses
@@ -13,6 +13,9 @@ source "$(dirname "$0")/lib.sh"
 
 W=$(workdir)
 cd "$W"
+# The steps' private TMPDIRs, where the test can count what the kills leave.
+export TMPDIR="$W/steps-tmp"
+mkdir "$TMPDIR"
 SECONDS_CACHET=${CACHET_REL_CRASH_SECONDS:-30}
 SECONDS_COMMAND=$((SECONDS_CACHET / 4 + 1))
 
@@ -253,7 +256,19 @@ assert missing == 0, "%d result blobs without a blobs row" % missing
 EOF
 leftover_tmp=$(find "$CACHET_DIR/tmp" -type f | wc -l)
 leftover_beside=$(find "$W/out" -name '.cachet-*' | wc -l)
-echo "FIGURE crash.leftover_cache_tmp_files=$leftover_tmp crash.leftover_restore_temps=$leftover_beside"
+leftover_steps=$(find "$TMPDIR" -mindepth 1 -maxdepth 1 -name 'cachet-step-*' | wc -l)
+echo "FIGURE crash.leftover_cache_tmp_files=$leftover_tmp crash.leftover_restore_temps=$leftover_beside crash.leftover_step_tmpdirs=$leftover_steps"
+# The killed runs' private TMPDIRs go at the daily sweep, or with gc, once
+# an hour has passed: made to look that old here.
+if [ "$leftover_steps" -gt 0 ]; then
+    find "$TMPDIR" -mindepth 1 -maxdepth 1 -name 'cachet-step-*' -exec touch -d '2 hours ago' {} +
+    out=$(cachet gc)
+    echo "$out"
+    grep -q "^removed $leftover_steps private TMPDIRs\? of killed runs$" <<< "$out" ||
+        fail "gc did not remove the $leftover_steps TMPDIRs of killed runs: $out"
+    left=$(find "$TMPDIR" -mindepth 1 -maxdepth 1 | wc -l)
+    [ "$left" -eq 0 ] || fail "$left entries left in the steps' TMPDIR after gc"
+fi
 # Everything stored is still served: each value once more, as a hit.
 for v in $(seq "$VALUES"); do
     printf '%s\n' "$v" > in.txt
