@@ -60,14 +60,6 @@ static int restore_dir(const struct output *o, struct error *e)
 	return 0;
 }
 
-static char *temp_name_beside(const char *path)
-{
-	char *dir = path_dirname(path);
-	char *tmpl = xasprintf("%s/.cachet-XXXXXX", dir);
-	free(dir);
-	return tmpl;
-}
-
 /* The times a restored file gets: the ones the step set on purpose, or now
  * (NULL), as a file just written has. */
 static const struct timespec *restored_times(const struct output *o, struct timespec ts[2])
@@ -77,6 +69,97 @@ static const struct timespec *restored_times(const struct output *o, struct time
 	ts[0].tv_sec = ts[1].tv_sec = o->mtime_ns / 1000000000;
 	ts[0].tv_nsec = ts[1].tv_nsec = o->mtime_ns % 1000000000;
 	return ts;
+}
+
+/*
+ * An output's bytes go to an unnamed file (O_TMPFILE) in its directory,
+ * which gets a temporary name beside the output only once it is complete,
+ * and is then renamed over it: a cachet killed while writing (SIGKILL, or
+ * ^C, which a hit does not catch) leaves nothing there. Where the file
+ * system has no O_TMPFILE, or no /proc is mounted to name the file by, the
+ * file is named from the start, as a temporary file always was.
+ */
+struct out_temp {
+	int fd;
+	char *name; /* relative to the directory's dirfd; NULL while unnamed */
+};
+
+static char *temp_name(const char *dir, int attempt)
+{
+	return xasprintf("%s/.cachet-%d-%d-%ld", dir, (int)getpid(), attempt, random());
+}
+
+/* A file to write in dir (relative to dirfd): unnamed unless named is set
+ * or the file system cannot. 0, or -1 with errno. */
+static int out_temp_open(struct out_temp *t, int dirfd, const char *dir, int named)
+{
+	t->name = NULL;
+	t->fd = named ? -1 : openat(dirfd, dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+	if (t->fd >= 0)
+		return 0;
+	for (int attempt = 0; attempt < 100; attempt++) {
+		char *name = temp_name(dir, attempt);
+		t->fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			       0600);
+		if (t->fd >= 0) {
+			t->name = name;
+			return 0;
+		}
+		free(name);
+		if (errno != EEXIST)
+			return -1;
+	}
+	return -1;
+}
+
+/* Gives the unnamed file its temporary name: 0, or -1. */
+static int out_temp_link(struct out_temp *t, int dirfd, const char *dir)
+{
+	char self[64];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", t->fd);
+	for (int attempt = 0; attempt < 100; attempt++) {
+		char *name = temp_name(dir, attempt);
+		if (linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW) == 0) {
+			t->name = name;
+			return 0;
+		}
+		free(name);
+		if (errno != EEXIST)
+			return -1;
+	}
+	return -1;
+}
+
+/* o's bytes, with mode and o's times, in a closed temporary file in dir
+ * (relative to dirfd), named t->name (malloc'd), for the caller to rename
+ * over the output. 0, or -1 with e set and nothing left behind. */
+static int write_temp(const struct output *o, mode_t mode, struct store *s, int dirfd,
+		      const char *dir, struct out_temp *t, struct error *e)
+{
+	for (int named = 0; named < 2; named++) {
+		if (out_temp_open(t, dirfd, dir, named) < 0)
+			return error_errno(e, "cannot create a temporary file beside %s", o->path);
+		struct timespec ts[2];
+		int rc = store_blob_write_to_fd(s, &o->blob, t->fd, e);
+		if (rc == 0 && fchmod(t->fd, mode) < 0)
+			rc = error_errno(e, "%s", o->path);
+		if (rc == 0 && o->has_mtime && futimens(t->fd, restored_times(o, ts)) < 0)
+			rc = error_errno(e, "%s", o->path);
+		if (rc == 0 && !t->name && out_temp_link(t, dirfd, dir) < 0) {
+			close(t->fd);
+			continue; /* no name to be had for it: a named file */
+		}
+		if (close(t->fd) < 0 && rc == 0)
+			rc = error_errno(e, "%s", o->path);
+		if (rc < 0) {
+			if (t->name)
+				unlinkat(dirfd, t->name, 0);
+			free(t->name);
+			t->name = NULL;
+		}
+		return rc;
+	}
+	return error_set(e, "cannot create a temporary file beside %s", o->path);
 }
 
 /* Is the file at o->path (lstat'ed as *st) already what restoring o would
@@ -121,42 +204,18 @@ static int restore_file(const struct output *o, struct store *s, struct error *e
 	if (exists && restore_in_place(o, &st))
 		return 0;
 	exists = exists && !S_ISDIR(st.st_mode);
-	char *tmp = temp_name_beside(o->path);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		error_errno(e, "cannot create a temporary file beside %s", o->path);
-		free(tmp);
+	char *dir = path_dirname(o->path);
+	struct out_temp t;
+	int rc = write_temp(o, o->mode, s, AT_FDCWD, dir, &t, e);
+	free(dir);
+	if (rc < 0)
 		return -1;
+	if (replace_file(t.name, o->path, exists) < 0) {
+		rc = error_errno(e, "cannot put %s in place", o->path);
+		unlink(t.name);
 	}
-	if (store_blob_write_to_fd(s, &o->blob, fd, e) < 0)
-		goto fail;
-	if (fchmod(fd, o->mode) < 0) {
-		error_errno(e, "%s", o->path);
-		goto fail;
-	}
-	struct timespec ts[2];
-	if (o->has_mtime && futimens(fd, restored_times(o, ts)) < 0) {
-		error_errno(e, "%s", o->path);
-		goto fail;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		error_errno(e, "%s", o->path);
-		goto fail;
-	}
-	fd = -1;
-	if (replace_file(tmp, o->path, exists) < 0) {
-		error_errno(e, "cannot put %s in place", o->path);
-		goto fail;
-	}
-	free(tmp);
-	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	free(tmp);
-	return -1;
+	free(t.name);
+	return rc;
 }
 
 static int restore_symlink(const struct output *o, struct error *e)
@@ -423,32 +482,15 @@ static int beneath_dir(int dirfd, const char *name, const struct output *o, stru
 static int beneath_file(int dirfd, const char *name, const struct output *o, struct store *s,
 			struct error *e)
 {
-	char tmp[64];
-	int fd = -1;
-	for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
-		snprintf(tmp, sizeof tmp, ".cachet-%d-%d-%ld", (int)getpid(), attempt, random());
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 && errno != EEXIST)
-			return error_errno(e, "cannot create a temporary file beside %s", o->path);
-	}
-	if (fd < 0)
-		return error_set(e, "cannot create a temporary file beside %s", o->path);
-	int rc = store_blob_write_to_fd(s, &o->blob, fd, e);
-	if (rc == 0 && fchmod(fd, o->mode & 0777) < 0)
-		rc = error_errno(e, "%s", o->path);
-	if (rc == 0 && o->has_mtime) {
-		struct timespec ts[2];
-		ts[0].tv_sec = ts[1].tv_sec = o->mtime_ns / 1000000000;
-		ts[0].tv_nsec = ts[1].tv_nsec = o->mtime_ns % 1000000000;
-		if (futimens(fd, ts) < 0)
-			rc = error_errno(e, "%s", o->path);
-	}
-	if (close(fd) < 0 && rc == 0)
-		rc = error_errno(e, "%s", o->path);
-	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+	struct out_temp t;
+	if (write_temp(o, o->mode & 0777, s, dirfd, ".", &t, e) < 0)
+		return -1;
+	int rc = 0;
+	if (renameat(dirfd, t.name, dirfd, name) < 0) {
 		rc = error_errno(e, "cannot put %s in place", o->path);
-	if (rc < 0)
-		unlinkat(dirfd, tmp, 0);
+		unlinkat(dirfd, t.name, 0);
+	}
+	free(t.name);
 	return rc;
 }
 

@@ -269,6 +269,65 @@ if [ "$leftover_steps" -gt 0 ]; then
     left=$(find "$TMPDIR" -mindepth 1 -maxdepth 1 | wc -l)
     [ "$left" -eq 0 ] || fail "$left entries left in the steps' TMPDIR after gc"
 fi
+section "a hit killed while it writes a large output leaves nothing beside it"
+# 64 MB that do not compress: stored raw, restored by a copy of some 30 ms.
+# Each hit is killed once the file it writes is open (seen in its
+# /proc/PID/fd: a named temporary file, or an unnamed one, "#INODE
+# (deleted)", in the output's directory). The bytes go to an unnamed file,
+# named only once complete: nothing is left; a file named from the start
+# was left by every such kill.
+head -c $((64 << 20)) /dev/urandom > large.bin
+cachet run -- cp large.bin large.out > /dev/null
+rm large.out
+cachet run -- cp large.bin large.out > /dev/null
+status_last
+[ "$LAST_RESULT" = hit ] || fail "large output: expected a hit, got $LAST_RESULT"
+python3 - "$CACHET_BIN" "$W" > large.txt <<'EOF' || fail "killing hits while they write: $(cat large.txt)"
+import os, subprocess, sys, time
+cachet, w = sys.argv[1], sys.argv[2]
+kills = left = 0
+for _ in range(10):
+    try:
+        os.unlink("large.out")
+    except FileNotFoundError:
+        pass
+    p = subprocess.Popen([cachet, "run", "--", "cp", "large.bin", "large.out"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while p.poll() is None and time.monotonic() < deadline:
+        try:
+            targets = [os.readlink("/proc/%d/fd/%s" % (p.pid, fd))
+                       for fd in os.listdir("/proc/%d/fd" % p.pid)]
+        except OSError:
+            targets = []
+        names = [t[len(w) + 1:] for t in targets if t.startswith(w + "/")]
+        if any(n.startswith(".cachet-") or n.startswith("#") for n in names):
+            p.kill()
+            kills += 1
+            break
+    p.wait()
+    leftovers = [n for n in os.listdir(".") if n.startswith(".cachet-")]
+    left += len(leftovers)
+    for n in leftovers:
+        os.unlink(n)
+print("kills %d left %d" % (kills, left))
+EOF
+read -r _ large_kills _ large_left < large.txt
+echo "FIGURE crash.large_hit_kills_while_writing=$large_kills crash.large_hit_temps_left=$large_left"
+[ "$large_kills" -ge 5 ] || fail "only $large_kills of 10 hits were seen writing before they ended"
+[ "$large_left" -eq 0 ] || fail "$large_left temporary files left beside the output by $large_kills kills"
+# Without /proc the unnamed file cannot be named: the hit writes a named one.
+if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then
+    rm -f large.out
+    unshare -m sh -c 'umount -l /proc && exec "$0" run -- cp large.bin large.out' "$CACHET_BIN" > /dev/null ||
+        fail "a hit without /proc failed"
+    status_last
+    [ "$LAST_RESULT" = hit ] || fail "without /proc: expected a hit, got $LAST_RESULT"
+    cmp -s large.bin large.out || fail "without /proc: large.out differs"
+    [ -z "$(find . -maxdepth 1 -name '.cachet-*')" ] || fail "without /proc: a temporary file left"
+fi
+rm -f large.bin large.out large.txt
+
 # Everything stored is still served: each value once more, as a hit.
 for v in $(seq "$VALUES"); do
     printf '%s\n' "$v" > in.txt
