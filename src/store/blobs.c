@@ -3,8 +3,10 @@
  * frame with a content checksum), named by the SHA-256 of the uncompressed
  * content.
  *
- * A blob is written to tmp/ and renamed into place, so a reader sees all of
- * it or nothing. There is no fsync per blob: the index is the commit point,
+ * A blob is written to tmp/ and put in place under its name only when
+ * complete, so a reader sees all of it or nothing: unnamed (O_TMPFILE) and
+ * then linked where the file system can, so that a process killed while it
+ * writes leaves nothing in tmp/; else under a temporary name, renamed. There is no fsync per blob: the index is the commit point,
  * and every blob is in place before the index transaction that references it
  * begins (a crash leaves at worst a blob no entry references; a blob lost
  * with the page cache is found missing or corrupt by a restore, which then
@@ -145,12 +147,25 @@ int copy_file_data(int src, int dst, uint64_t *copied, struct error *e)
 
 struct tmpfile {
 	int fd;
-	char *path;
+	char *path; /* NULL: unnamed (O_TMPFILE) */
 };
+
+/* An unnamed file is linked into place through /proc/self/fd, which is
+ * not mounted everywhere (a chroot, a bare container). */
+static int proc_fds_mounted(void)
+{
+	return access("/proc/self/fd", X_OK) == 0;
+}
 
 static int tmp_create(struct store *s, struct tmpfile *t, struct error *e)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
+		t->path = NULL;
+		if (proc_fds_mounted()) {
+			t->fd = open(s->tmp_dir, O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+			if (t->fd >= 0)
+				return 0;
+		}
 		t->path = xasprintf("%s/blob.XXXXXX", s->tmp_dir);
 		t->fd = mkostemp(t->path, O_CLOEXEC);
 		if (t->fd >= 0)
@@ -185,16 +200,23 @@ static int tmp_install(struct store *s, struct tmpfile *t, const struct digest *
 		       enum blob_form form, struct error *e)
 {
 	if (fchmod(t->fd, 0444) < 0) {
-		error_errno(e, "chmod %s", t->path);
+		error_errno(e, "chmod of a temporary file in %s", s->tmp_dir);
 		tmp_discard(t);
 		return -1;
 	}
 	char *dest = blob_path(s, d, form);
+	char self[64];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", t->fd);
 	int rc = -1;
 	for (int attempt = 0; attempt < 3; attempt++) {
-		rc = renameat2(AT_FDCWD, t->path, AT_FDCWD, dest, RENAME_NOREPLACE);
-		if (rc < 0 && errno == EINVAL)
-			rc = rename(t->path, dest); /* file system without RENAME_NOREPLACE */
+		if (!t->path) {
+			/* A link never replaces what is there, as RENAME_NOREPLACE. */
+			rc = linkat(AT_FDCWD, self, AT_FDCWD, dest, AT_SYMLINK_FOLLOW);
+		} else {
+			rc = renameat2(AT_FDCWD, t->path, AT_FDCWD, dest, RENAME_NOREPLACE);
+			if (rc < 0 && errno == EINVAL)
+				rc = rename(t->path, dest); /* file system without RENAME_NOREPLACE */
+		}
 		struct stat there;
 		if (rc < 0 && errno == EEXIST && lstat(dest, &there) == 0 && !S_ISREG(there.st_mode)) {
 			/* A directory or symlink where the blob belongs is no blob
@@ -230,8 +252,8 @@ static int tmp_install(struct store *s, struct tmpfile *t, const struct digest *
 	free(t->path);
 	t->path = NULL;
 	/* We hashed what we wrote: remember this file as verified so that the
-	 * first restore need not hash it again (rename changed its ctime, so
-	 * stat it now). */
+	 * first restore need not hash it again (the rename or link changed its
+	 * ctime, so stat it now). */
 	struct stat st;
 	if (form == BLOB_RAW && fstat(t->fd, &st) == 0) {
 		struct file_id id;

@@ -1,7 +1,11 @@
 /* Blob files: forms, round trips, integrity checks. */
 #include "test_store_fixture.h"
 
+#include <dirent.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "store/store_internal.h"
 
@@ -135,6 +139,75 @@ static void content_of_64_mib_or_more_stays_raw(void **state)
 	close(fd);
 	free(text);
 	store_close(s);
+}
+
+/* Files left in the cache's tmp/. */
+static int tmp_entries(struct store *s)
+{
+	DIR *d = opendir(s->tmp_dir);
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Both forms stored and read back; tmp/ left empty. */
+static void store_both_forms(struct store *s)
+{
+	size_t len = 3 << 20;
+	char *text = text_bytes(len);
+	void *data = random_bytes(len);
+	struct blob_ref zst, raw;
+	put_fd(s, text, len, &zst);
+	put_fd(s, data, len, &raw);
+	assert_int_equal(zst.form, BLOB_ZSTD);
+	assert_int_equal(raw.form, BLOB_RAW);
+	assert_blob_file(s, &zst, 1);
+	assert_blob_file(s, &raw, 1);
+	assert_restores(s, &zst, text, len);
+	assert_restores(s, &raw, data, len);
+	assert_int_equal(tmp_entries(s), 0);
+	free(text);
+	free(data);
+}
+
+/* A blob is written unnamed and linked into place through /proc/self/fd;
+ * without /proc (a chroot, a bare container) it is written under a
+ * temporary name and renamed, with the same result. */
+static void blobs_are_stored_with_and_without_proc(void **state)
+{
+	struct store *s = open_cache();
+	store_both_forms(s);
+	store_close(s);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    umount2("/proc", MNT_DETACH) < 0)
+			_exit(77);
+		if (access("/proc/self/fd", F_OK) == 0)
+			_exit(78);
+		char *cache = scratch_path("cache-noproc");
+		struct error e = {0, ""};
+		struct store *t;
+		if (store_open(cache, 0, &t, &e) < 0) {
+			print_error("store_open: %s\n", e.msg);
+			_exit(1);
+		}
+		free(cache);
+		store_both_forms(t);
+		store_close(t);
+		_exit(0);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip(); /* no mount namespace here (not root) */
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static void blobs_from_memory_take_both_forms(void **state)
@@ -426,6 +499,7 @@ int main(void)
 		T(compressible_text_is_stored_compressed_and_restores),
 		T(incompressible_data_is_stored_raw_and_restores),
 		T(content_of_64_mib_or_more_stays_raw),
+		T(blobs_are_stored_with_and_without_proc),
 		T(blobs_from_memory_take_both_forms),
 		T(an_existing_blob_is_reused_in_its_form),
 		T(a_damaged_zstd_blob_is_detected_and_removed),
