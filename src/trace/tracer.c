@@ -314,6 +314,12 @@ static void tracer_free(struct tracer *tr)
 int trace_run(const struct trace_spec *spec, struct trace_result *out, struct error *e)
 {
 	memset(out, 0, sizeof *out);
+	/* Relative paths resolve against the tracees' cwds and descriptors
+	 * as /proc shows them: without it, the step's relative reads and
+	 * writes would go unseen. */
+	char cwd[2];
+	if (readlink("/proc/self/cwd", cwd, sizeof cwd) < 0)
+		return error_errno(e, "trace: reading /proc/self/cwd (is /proc mounted?)");
 	struct tracer *tr = xcalloc(1, sizeof *tr);
 	tr->spec = spec;
 	tr->cwd_gen = 1;

@@ -4,6 +4,8 @@
 # command itself killed. After every kill a normal run must give exactly the
 # outputs a plain run gives, the cache must stay usable and `cachet stats`
 # must answer; the private TMPDIRs that the kills leave are removed by gc.
+# Runs killed while they write a large file leave no temporary file beside
+# the output or in the cache; without /proc a miss runs uncached.
 #
 # Time-bounded: CACHET_REL_CRASH_SECONDS (default 30) for the cachet kills,
 # longer (up to twice that) only until enough kills have landed in misses
@@ -269,29 +271,37 @@ if [ "$leftover_steps" -gt 0 ]; then
     left=$(find "$TMPDIR" -mindepth 1 -maxdepth 1 | wc -l)
     [ "$left" -eq 0 ] || fail "$left entries left in the steps' TMPDIR after gc"
 fi
-section "a hit killed while it writes a large output leaves nothing beside it"
-# 64 MB that do not compress: stored raw, restored by a copy of some 30 ms.
-# Each hit is killed once the file it writes is open (seen in its
-# /proc/PID/fd: a named temporary file, or an unnamed one, "#INODE
-# (deleted)", in the output's directory). The bytes go to an unnamed file,
-# named only once complete: nothing is left; a file named from the start
-# was left by every such kill.
+section "a run killed while it writes a large file leaves nothing behind"
+# 64 MB that do not compress: stored raw and restored by copies of some
+# 30 ms. A hit is killed once the file it restores is open, a miss once the
+# blob it stores is (each seen in /proc/PID/fd: a named temporary file, or
+# an unnamed one, "#INODE (deleted)", in the output's directory or in the
+# cache's tmp/). Both write unnamed files, named only once complete: nothing
+# is left beside the output or in tmp/. Files named from the start were left
+# by every such kill.
 head -c $((64 << 20)) /dev/urandom > large.bin
 cachet run -- cp large.bin large.out > /dev/null
 rm large.out
 cachet run -- cp large.bin large.out > /dev/null
 status_last
 [ "$LAST_RESULT" = hit ] || fail "large output: expected a hit, got $LAST_RESULT"
-python3 - "$CACHET_BIN" "$W" > large.txt <<'EOF' || fail "killing hits while they write: $(cat large.txt)"
+rm -f "$CACHET_DIR"/tmp/*
+cat > kill_writing.py <<'EOF'
+# kill_writing.py CACHET DIR PREFIX hit|miss: ten times, a hit of
+# `cp large.bin large.out` through cachet, or a miss that stores a new
+# blob (the copy and a line of its own); kills it once it has a file open
+# in DIR whose name starts with PREFIX or that has none ("#INODE"), and
+# counts what is left in DIR under PREFIX.
 import os, subprocess, sys, time
-cachet, w = sys.argv[1], sys.argv[2]
+cachet, d, prefix, mode = sys.argv[1:5]
 kills = left = 0
-for _ in range(10):
-    try:
+for round in range(10):
+    if os.path.exists("large.out"):
         os.unlink("large.out")
-    except FileNotFoundError:
-        pass
-    p = subprocess.Popen([cachet, "run", "--", "cp", "large.bin", "large.out"],
+    step = ["cp", "large.bin", "large.out"]
+    if mode == "miss":
+        step = ["sh", "-c", "cp large.bin large.out && echo %d-%d >> large.out" % (os.getpid(), round)]
+    p = subprocess.Popen([cachet, "run", "--"] + step,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while p.poll() is None and time.monotonic() < deadline:
@@ -300,33 +310,59 @@ for _ in range(10):
                        for fd in os.listdir("/proc/%d/fd" % p.pid)]
         except OSError:
             targets = []
-        names = [t[len(w) + 1:] for t in targets if t.startswith(w + "/")]
-        if any(n.startswith(".cachet-") or n.startswith("#") for n in names):
+        names = [t[len(d) + 1:] for t in targets if t.startswith(d + "/")]
+        if any(n.startswith(prefix) or n.startswith("#") for n in names):
             p.kill()
             kills += 1
             break
     p.wait()
-    leftovers = [n for n in os.listdir(".") if n.startswith(".cachet-")]
+    leftovers = [n for n in os.listdir(d) if n.startswith(prefix)]
     left += len(leftovers)
     for n in leftovers:
-        os.unlink(n)
-print("kills %d left %d" % (kills, left))
+        os.unlink(os.path.join(d, n))
+print(kills, left)
 EOF
-read -r _ large_kills _ large_left < large.txt
-echo "FIGURE crash.large_hit_kills_while_writing=$large_kills crash.large_hit_temps_left=$large_left"
-[ "$large_kills" -ge 5 ] || fail "only $large_kills of 10 hits were seen writing before they ended"
-[ "$large_left" -eq 0 ] || fail "$large_left temporary files left beside the output by $large_kills kills"
-# Without /proc the unnamed file cannot be named: the hit writes a named one.
+python3 kill_writing.py "$CACHET_BIN" "$W" .cachet- hit > large.txt || fail "killing hits: $(cat large.txt)"
+read -r hit_kills hit_left < large.txt
+python3 kill_writing.py "$CACHET_BIN" "$(cd "$CACHET_DIR/tmp" && pwd -P)" blob. miss > large.txt ||
+    fail "killing misses: $(cat large.txt)"
+read -r miss_kills miss_left < large.txt
+echo "FIGURE crash.large_hit_kills_while_writing=$hit_kills crash.large_hit_temps_left=$hit_left crash.large_miss_kills_while_storing=$miss_kills crash.large_miss_temps_left=$miss_left"
+[ "$hit_kills" -ge 5 ] || fail "only $hit_kills of 10 hits were seen writing before they ended"
+[ "$hit_left" -eq 0 ] || fail "$hit_left temporary files left beside the output by $hit_kills kills"
+[ "$miss_kills" -ge 5 ] || fail "only $miss_kills of 10 misses were seen storing before they ended"
+[ "$miss_left" -eq 0 ] || fail "$miss_left temporary files left in tmp/ by $miss_kills kills"
+# Without /proc the tracer cannot resolve the step's relative paths: a miss
+# runs uncached and says why (before, it stored an entry without the
+# output, and the next run was a hit that restored nothing). A hit needs no
+# tracer; its unnamed file cannot be named either, so it writes a named one.
 if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then
+    noproc() {
+        unshare -m sh -c 'umount -l /proc && exec "$0" run -- sh -c "cp large.bin large.out && echo noproc >> large.out"' \
+            "$CACHET_BIN"
+    }
+    expect_large() {
+        { cat large.bin; echo noproc; } | cmp -s - large.out || fail "without /proc: large.out differs ($1)"
+    }
     rm -f large.out
-    unshare -m sh -c 'umount -l /proc && exec "$0" run -- cp large.bin large.out' "$CACHET_BIN" > /dev/null ||
-        fail "a hit without /proc failed"
+    noproc > /dev/null 2> noproc.err || fail "a miss without /proc failed: $(cat noproc.err)"
+    status_last
+    [ "$LAST_RESULT" = uncacheable ] || fail "a miss without /proc: expected uncacheable, got $LAST_RESULT"
+    grep -q 'is /proc mounted' noproc.err || fail "a miss without /proc did not say why: $(cat noproc.err)"
+    expect_large "miss"
+    rm large.out
+    cachet run -- sh -c "cp large.bin large.out && echo noproc >> large.out" > /dev/null
+    status_last
+    [ "$LAST_RESULT" = miss ] || fail "after a miss without /proc: expected a miss, got $LAST_RESULT"
+    rm large.out
+    noproc > /dev/null || fail "a hit without /proc failed"
     status_last
     [ "$LAST_RESULT" = hit ] || fail "without /proc: expected a hit, got $LAST_RESULT"
-    cmp -s large.bin large.out || fail "without /proc: large.out differs"
+    expect_large "hit"
     [ -z "$(find . -maxdepth 1 -name '.cachet-*')" ] || fail "without /proc: a temporary file left"
+    rm -f noproc.err
 fi
-rm -f large.bin large.out large.txt
+rm -f large.bin large.out large.txt kill_writing.py
 
 # Everything stored is still served: each value once more, as a hit.
 for v in $(seq "$VALUES"); do
