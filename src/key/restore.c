@@ -84,32 +84,47 @@ struct out_temp {
 	char *name; /* relative to the directory's dirfd; NULL while unnamed */
 };
 
-static char *temp_name(const char *dir, int attempt)
+/* Makes something under a fresh temporary name in dir (relative to dirfd),
+ * by make(dirfd, name, arg), trying new names while the name is taken. The
+ * name (malloc'd), or NULL with errno set. */
+static char *make_under_temp_name(int dirfd, const char *dir,
+				  int (*make)(int dirfd, const char *name, void *arg), void *arg)
 {
-	return xasprintf("%s/.cachet-%d-%d-%ld", dir, (int)getpid(), attempt, random());
+	for (int attempt = 0; attempt < 100; attempt++) {
+		char *name = xasprintf("%s/.cachet-%d-%d-%ld", dir, (int)getpid(), attempt, random());
+		if (make(dirfd, name, arg) == 0)
+			return name;
+		free(name);
+		if (errno != EEXIST)
+			return NULL;
+	}
+	errno = EEXIST;
+	return NULL;
+}
+
+static int make_file(int dirfd, const char *name, void *fd)
+{
+	*(int *)fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return *(int *)fd < 0 ? -1 : 0;
+}
+
+static int make_link(int dirfd, const char *name, void *self)
+{
+	return linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW);
+}
+
+static int make_symlink(int dirfd, const char *name, void *target)
+{
+	return symlinkat(target, dirfd, name);
 }
 
 /* A file to write in dir (relative to dirfd): unnamed unless named is set
  * or the file system cannot. 0, or -1 with errno. */
 static int out_temp_open(struct out_temp *t, int dirfd, const char *dir, int named)
 {
-	t->name = NULL;
 	t->fd = named ? -1 : openat(dirfd, dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
-	if (t->fd >= 0)
-		return 0;
-	for (int attempt = 0; attempt < 100; attempt++) {
-		char *name = temp_name(dir, attempt);
-		t->fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			       0600);
-		if (t->fd >= 0) {
-			t->name = name;
-			return 0;
-		}
-		free(name);
-		if (errno != EEXIST)
-			return -1;
-	}
-	return -1;
+	t->name = t->fd >= 0 ? NULL : make_under_temp_name(dirfd, dir, make_file, &t->fd);
+	return t->fd >= 0 ? 0 : -1;
 }
 
 /* Gives the unnamed file its temporary name: 0, or -1. */
@@ -117,17 +132,8 @@ static int out_temp_link(struct out_temp *t, int dirfd, const char *dir)
 {
 	char self[64];
 	snprintf(self, sizeof self, "/proc/self/fd/%d", t->fd);
-	for (int attempt = 0; attempt < 100; attempt++) {
-		char *name = temp_name(dir, attempt);
-		if (linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW) == 0) {
-			t->name = name;
-			return 0;
-		}
-		free(name);
-		if (errno != EEXIST)
-			return -1;
-	}
-	return -1;
+	t->name = make_under_temp_name(dirfd, dir, make_link, self);
+	return t->name ? 0 : -1;
 }
 
 /* o's bytes, with mode and o's times, in a closed temporary file in dir
@@ -218,31 +224,31 @@ static int restore_file(const struct output *o, struct store *s, struct error *e
 	return rc;
 }
 
+/* A symlink to o->target, made under a temporary name in dir (relative to
+ * dirfd) and renamed to name. */
+static int symlink_in_place(int dirfd, const char *dir, const char *name, const struct output *o,
+			    struct error *e)
+{
+	char *tmp = make_under_temp_name(dirfd, dir, make_symlink, (void *)o->target);
+	if (!tmp)
+		return error_errno(e, "cannot create symlink %s", o->path);
+	int rc = 0;
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		rc = error_errno(e, "cannot put symlink %s in place", o->path);
+		unlinkat(dirfd, tmp, 0);
+	}
+	free(tmp);
+	return rc;
+}
+
 static int restore_symlink(const struct output *o, struct error *e)
 {
 	if (ensure_parent(o->path, e) < 0)
 		return -1;
 	char *dir = path_dirname(o->path);
-	for (int attempt = 0; attempt < 100; attempt++) {
-		char *tmp = xasprintf("%s/.cachet-link-%d-%d", dir, (int)getpid(), attempt);
-		if (symlink(o->target, tmp) < 0) {
-			free(tmp);
-			if (errno == EEXIST)
-				continue;
-			free(dir);
-			return error_errno(e, "cannot create symlink %s", o->path);
-		}
-		int rc = rename(tmp, o->path);
-		if (rc < 0) {
-			error_errno(e, "cannot put symlink %s in place", o->path);
-			unlink(tmp);
-		}
-		free(tmp);
-		free(dir);
-		return rc < 0 ? -1 : 0;
-	}
+	int rc = symlink_in_place(AT_FDCWD, dir, o->path, o, e);
 	free(dir);
-	return error_set(e, "cannot create a temporary symlink beside %s", o->path);
+	return rc;
 }
 
 static int cmp_output_path(const void *a, const void *b)
@@ -496,22 +502,7 @@ static int beneath_file(int dirfd, const char *name, const struct output *o, str
 
 static int beneath_symlink(int dirfd, const char *name, const struct output *o, struct error *e)
 {
-	char tmp[64];
-	for (int attempt = 0; attempt < 100; attempt++) {
-		snprintf(tmp, sizeof tmp, ".cachet-link-%d-%d-%ld", (int)getpid(), attempt, random());
-		if (symlinkat(o->target, dirfd, tmp) < 0) {
-			if (errno == EEXIST)
-				continue;
-			return error_errno(e, "cannot create symlink %s", o->path);
-		}
-		if (renameat(dirfd, tmp, dirfd, name) < 0) {
-			error_errno(e, "cannot put symlink %s in place", o->path);
-			unlinkat(dirfd, tmp, 0);
-			return -1;
-		}
-		return 0;
-	}
-	return error_set(e, "cannot create a temporary symlink beside %s", o->path);
+	return symlink_in_place(dirfd, ".", name, o, e);
 }
 
 static int restore_one_beneath(const struct output *o, struct store *s, const char *const *roots,
