@@ -6,8 +6,9 @@
  * A blob is written to tmp/ and put in place under its name only when
  * complete, so a reader sees all of it or nothing: unnamed (O_TMPFILE) and
  * then linked where the file system can, so that a process killed while it
- * writes leaves nothing in tmp/; else under a temporary name, renamed. There is no fsync per blob: the index is the commit point,
- * and every blob is in place before the index transaction that references it
+ * writes leaves nothing in tmp/; else under a temporary name, renamed.
+ * There is no fsync per blob: the index is the commit point, and every
+ * blob is in place before the index transaction that references it
  * begins (a crash leaves at worst a blob no entry references; a blob lost
  * with the page cache is found missing or corrupt by a restore, which then
  * degrades to a miss).

@@ -75,11 +75,11 @@ static const char *cwd_of(struct tracer *tr, struct tracee *t)
 	if (t->cwd_gen == tr->cwd_gen && t->cwd[0] == '/')
 		return t->cwd;
 	if (tracee_fd_path(t->tid, -1, t->cwd, sizeof t->cwd) < 0 || t->cwd[0] != '/') {
-		/* A stopped tracee has a cwd: not to read it (/proc gone from
-		 * under the tracer) is not to see where its relative paths
-		 * lead. A removed cwd reads "/x (deleted)" and is no case. */
-		if (t->cwd[0] != '/' && errno != ESRCH)
-			tracer_mark_uncacheable(tr, "cwd unreadable");
+		/* A stopped tracee has a cwd (a removed one reads "/x
+		 * (deleted)"): not to read it, as when /proc is gone from
+		 * under the tracer, is not to see where its relative paths
+		 * lead. */
+		tracer_mark_uncacheable(tr, "cwd unreadable");
 		t->cwd[0] = '\0';
 		t->cwd_gen = 0;
 		return NULL;
