@@ -12,6 +12,7 @@
 
 #include "cachet/path.h"
 #include "cachet/replace.h"
+#include "cachet/unnamed.h"
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -75,9 +76,10 @@ static const struct timespec *restored_times(const struct output *o, struct time
  * An output's bytes go to an unnamed file (O_TMPFILE) in its directory,
  * which gets a temporary name beside the output only once it is complete,
  * and is then renamed over it: a cachet killed while writing (SIGKILL, or
- * ^C, which a hit does not catch) leaves nothing there. Where the file
- * system has no O_TMPFILE, or no /proc is mounted to name the file by, the
- * file is named from the start, as a temporary file always was.
+ * ^C, which a hit does not catch) leaves nothing there (unnamed.h). Where
+ * the file system has no O_TMPFILE, or no /proc is mounted to name the
+ * file by, the file is named from the start, as a temporary file always
+ * was; and where naming it fails anyway, it is written again under a name.
  */
 struct out_temp {
 	int fd;
@@ -108,9 +110,9 @@ static int make_file(int dirfd, const char *name, void *fd)
 	return *(int *)fd < 0 ? -1 : 0;
 }
 
-static int make_link(int dirfd, const char *name, void *self)
+static int make_link(int dirfd, const char *name, void *fd)
 {
-	return linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW);
+	return unnamed_link(*(int *)fd, dirfd, name);
 }
 
 static int make_symlink(int dirfd, const char *name, void *target)
@@ -122,7 +124,7 @@ static int make_symlink(int dirfd, const char *name, void *target)
  * or the file system cannot. 0, or -1 with errno. */
 static int out_temp_open(struct out_temp *t, int dirfd, const char *dir, int named)
 {
-	t->fd = named ? -1 : openat(dirfd, dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+	t->fd = named ? -1 : unnamed_open(dirfd, dir, O_WRONLY | O_CLOEXEC);
 	t->name = t->fd >= 0 ? NULL : make_under_temp_name(dirfd, dir, make_file, &t->fd);
 	return t->fd >= 0 ? 0 : -1;
 }
@@ -130,9 +132,7 @@ static int out_temp_open(struct out_temp *t, int dirfd, const char *dir, int nam
 /* Gives the unnamed file its temporary name: 0, or -1. */
 static int out_temp_link(struct out_temp *t, int dirfd, const char *dir)
 {
-	char self[64];
-	snprintf(self, sizeof self, "/proc/self/fd/%d", t->fd);
-	t->name = make_under_temp_name(dirfd, dir, make_link, self);
+	t->name = make_under_temp_name(dirfd, dir, make_link, &t->fd);
 	return t->name ? 0 : -1;
 }
 

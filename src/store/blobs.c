@@ -27,6 +27,7 @@
 #include <zstd_errors.h>
 
 #include "cachet/buf.h"
+#include "cachet/unnamed.h"
 #include "store/store_internal.h"
 
 #define CHUNK (256 * 1024)
@@ -151,22 +152,13 @@ struct tmpfile {
 	char *path; /* NULL: unnamed (O_TMPFILE) */
 };
 
-/* An unnamed file is linked into place through /proc/self/fd, which is
- * not mounted everywhere (a chroot, a bare container). */
-static int proc_fds_mounted(void)
-{
-	return access("/proc/self/fd", X_OK) == 0;
-}
-
 static int tmp_create(struct store *s, struct tmpfile *t, struct error *e)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
 		t->path = NULL;
-		if (proc_fds_mounted()) {
-			t->fd = open(s->tmp_dir, O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
-			if (t->fd >= 0)
-				return 0;
-		}
+		t->fd = unnamed_open(AT_FDCWD, s->tmp_dir, O_RDWR | O_CLOEXEC);
+		if (t->fd >= 0)
+			return 0;
 		t->path = xasprintf("%s/blob.XXXXXX", s->tmp_dir);
 		t->fd = mkostemp(t->path, O_CLOEXEC);
 		if (t->fd >= 0)
@@ -206,13 +198,11 @@ static int tmp_install(struct store *s, struct tmpfile *t, const struct digest *
 		return -1;
 	}
 	char *dest = blob_path(s, d, form);
-	char self[64];
-	snprintf(self, sizeof self, "/proc/self/fd/%d", t->fd);
 	int rc = -1;
 	for (int attempt = 0; attempt < 3; attempt++) {
 		if (!t->path) {
 			/* A link never replaces what is there, as RENAME_NOREPLACE. */
-			rc = linkat(AT_FDCWD, self, AT_FDCWD, dest, AT_SYMLINK_FOLLOW);
+			rc = unnamed_link(t->fd, AT_FDCWD, dest);
 		} else {
 			rc = renameat2(AT_FDCWD, t->path, AT_FDCWD, dest, RENAME_NOREPLACE);
 			if (rc < 0 && errno == EINVAL)
