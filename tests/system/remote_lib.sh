@@ -4,9 +4,9 @@
 # by the exit trap (track_pid).
 
 command -v nginx >/dev/null || command -v /usr/sbin/nginx >/dev/null ||
-    { echo "SKIP: nginx is not installed (scripts/setup-debian.sh)"; exit 0; }
+    skip "nginx is not installed (scripts/setup-debian.sh)"
 command -v redis-server >/dev/null ||
-    { echo "SKIP: redis-server is not installed (scripts/setup-debian.sh)"; exit 0; }
+    skip "redis-server is not installed (scripts/setup-debian.sh)"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # lib.sh's helpers start python3 several times per step; a version-manager

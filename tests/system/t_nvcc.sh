@@ -5,8 +5,7 @@ source "$(dirname "$0")/lib.sh"
 
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ ! -x "$NVCC" ]; then
-    echo "SKIP: $NVCC not found"
-    exit 0
+    skip "$NVCC not found"
 fi
 
 W=$(workdir)

@@ -16,8 +16,7 @@ if readelf -d "$CACHET_BIN" 2> /dev/null | grep -q "libasan"; then
 elif command -v valgrind > /dev/null; then
     MODE=valgrind
 else
-    echo "SKIP: $TEST_NAME: neither an ASan build nor valgrind"
-    exit 0
+    skip "neither an ASan build nor valgrind"
 fi
 echo "leak checker: $MODE"
 checked=0

@@ -9,8 +9,7 @@ W=$(workdir)
 cd "$W"
 
 if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2> /dev/null; then
-    echo "SKIP: $TEST_NAME needs root and mount namespaces"
-    exit 0
+    skip "needs root and mount namespaces"
 fi
 
 # A process that holds a private mount namespace; cachet runs inside it.

@@ -5,8 +5,7 @@
 # Needs Debian's chromium (scripts/setup-debian.sh installs it); without it
 # the test is skipped, it installs nothing.
 if ! command -v chromium > /dev/null 2>&1; then
-    echo "SKIP: chromium not installed"
-    exit 0
+    skip "chromium not installed"
 fi
 
 source "$(dirname "$0")/lib.sh"
