@@ -4,11 +4,11 @@
 #
 # Needs Debian's chromium (scripts/setup-debian.sh installs it); without it
 # the test is skipped, it installs nothing.
+source "$(dirname "$0")/lib.sh"
+
 if ! command -v chromium > /dev/null 2>&1; then
     skip "chromium not installed"
 fi
-
-source "$(dirname "$0")/lib.sh"
 
 W=$(workdir)
 cd "$W"
