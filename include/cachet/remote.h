@@ -69,6 +69,9 @@ struct remote_config {
  * "user:password", or a Redis password). Files are read now; credentials
  * never appear in messages. */
 int remote_config_parse(char *const *items, struct remote_config *out, struct error *e);
+/* The same parse without reading the files that attributes name: for
+ * validating the setting when it is written. */
+int remote_config_check(char *const *items, struct error *e);
 void remote_config_free(struct remote_config *c);
 
 /* url with any user:password@ and secret-looking query values replaced by

@@ -186,6 +186,8 @@ static const char config_help[] =
 	"With KEY, prints its value; with KEY VALUE, checks the value and writes it to\n"
 	"the user's file ${XDG_CONFIG_HOME:-~/.config}/cachet/cachet.conf, or with\n"
 	"--cache to $CACHET_DIR/cachet.conf (for settings a shared cache should carry).\n"
+	"A bad value (for remote: its scheme, host, port or any attribute) exits 2\n"
+	"with the reason and writes nothing.\n"
 	"Later sources win: default, the cache's file, the user's file, CACHET_<KEY>.\n"
 	"\n"
 	"base_dir DIR (CACHET_BASE_DIR): the root of a checkout, an absolute path; its\n"

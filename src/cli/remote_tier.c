@@ -149,7 +149,12 @@ static int ctx_open(struct ctx *x, struct store *s)
 	int rc = remote_config_parse(items, &x->config, &e);
 	settings_list_free(items);
 	if (rc < 0) {
-		cli_warn("remote caching off: %s", e.msg);
+		/* A step asks the remotes, then spools its upload: each opens a
+		 * context, and one bad setting deserves one warning per step. */
+		static int warned;
+		if (!warned)
+			cli_warn("remote caching off: %s", e.msg);
+		warned = 1;
 		count(x, "remote_errors");
 		return -1;
 	}

@@ -13,6 +13,7 @@
 
 #include "cachet/buf.h"
 #include "cachet/path.h"
+#include "cachet/remote.h"
 
 const struct setting_def setting_defs[] = {
 	{ "dir", SETTING_STRING, NULL, 0, 0,
@@ -192,12 +193,58 @@ static int check_value(const struct setting_def *d, const char *v, struct error 
 	return 0;
 }
 
+static char *trim(char *p)
+{
+	while (isspace((unsigned char)*p))
+		p++;
+	char *end = p + strlen(p);
+	while (end > p && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return p;
+}
+
+/* The comma-separated words of v, trimmed, empty ones left out. */
+static char **split_list(const char *v)
+{
+	size_t n = 0, alloc = 4;
+	char **out = xmalloc(alloc * sizeof *out);
+	for (const char *p = v; p && *p;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		char *word = xstrndup(p, len);
+		char *t = trim(word);
+		if (*t) {
+			if (n + 2 > alloc) {
+				alloc *= 2;
+				out = xrealloc(out, alloc * sizeof *out);
+			}
+			out[n++] = xstrdup(t);
+		}
+		free(word);
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	out[n] = NULL;
+	return out;
+}
+
 int setting_validate(const char *key, const char *value, struct error *e)
 {
 	int i = setting_index(key);
 	if (i < 0)
 		return error_set(e, "unknown key '%s' (cachet config lists them)", key);
-	return check_value(&setting_defs[i], value, e);
+	if (check_value(&setting_defs[i], value, e) < 0)
+		return -1;
+	/* Only when written: a bad remote already in a file turns the remote
+	 * tier off with a warning, while the local cache keeps working. */
+	if (!strcmp(key, "remote")) {
+		char **items = split_list(value);
+		int rc = remote_config_check(items, e);
+		settings_list_free(items);
+		return rc;
+	}
+	return 0;
 }
 
 static void set_value(struct settings *s, size_t i, const char *text, const char *origin)
@@ -208,15 +255,6 @@ static void set_value(struct settings *s, size_t i, const char *text, const char
 	s->values[i].origin = xstrdup(origin);
 }
 
-static char *trim(char *p)
-{
-	while (isspace((unsigned char)*p))
-		p++;
-	char *end = p + strlen(p);
-	while (end > p && isspace((unsigned char)end[-1]))
-		*--end = '\0';
-	return p;
-}
 
 /* Applies the `key = value` lines read from f; path names it in messages. */
 static int load_stream(struct settings *s, FILE *f, const char *path, struct error *e)
@@ -434,28 +472,7 @@ int settings_umask(const struct settings *s, const char *key)
 
 char **settings_list(const struct settings *s, const char *key)
 {
-	const char *v = value_of(s, key, SETTING_LIST);
-	size_t n = 0, alloc = 4;
-	char **out = xmalloc(alloc * sizeof *out);
-	for (const char *p = v; p && *p;) {
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-		char *word = xstrndup(p, len);
-		char *t = trim(word);
-		if (*t) {
-			if (n + 2 > alloc) {
-				alloc *= 2;
-				out = xrealloc(out, alloc * sizeof *out);
-			}
-			out[n++] = xstrdup(t);
-		}
-		free(word);
-		if (!comma)
-			break;
-		p = comma + 1;
-	}
-	out[n] = NULL;
-	return out;
+	return split_list(value_of(s, key, SETTING_LIST));
 }
 
 void settings_list_free(char **list)

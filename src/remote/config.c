@@ -124,12 +124,16 @@ static int parse_ms(const char *v, long *out)
 	char *end;
 	errno = 0;
 	double n = strtod(v, &end);
-	if (end == v || errno || n < 0)
+	if (end == v || errno || !(n >= 0)) /* NaN too */
 		return -1;
 	double mul = 1;
 	if (!strcmp(end, "s"))
 		mul = 1000;
 	else if (*end && strcmp(end, "ms") != 0)
+		return -1;
+	/* A day is beyond any sensible timeout; converting a double beyond
+	 * the range of long is undefined. */
+	if (n * mul > 86400000.0)
 		return -1;
 	*out = (long)(n * mul + 0.5);
 	return 0;
@@ -149,7 +153,7 @@ static int parse_bytes(const char *v, uint64_t *out)
 	case 'G': mul = 1ull << 30; end++; break;
 	default: break;
 	}
-	if (*end)
+	if (*end || n > UINT64_MAX / mul)
 		return -1;
 	*out = n * mul;
 	return 0;
@@ -298,7 +302,9 @@ static int parse_url(struct remote_spec *s, const char *url, struct error *e)
 	return 0;
 }
 
-static int parse_attribute(struct remote_spec *s, const char *a, struct error *e)
+/* read_files 0: the files named by attributes are not read (validating
+ * the setting when it is written, maybe on a machine where they are not). */
+static int parse_attribute(struct remote_spec *s, const char *a, int read_files, struct error *e)
 {
 	const char *eq = strchr(a, '=');
 	size_t n = eq ? (size_t)(eq - a) : strlen(a);
@@ -328,6 +334,8 @@ static int parse_attribute(struct remote_spec *s, const char *a, struct error *e
 		s->bearer = xstrdup(v);
 		return 0;
 	}
+	if ((IS("bearer-token-file") || IS("auth-file")) && !read_files)
+		return 0;
 	if (IS("bearer-token-file")) {
 		char *t = read_secret_file(v, e);
 		if (!t)
@@ -360,7 +368,7 @@ static void make_id(struct remote_spec *s)
 	s->id = xstrndup(hex, 16);
 }
 
-static int parse_item(struct remote_spec *s, const char *item, struct error *e)
+static int parse_item(struct remote_spec *s, const char *item, int read_files, struct error *e)
 {
 	memset(s, 0, sizeof *s);
 	s->connect_timeout_ms = DEFAULT_CONNECT_MS;
@@ -373,7 +381,7 @@ static int parse_item(struct remote_spec *s, const char *item, struct error *e)
 	if (url)
 		s->shown = remote_redact_url(url);
 	for (char *a = strtok_r(NULL, " \t", &save); a && rc == 0; a = strtok_r(NULL, " \t", &save))
-		rc = parse_attribute(s, a, e);
+		rc = parse_attribute(s, a, read_files, e);
 	if (rc == 0 && !s->max_blob)
 		s->max_blob = s->kind == REMOTE_REDIS ? DEFAULT_MAX_BLOB_REDIS : DEFAULT_MAX_BLOB_HTTP;
 	if (rc == 0 && !s->prefix && s->kind == REMOTE_REDIS)
@@ -394,7 +402,8 @@ static int parse_item(struct remote_spec *s, const char *item, struct error *e)
 	return rc;
 }
 
-int remote_config_parse(char *const *items, struct remote_config *out, struct error *e)
+static int parse_items(char *const *items, int read_files, struct remote_config *out,
+		       struct error *e)
 {
 	memset(out, 0, sizeof *out);
 	size_t n = 0;
@@ -402,7 +411,7 @@ int remote_config_parse(char *const *items, struct remote_config *out, struct er
 		n++;
 	out->specs = xcalloc(n ? n : 1, sizeof *out->specs);
 	for (size_t i = 0; i < n; i++) {
-		if (parse_item(&out->specs[out->n], items[i], e) < 0) {
+		if (parse_item(&out->specs[out->n], items[i], read_files, e) < 0) {
 			spec_free(&out->specs[out->n]);
 			remote_config_free(out);
 			return -1;
@@ -410,4 +419,18 @@ int remote_config_parse(char *const *items, struct remote_config *out, struct er
 		out->n++;
 	}
 	return 0;
+}
+
+int remote_config_parse(char *const *items, struct remote_config *out, struct error *e)
+{
+	return parse_items(items, 1, out, e);
+}
+
+int remote_config_check(char *const *items, struct error *e)
+{
+	struct remote_config c;
+	int rc = parse_items(items, 0, &c, e);
+	if (rc == 0)
+		remote_config_free(&c);
+	return rc;
 }
