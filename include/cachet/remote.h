@@ -135,10 +135,16 @@ char *remote_plugin_dir(const char *self_exe);
 
 /* 1 while the server named id is to be skipped. */
 int breaker_is_open(const char *state_dir, const char *id);
-/* Skips the server for retry_ms from now, for every process. */
-void breaker_trip(const char *state_dir, const char *id, long retry_ms);
+/* Skips the server for retry_ms from now, for every process, and keeps
+ * reason (the failure, made one line) with the time it happened. */
+void breaker_trip(const char *state_dir, const char *id, long retry_ms, const char *reason);
 /* Milliseconds (unix time) until which the server is skipped; 0 when not. */
 int64_t breaker_until(const char *state_dir, const char *id);
+/* The server's last failure: 1 with *when_ms (unix time) and reason set,
+ * 0 when none is known. */
+#define BREAKER_REASON_MAX 512
+int breaker_last_error(const char *state_dir, const char *id, int64_t *when_ms, char *reason,
+		       size_t len);
 
 /* ---- the wire format ---- */
 

@@ -209,10 +209,12 @@ static const char remote_help[] =
 	"(default 2000), retry-after=MS (default 30000), prefix=, max-size=BYTES,\n"
 	"bearer-token=, bearer-token-file=, auth-file= (user:password).\n"
 	"Steps upload in the background after a miss; a local miss asks the remotes.\n"
-	"  flush    upload every waiting entry now; exit 1 if some could not be\n"
+	"  flush    upload every waiting entry now; exit 1 if some could not be,\n"
+	"           naming each server that failed and why\n"
 	"           (-q, --quiet: say nothing unless something failed)\n"
 	"  status   remotes (credentials hidden), servers skipped after a failure,\n"
-	"           uploads waiting, and the remote counters (--json: one object)\n";
+	"           the last error of each (HTTP status or curl/hiredis message, and\n"
+	"           when), uploads waiting, the remote counters (--json: one object)\n";
 
 static const char keygen_help[] =
 	"usage: cachet keygen [-f FILE]\n"

@@ -22,18 +22,65 @@ static int usage(void)
 	return EXIT_USAGE;
 }
 
+static int64_t wall_now_ms(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* The configured remotes, or none (a bad setting is said elsewhere). */
+static int load_remotes(struct remote_config *config, struct error *e)
+{
+	const struct settings *st = cli_settings();
+	char **items = st ? settings_list(st, "remote") : NULL;
+	int ok = !items || remote_config_parse(items, config, e) == 0;
+	settings_list_free(items);
+	return ok;
+}
+
+/* "URL: reason" for every server that failed since since_ms, "; "-joined. */
+static void failures_since(const char *state, int64_t since_ms, struct buf *out)
+{
+	struct remote_config config = { 0 };
+	struct error e = { 0 };
+	load_remotes(&config, &e);
+	for (size_t i = 0; i < config.n; i++) {
+		int64_t when;
+		char why[BREAKER_REASON_MAX];
+		if (breaker_last_error(state, config.specs[i].id, &when, why, sizeof why) &&
+		    when >= since_ms)
+			buf_addf(out, "%s%s: %s", out->len ? "; " : "", config.specs[i].shown, why);
+	}
+	remote_config_free(&config);
+}
+
 static int flush(struct store *s, int quiet)
 {
 	struct drain_report rep;
 	struct error e = { 0 };
+	/* Wall times in the breaker files have millisecond steps. */
+	int64_t start = wall_now_ms();
 	int rc = remote_tier_drain(s, 1, 1, &rep, &e);
 	if (rc < 0)
 		cli_error("remote flush: %s", e.msg);
 	if (!quiet)
 		printf("uploaded %zu, dropped %zu, left %zu\n", rep.uploaded, rep.dropped, rep.left);
-	if (rc == 0 && rep.left)
-		cli_error("remote flush: %zu entries could not be uploaded (see cachet remote status)",
-			  rep.left);
+	if (rc == 0 && rep.left) {
+		char *state = xasprintf("%s/remote", store_dir(s));
+		struct buf why;
+		buf_init(&why);
+		failures_since(state, start, &why);
+		if (why.len)
+			cli_error("remote flush: %zu entries could not be uploaded: %s", rep.left,
+				  why.data);
+		else
+			cli_error("remote flush: %zu entries could not be uploaded (see cachet remote "
+				  "status)",
+				  rep.left);
+		buf_free(&why);
+		free(state);
+	}
 	return rc == 0 && rep.left == 0 ? 0 : 1;
 }
 
@@ -47,12 +94,9 @@ static int64_t counter(const struct store_counter *c, size_t n, const char *name
 
 static int status(struct store *s, int json)
 {
-	const struct settings *st = cli_settings();
-	char **items = st ? settings_list(st, "remote") : NULL;
 	struct remote_config config = { 0 };
 	struct error e = { 0 };
-	int config_ok = !items || remote_config_parse(items, &config, &e) == 0;
-	settings_list_free(items);
+	int config_ok = load_remotes(&config, &e);
 	char *state = xasprintf("%s/remote", store_dir(s));
 	char **jobs;
 	size_t njobs = 0;
@@ -61,9 +105,7 @@ static int status(struct store *s, int json)
 	struct store_counter *c = NULL;
 	size_t n = 0;
 	store_counters(s, &c, &n, &e);
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	int64_t now_wall = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	int64_t now_wall = wall_now_ms();
 
 	struct buf b;
 	buf_init(&b);
@@ -74,9 +116,20 @@ static int status(struct store *s, int json)
 			int64_t until = breaker_until(state, r->id);
 			buf_addstr(&b, i ? ", {\"url\": " : "{\"url\": ");
 			buf_add_json_string(&b, r->shown, strlen(r->shown));
-			buf_addf(&b, ", \"read_only\": %s, \"resting_ms\": %lld}",
+			buf_addf(&b, ", \"read_only\": %s, \"resting_ms\": %lld, \"last_error\": ",
 				 r->read_only ? "true" : "false",
 				 (long long)(until ? until - now_wall : 0));
+			int64_t when;
+			char why[BREAKER_REASON_MAX];
+			if (breaker_last_error(state, r->id, &when, why, sizeof why)) {
+				buf_addstr(&b, "{\"message\": ");
+				buf_add_json_string(&b, why, strlen(why));
+				buf_addf(&b, ", \"at_ms\": %lld, \"ago_ms\": %lld}", (long long)when,
+					 (long long)(now_wall - when));
+			} else {
+				buf_addstr(&b, "null");
+			}
+			buf_addch(&b, '}');
 		}
 		buf_addf(&b, "], \"config_ok\": %s, \"spool\": %zu, \"counters\": {",
 			 config_ok ? "true" : "false", njobs);
@@ -104,6 +157,17 @@ static int status(struct store *s, int json)
 				buf_addf(&b, "  skipped for %.1f s more after a failure",
 					 (double)(until - now_wall) / 1000.0);
 			buf_addch(&b, '\n');
+			int64_t when;
+			char why[BREAKER_REASON_MAX];
+			if (breaker_last_error(state, r->id, &when, why, sizeof why)) {
+				time_t t = (time_t)(when / 1000);
+				struct tm tm;
+				char at[32] = "";
+				if (localtime_r(&t, &tm))
+					strftime(at, sizeof at, "%Y-%m-%d %H:%M:%S", &tm);
+				buf_addf(&b, "  last error %s (%.0f s ago): %s\n", at,
+					 (double)(now_wall - when) / 1000.0, why);
+			}
 		}
 		buf_addf(&b, "uploads waiting                    %12zu\n", njobs);
 		for (size_t i = 0; i < n; i++)

@@ -214,14 +214,14 @@ static int load_plugin(struct remote_client *c, enum remote_kind kind, struct er
 	return p->fn ? 0 : -1;
 }
 
-static void fail_shard(struct remote_client *c, struct shard *sh)
+static void fail_shard(struct remote_client *c, struct shard *sh, const char *reason)
 {
 	sh->dead = 1;
 	if (sh->conn) {
 		backend_of(c, sh)->close(sh->conn);
 		sh->conn = NULL;
 	}
-	breaker_trip(c->state_dir, sh->spec->id, sh->spec->retry_after_ms);
+	breaker_trip(c->state_dir, sh->spec->id, sh->spec->retry_after_ms, reason);
 }
 
 /* SIGPIPE blocked around network I/O: a server that closes the connection
@@ -302,7 +302,7 @@ static struct shard *ready(struct remote_client *c, size_t tier, const struct di
 	sh->conn = be->open(&bs, err, sizeof err);
 	guard_end(&g);
 	if (!sh->conn) {
-		fail_shard(c, sh);
+		fail_shard(c, sh, err);
 		*code = REMOTE_ERROR;
 		error_set(e, "%s: %s", s->shown, err);
 		return NULL;
@@ -335,7 +335,7 @@ int remote_get(struct remote_client *c, size_t tier, const char *ns, const struc
 	error_set(e, "%s: %s", sh->spec->shown, err);
 	if (rc == -3)
 		return REMOTE_TOO_LARGE;
-	fail_shard(c, sh);
+	fail_shard(c, sh, err);
 	return REMOTE_ERROR;
 }
 
@@ -355,7 +355,7 @@ int remote_exists(struct remote_client *c, size_t tier, const char *ns, const st
 	if (rc >= 0)
 		return rc ? REMOTE_FOUND : REMOTE_ABSENT;
 	error_set(e, "%s: %s", sh->spec->shown, err);
-	fail_shard(c, sh);
+	fail_shard(c, sh, err);
 	return REMOTE_ERROR;
 }
 
@@ -380,6 +380,6 @@ int remote_put(struct remote_client *c, size_t tier, const char *ns, const struc
 	if (rc == 0)
 		return REMOTE_FOUND;
 	error_set(e, "%s: %s", sh->spec->shown, err);
-	fail_shard(c, sh);
+	fail_shard(c, sh, err);
 	return REMOTE_ERROR;
 }

@@ -38,7 +38,8 @@ wait_port() {
 
 # start_nginx NAME: serves $T/NAME/root over WebDAV; sets NGINX_PORT,
 # NGINX_ROOT, NGINX_PID. Under /basic/ it wants user "ci" with password
-# "ci-s3cret" (Basic auth), under /bearer/ the token "tok-s3cret".
+# "ci-s3cret" (Basic auth), under /bearer/ the token "tok-s3cret"; under
+# /no-put/ it answers PUT with 501.
 start_nginx() {
     local d="$T/$1"
     mkdir -p "$d/root" "$d/tmp"
@@ -75,6 +76,10 @@ http {
             auth_basic_user_file $d/htpasswd;
             dav_methods PUT DELETE;
             create_full_put_path on;
+        }
+        # A server that refuses uploads (PUT answered 501, GET works).
+        location /no-put/ {
+            if (\$request_method = PUT) { return 501; }
         }
         location /bearer/ {
             if (\$http_authorization != "Bearer tok-s3cret") { return 401; }
