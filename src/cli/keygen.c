@@ -30,9 +30,10 @@ int cmd_keygen(int argc, char **argv)
 			fputs(cli_help_text("keygen"), stdout);
 			return 0;
 		}
-		if (!strcmp(argv[i], "-f") && i + 1 < argc) {
-			path = argv[++i];
-		} else {
+		int got = cli_option_value(argc, argv, &i, "keygen", "-f", &path);
+		if (got < 0)
+			return EXIT_USAGE;
+		if (!got) {
 			cli_error("usage: cachet keygen [-f FILE]");
 			return EXIT_USAGE;
 		}

@@ -11,16 +11,20 @@ int cmd_log(int argc, char **argv)
 	size_t n = 20;
 	int json = 0;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			json = 1;
-		} else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+		const char *count;
+		int got = cli_option_value(argc, argv, &i, "log", "-n", &count);
+		if (got < 0)
+			return EXIT_USAGE;
+		if (got) {
 			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*end || v <= 0) {
-				cli_error("log: -n takes a positive number, not '%s'", argv[i]);
+			long v = strtol(count, &end, 10);
+			if (!*count || *end || v <= 0) {
+				cli_error("log: -n takes a positive number, not '%s'", count);
 				return EXIT_USAGE;
 			}
 			n = (size_t)v;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = 1;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(cli_help_text("log"), stdout);
 			return 0;

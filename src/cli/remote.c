@@ -160,11 +160,8 @@ static int status(struct store *s, int json)
 			int64_t when;
 			char why[BREAKER_REASON_MAX];
 			if (breaker_last_error(state, r->id, &when, why, sizeof why)) {
-				time_t t = (time_t)(when / 1000);
-				struct tm tm;
-				char at[32] = "";
-				if (localtime_r(&t, &tm))
-					strftime(at, sizeof at, "%Y-%m-%d %H:%M:%S", &tm);
+				char at[32];
+				cli_format_time(when / 1000, at, sizeof at);
 				buf_addf(&b, "  last error %s (%.0f s ago): %s\n", at,
 					 (double)(now_wall - when) / 1000.0, why);
 			}

@@ -707,16 +707,20 @@ int cmd_report(int argc, char **argv)
 	const char *out = NULL;
 	size_t log_limit = SIZE_MAX;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) {
-			out = argv[++i];
-		} else if (!strncmp(a, "--output=", 9)) {
-			out = a + 9;
-		} else if (!strcmp(a, "-n") && i + 1 < argc) {
+		const char *a = argv[i], *count = NULL;
+		int got_out = cli_option_value(argc, argv, &i, "report", "-o", &out);
+		if (!got_out)
+			got_out = cli_option_value(argc, argv, &i, "report", "--output", &out);
+		int got_n = got_out ? 0 : cli_option_value(argc, argv, &i, "report", "-n", &count);
+		if (got_out < 0 || got_n < 0)
+			return EXIT_USAGE;
+		if (got_out) {
+			continue;
+		} else if (got_n) {
 			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*end || v <= 0) {
-				cli_error("report: -n takes a positive number, not '%s'", argv[i]);
+			long v = strtol(count, &end, 10);
+			if (!*count || *end || v <= 0) {
+				cli_error("report: -n takes a positive number, not '%s'", count);
 				return EXIT_USAGE;
 			}
 			log_limit = (size_t)v;

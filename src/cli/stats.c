@@ -68,12 +68,13 @@ int cmd_stats(int argc, char **argv)
 	int json = 0, zero = 0;
 	const char *log = NULL;
 	for (int i = 1; i < argc; i++) {
+		int got = cli_option_value(argc, argv, &i, "stats", "--log", &log);
+		if (got < 0)
+			return EXIT_USAGE;
+		if (got)
+			continue;
 		if (!strcmp(argv[i], "--json"))
 			json = 1;
-		else if (!strcmp(argv[i], "--log") && i + 1 < argc)
-			log = argv[++i];
-		else if (!strncmp(argv[i], "--log=", 6))
-			log = argv[i] + 6;
 		else if (!strcmp(argv[i], "-z") || !strcmp(argv[i], "--zero"))
 			zero = 1;
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
