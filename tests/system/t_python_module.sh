@@ -102,8 +102,11 @@ try:
     raise AssertionError("check=True did not raise for a signal")
 except subprocess.CalledProcessError as e:
     expect(e.returncode == -15, "killed step: returncode %r" % e.returncode)
-r14 = cachet.run(["/nonexistent/generator"], capture_output=True, cwd=w)
-expect(r14.returncode == 127 and r14.result is None, "missing program: %r" % (r14,))
+try:
+    cachet.run(["/nonexistent/generator"], capture_output=True, cwd=w)
+    raise AssertionError("a missing program did not raise")
+except FileNotFoundError as e:
+    expect(e.filename == "/nonexistent/generator", "missing program: %r" % (e,))
 
 print("--- timeout= raises TimeoutExpired with the step's args")
 slow = ["sh", "-c", "echo $$ > slow.pid; exec sleep 30"]
@@ -139,7 +142,7 @@ EOF
 
 section "the caller's status file got one line per step the module ran"
 # 15: r1 to r13, the failing step with check=True and the killed one; not
-# the missing program (cachet says so on stderr only) nor the step that timed
+# the missing program (raised before cachet runs) nor the step that timed
 # out (cachet was killed with it).
 check_status_file_format
 n=$(status_count)
