@@ -176,6 +176,12 @@ int store_usage(struct store *s, struct store_usage *out, struct error *e);
 
 /* ---- eviction ---- */
 
+/* Told as long work goes (eviction's phases: what, done of total items,
+ * total 0 when not known in advance), for a progress display: the store
+ * itself prints nothing. */
+typedef void (*store_progress_fn)(void *ctx, const char *what, uint64_t done, uint64_t total);
+void store_set_progress(struct store *s, store_progress_fn fn, void *ctx);
+
 /* What store_evict removed (or, with STORE_EVICT_DRY_RUN, would remove). */
 struct store_evict_report {
 	uint64_t entries;      /* results removed */

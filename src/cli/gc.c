@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "cli/settings.h"
 #include "cli/step_env.h"
 
@@ -149,7 +150,12 @@ int cmd_gc(int argc, char **argv)
 	struct store_evict_report rep;
 	struct error e = {0};
 	unsigned flags = STORE_EVICT_SWEEP | (dry ? STORE_EVICT_DRY_RUN : 0);
+	struct progress shown;
+	progress_start(&shown, 1);
+	store_set_progress(s, progress_callback, &shown);
 	int rc = store_evict(s, max_bytes, max_age_s, flags, &rep, &e);
+	store_set_progress(s, NULL, NULL);
+	progress_end(&shown);
 	store_close(s);
 	if (rc < 0) {
 		cli_error("gc: %s", e.msg);

@@ -13,6 +13,7 @@
 #include "cachet/buf.h"
 #include "cachet/remote.h"
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "cli/remote_tier.h"
 #include "cli/settings.h"
 
@@ -61,7 +62,10 @@ static int flush(struct store *s, int quiet)
 	struct error e = { 0 };
 	/* Wall times in the breaker files have millisecond steps. */
 	int64_t start = wall_now_ms();
-	int rc = remote_tier_drain(s, 1, 1, &rep, &e);
+	struct progress shown;
+	progress_start(&shown, !quiet);
+	int rc = remote_tier_drain(s, 1, 1, &shown, &rep, &e);
+	progress_end(&shown);
 	if (rc < 0)
 		cli_error("remote flush: %s", e.msg);
 	if (!quiet)
@@ -210,7 +214,7 @@ int cmd_remote(int argc, char **argv)
 	} else {
 		struct drain_report rep;
 		struct error e = { 0 };
-		remote_tier_drain(s, 0, 0, &rep, &e);
+		remote_tier_drain(s, 0, 0, NULL, &rep, &e);
 		rc = 0;
 	}
 	store_close(s);

@@ -30,6 +30,7 @@
 #include "cachet/step.h"
 #include "cachet/store.h"
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "cli/settings.h"
 #include "cli/tee.h"
 
@@ -711,8 +712,8 @@ static int upload_job(struct ctx *x, size_t tier, const struct spool_job *job,
 /* One pass over the spool. Returns the number of jobs finished (uploaded
  * or dropped); *stuck is set when a job had to stay (a server failed or
  * rests). */
-static size_t drain_pass(struct ctx *x, struct remote_signer *signer, struct drain_report *rep,
-			 int *stuck)
+static size_t drain_pass(struct ctx *x, struct remote_signer *signer, struct progress *shown,
+			 struct drain_report *rep, int *stuck)
 {
 	char **jobs;
 	size_t n, done = 0;
@@ -728,6 +729,8 @@ static size_t drain_pass(struct ctx *x, struct remote_signer *signer, struct dra
 			*stuck = 1;
 			break;
 		}
+		if (shown)
+			progress_update(shown, i, n, "remote flush: uploading");
 		struct spool_job job;
 		if (spool_read(jobs[i], &job, &e) < 0) {
 			unlink(jobs[i]);
@@ -776,8 +779,8 @@ static size_t spool_size(const char *state_dir)
 	return n;
 }
 
-int remote_tier_drain(struct store *s, int wait, int force, struct drain_report *rep,
-		      struct error *e)
+int remote_tier_drain(struct store *s, int wait, int force, struct progress *shown,
+		      struct drain_report *rep, struct error *e)
 {
 	memset(rep, 0, sizeof *rep);
 	struct ctx x;
@@ -809,7 +812,7 @@ int remote_tier_drain(struct store *s, int wait, int force, struct drain_report 
 		if (lock < 0)
 			break; /* another drainer runs: it re-checks after it lets go */
 		int stuck = 0;
-		size_t done = drain_pass(&x, signer, rep, &stuck);
+		size_t done = drain_pass(&x, signer, shown, rep, &stuck);
 		spool_unlock(lock);
 		/* A job spooled while we held the lock saw the lock taken and
 		 * started no drainer: look again after letting go. */

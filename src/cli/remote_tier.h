@@ -18,6 +18,7 @@ struct step;
 struct record;
 struct store;
 struct digest_cache;
+struct progress;
 
 /* Before the step's key is built. With hermetic_env set, the process's
  * environment becomes only the listed variables (NAME, or PREFIX* for a
@@ -49,8 +50,9 @@ struct drain_report {
 };
 
 /* Uploads spooled jobs. wait: wait for a running drainer instead of
- * leaving the work to it. force: try servers whose breaker is open. */
-int remote_tier_drain(struct store *s, int wait, int force, struct drain_report *out,
-		      struct error *e);
+ * leaving the work to it. force: try servers whose breaker is open.
+ * shown: where the count goes as jobs are uploaded, or NULL. */
+int remote_tier_drain(struct store *s, int wait, int force, struct progress *shown,
+		      struct drain_report *out, struct error *e);
 
 #endif

@@ -39,6 +39,7 @@
 #include "cachet/snapshot.h"
 #include "cachet/step.h"
 #include "cachet/trace.h"
+#include "cli/progress.h"
 #include "cli/repro.h"
 #include "cli/settings.h"
 #include "cli/step_env.h"
@@ -57,12 +58,7 @@ struct ctx {
 	struct error snap_error;
 	int stdin_is_file;
 	int64_t start_ms;
-	/* progress on a terminal */
-	int progress;
-	pthread_t progress_thread;
-	pthread_mutex_t progress_lock;
-	int progress_stop;
-	char progress_what[96];
+	struct progress progress;
 };
 
 static volatile sig_atomic_t interrupted;
@@ -70,73 +66,6 @@ static volatile sig_atomic_t interrupted;
 static void on_signal(int sig)
 {
 	interrupted = sig;
-}
-
-/* ---- progress ---- */
-
-static void progress_draw(struct ctx *c)
-{
-	double s = (double)(now_ms() - c->start_ms) / 1000.0;
-	char line[160];
-	int n = snprintf(line, sizeof line, "\r\033[K%s, %.1f s elapsed", c->progress_what, s);
-	if (n > 0)
-		write_all(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-}
-
-static void *progress_loop(void *arg)
-{
-	struct ctx *c = arg;
-	for (;;) {
-		pthread_mutex_lock(&c->progress_lock);
-		int stop = c->progress_stop;
-		if (!stop)
-			progress_draw(c);
-		pthread_mutex_unlock(&c->progress_lock);
-		if (stop)
-			return NULL;
-		struct timespec ts = {0, 200 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-}
-
-static void progress_set(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void progress_set(struct ctx *c, const char *fmt, ...)
-{
-	if (!c->progress)
-		return;
-	va_list ap;
-	pthread_mutex_lock(&c->progress_lock);
-	va_start(ap, fmt);
-	vsnprintf(c->progress_what, sizeof c->progress_what, fmt, ap);
-	va_end(ap);
-	progress_draw(c);
-	pthread_mutex_unlock(&c->progress_lock);
-}
-
-static void progress_start(struct ctx *c)
-{
-	c->progress = isatty(2);
-	if (!c->progress)
-		return;
-	pthread_mutex_init(&c->progress_lock, NULL);
-	snprintf(c->progress_what, sizeof c->progress_what, "starting");
-	if (pthread_create(&c->progress_thread, NULL, progress_loop, c) != 0) {
-		pthread_mutex_destroy(&c->progress_lock);
-		c->progress = 0;
-	}
-}
-
-static void progress_end(struct ctx *c)
-{
-	if (!c->progress)
-		return;
-	pthread_mutex_lock(&c->progress_lock);
-	c->progress_stop = 1;
-	pthread_mutex_unlock(&c->progress_lock);
-	pthread_join(c->progress_thread, NULL);
-	pthread_mutex_destroy(&c->progress_lock);
-	write_all(2, "\r\033[K", 4);
-	c->progress = 0;
 }
 
 /* ---- capturing what a run left behind ---- */
@@ -603,7 +532,7 @@ static int run_all(struct ctx *c, struct error *e)
 	struct repro *r = c->r;
 	for (unsigned i = 1; i <= r->nruns; i++) {
 		new_run(r, i == 1 ? ROLE_CONTROL : ROLE_VARIED, r->mask, i - 1, -1);
-		progress_set(c, "run %u of %u", i, r->nruns);
+		progress_update(&c->progress, i - 1, r->nruns, "repro: run %u of %u", i, r->nruns);
 		if (execute(c, e) < 0)
 			return -1;
 	}
@@ -624,8 +553,8 @@ static int bisect(struct ctx *c, struct error *e)
 		if (v >= 0 && !((r->mask >> v) & 1))
 			continue;
 		new_run(r, ROLE_BISECT, v < 0 ? 0 : 1u << v, v < 0 ? 0 : 1, v);
-		progress_set(c, "bisect: run %u of %u (%s)", ++k, total,
-		             v < 0 ? "control" : vary_name(v));
+		progress_update(&c->progress, k++, total, "repro --bisect: %s",
+		                v < 0 ? "control" : vary_name(v));
 		if (execute(c, e) < 0)
 			return -1;
 	}
@@ -749,7 +678,7 @@ static int parse(struct repro *r, int argc, char **argv)
 static void cleanup(struct ctx *c)
 {
 	struct repro *r = c->r;
-	progress_end(c);
+	progress_end(&c->progress);
 	if (r->work) {
 		struct error e = {0};
 		snapshot_remove(r->work, &e);
@@ -767,7 +696,7 @@ static void cleanup(struct ctx *c)
 
 static int fail(struct ctx *c, const struct error *e)
 {
-	progress_end(c);
+	progress_end(&c->progress);
 	cli_error("repro: %s", e->msg);
 	cleanup(c);
 	return 2;
@@ -843,7 +772,7 @@ int cmd_repro(int argc, char **argv)
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGHUP, &sa, &old_hup);
 
-	progress_start(&c);
+	progress_start(&c.progress, !r.json);
 	int rc = run_all(&c, &e);
 	if (rc == 0)
 		rc = compare_all(&c, &e);
@@ -862,13 +791,13 @@ int cmd_repro(int argc, char **argv)
 		error_wrap(&e, "cannot leave the control run's outputs in place");
 		rc = -1;
 	}
-	progress_end(&c);
+	progress_end(&c.progress);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGHUP, &old_hup, NULL);
 	if (rc < 0 && interrupted) {
 		int sig = interrupted;
-		progress_end(&c);
+		progress_end(&c.progress);
 		cli_error("repro: interrupted; the work tree is as it was before the runs");
 		cleanup(&c);
 		signal(sig, SIG_DFL);

@@ -112,6 +112,18 @@ struct evict {
 	struct store_evict_report *rep;
 };
 
+void store_set_progress(struct store *s, store_progress_fn fn, void *ctx)
+{
+	s->progress = fn;
+	s->progress_ctx = ctx;
+}
+
+static void progress(struct evict *ev, const char *what, uint64_t done, uint64_t total)
+{
+	if (ev->s->progress)
+		ev->s->progress(ev->s->progress_ctx, what, done, total);
+}
+
 static sqlite3_stmt *q(struct evict *ev, enum q_id id, struct error *e)
 {
 	if (ev->q[id])
@@ -421,6 +433,7 @@ static int evict_orphan_blobs(struct evict *ev, struct error *e)
 	}
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
+		progress(ev, "gc: removing unreferenced blobs", i, n);
 		rc = txn_open(ev, e);
 		if (rc == 0)
 			rc = drop_blob_if_unused(ev, &d[i], e);
@@ -472,6 +485,8 @@ static int evict_entries(struct evict *ev, uint64_t max_bytes, int64_t max_age_s
 		int over = max_bytes && ev->total > max_bytes;
 		if (!aged && !over)
 			break; /* the rest were used more recently */
+		/* How many will go is known only at the end. */
+		progress(ev, "gc: evicting entries", i, 0);
 		rc = txn_open(ev, e);
 		if (rc == 0)
 			rc = evict_entry(ev, &c[i], e);
@@ -526,9 +541,11 @@ static void list_old_blob_files(struct evict *ev, struct loose_blob **out, size_
 	if (!top)
 		return;
 	struct dirent *de;
+	uint64_t dirs = 0;
 	while ((de = readdir(top))) {
 		if (strlen(de->d_name) != 2 || de->d_name[0] == '.')
 			continue;
+		progress(ev, "gc: listing blob directories", dirs++, 256);
 		int fd = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		DIR *sub = fd >= 0 ? fdopendir(fd) : NULL;
 		if (!sub) {
@@ -575,6 +592,7 @@ static int sweep_blob_files(struct evict *ev, struct error *e)
 	list_old_blob_files(ev, &b, &n);
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
+		progress(ev, "gc: checking old blob files", i, n);
 		rc = txn_open(ev, e);
 		int row = rc == 0 ? run_exists(ev, Q_BLOB_ROW, &b[i].digest, NULL, e) : -1;
 		if (row < 0)
@@ -612,7 +630,9 @@ static int sweep_blob_fingerprints(struct evict *ev, struct error *e)
 	char **gone = NULL;
 	size_t n = 0, alloc = 0;
 	int rc;
+	uint64_t seen = 0;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		progress(ev, "gc: checking blob fingerprints", seen++, 0);
 		const char *p = (const char *)sqlite3_column_text(st, 0);
 		struct stat sb;
 		if (!p || lstat(p, &sb) == 0 || errno != ENOENT)

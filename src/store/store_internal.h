@@ -99,6 +99,10 @@ struct store {
 	int counters_writable;
 	struct counter_slot *counters;
 
+	/* store_set_progress: long work (eviction) reports through it. */
+	store_progress_fn progress;
+	void *progress_ctx;
+
 	/* zstd contexts, created on first use and reused. */
 	void *cctx;
 	void *dctx;
