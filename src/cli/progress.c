@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/buf.h"
 #include "cachet/fdio.h"
 #include "cli/cli.h"
 
@@ -24,44 +25,35 @@ static size_t terminal_width(void)
 static void draw(struct progress *p)
 {
 	int64_t now = now_ms();
-	double elapsed = (double)(now - p->start_ms) / 1000.0;
-	char text[256];
-	int n;
+	struct buf line;
+	buf_init(&line);
+	buf_addstr(&line, "\r\033[K");
+	size_t start = line.len;
+	buf_addstr(&line, p->what);
 	if (p->total || p->done) {
+		buf_addf(&line, ": %llu", (unsigned long long)p->done);
+		if (p->total)
+			buf_addf(&line, "/%llu", (unsigned long long)p->total);
 		double span = (double)(now - p->rate_start_ms) / 1000.0;
 		double rate = span > 0.5 ? (double)(p->done - p->rate_from) / span : 0;
-		char of[32] = "";
-		if (p->total)
-			snprintf(of, sizeof of, "/%llu", (unsigned long long)p->total);
-		n = snprintf(text, sizeof text, "%s: %llu%s", p->what, (unsigned long long)p->done,
-			     of);
-		if (rate > 0 && n > 0 && (size_t)n < sizeof text)
-			n += snprintf(text + n, sizeof text - (size_t)n, ", %.1f/s", rate);
-		if (rate > 0 && p->total > p->done && n > 0 && (size_t)n < sizeof text)
-			n += snprintf(text + n, sizeof text - (size_t)n, ", %.0f s left",
-				      (double)(p->total - p->done) / rate);
-		if (n > 0 && (size_t)n < sizeof text)
-			n += snprintf(text + n, sizeof text - (size_t)n, ", %.1f s", elapsed);
-	} else {
-		n = snprintf(text, sizeof text, "%s, %.1f s", p->what, elapsed);
+		if (rate > 0)
+			buf_addf(&line, ", %.1f/s", rate);
+		if (rate > 0 && p->total > p->done)
+			buf_addf(&line, ", %.0f s left", (double)(p->total - p->done) / rate);
 	}
-	if (n < 0)
-		return;
-	size_t len = (size_t)n < sizeof text ? (size_t)n : sizeof text - 1;
+	buf_addf(&line, ", %.1f s", (double)(now - p->start_ms) / 1000.0);
 	size_t width = terminal_width();
-	if (len > width)
-		len = width;
-	char line[sizeof text + 8];
-	memcpy(line, "\r\033[K", 4);
-	memcpy(line + 4, text, len);
-	write_all(2, line, len + 4);
+	if (line.len - start > width)
+		line.len = start + width;
+	write_all(2, line.data, line.len);
+	buf_free(&line);
 }
 
 static void *ticker(void *arg)
 {
 	struct progress *p = arg;
 	for (;;) {
-		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		struct timespec ts = {0, 200 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&p->lock);
 		int stop = p->stop;
@@ -89,8 +81,7 @@ void progress_start(struct progress *p, int wanted)
 	p->on = 1;
 }
 
-static void update(struct progress *p, uint64_t done, uint64_t total, const char *fmt,
-		   va_list ap)
+static void update(struct progress *p, uint64_t done, uint64_t total, const char *fmt, va_list ap)
 {
 	char what[sizeof p->what];
 	vsnprintf(what, sizeof what, fmt, ap);

@@ -27,7 +27,7 @@ struct progress {
 void progress_start(struct progress *p, int wanted);
 /* What is being done: done of total items (total 0: not counted). */
 void progress_update(struct progress *p, uint64_t done, uint64_t total, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 /* The same, as a callback for library loops (ctx: the struct progress). */
 void progress_callback(void *ctx, const char *what, uint64_t done, uint64_t total);
 /* Stops and clears the line; call before printing anything else. */
