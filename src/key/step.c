@@ -260,8 +260,10 @@ char *step_find_program(const char *name, const char *skip_self)
 		return absolute(name);
 	}
 	const char *path = getenv("PATH");
+	/* Without PATH, execvp and Python's subprocess (os.defpath) search
+	 * these: the program found must be the one they would run. */
 	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
+		path = "/bin:/usr/bin";
 	int saw_eacces = 0;
 	for (const char *p = path;;) {
 		const char *colon = strchr(p, ':');
