@@ -117,8 +117,17 @@ apt_update() {
     ) 9> "${TMPDIR:-/tmp}/cachet-debian-source-apt.lock"
 }
 
+# The newest version first; then each other version the lists name: a
+# mirror may lack the source of a security update whose binary it has.
 download() {
-    (cd "$DOWNLOADS" && apt-get source --download-only "$PACKAGE" >&2)
+    (cd "$DOWNLOADS" && apt-get source --download-only "$PACKAGE" >&2) && return 0
+    local v
+    for v in $(apt-cache showsrc "$PACKAGE" 2> /dev/null | awk '/^Version:/ {print $2}'); do
+        say "trying $PACKAGE=$v"
+        rm -f "$DOWNLOADS"/*
+        (cd "$DOWNLOADS" && apt-get source --download-only "$PACKAGE=$v" >&2) && return 0
+    done
+    return 1
 }
 
 if [ -z "$(ls "$DOWNLOADS"/*.dsc 2> /dev/null)" ]; then
