@@ -118,13 +118,17 @@ static const char explain_help[] =
 	"Exit status: 0 would hit, 1 would miss, 2 usage error.\n";
 
 static const char show_help[] =
-	"usage: cachet show [--inputs] FILE\n"
+	"usage: cachet show [--inputs] [--json] FILE\n"
 	"\n"
-	"Finds the recorded steps whose result holds exactly FILE's content and prints\n"
-	"their command line, cwd, time, host, duration, hits since, and every program\n"
-	"and shared library they ran, with digests and one toolchain digest over all.\n"
+	"Says whether FILE is still what its step would make now: current, stale\n"
+	"(naming the first input that changed since, as explain does) or modified\n"
+	"since cachet wrote it. Then the recorded steps whose result holds exactly\n"
+	"FILE's content, the one that wrote FILE itself first: command line, cwd,\n"
+	"time, host, duration, hits since, and every program and shared library they\n"
+	"ran, with digests and one toolchain digest over all.\n"
 	"  --inputs   also list every observation the step relied on\n"
-	"Exit status: 0 found, 1 no step produced this content, 2 usage error.\n";
+	"  --json     one JSON object: file, sha256, state, reason, steps[]\n"
+	"Exit status: 0 current, 1 stale, modified or made by no step, 2 usage error.\n";
 
 static const char log_help[] =
 	"usage: cachet log [-n N] [--json]\n"
