@@ -115,7 +115,7 @@ static int shown_load(struct store *s, const struct store_result_row *row, const
 		out->state = STATE_CURRENT;
 	} else {
 		size_t d = explain_pathset(&out->ps, &out->res, values.data, values.len,
-					   out->have_step ? out->step.cwd : NULL, 0, &out->why);
+					   out->have_step ? out->step.cwd : NULL, bases, 0, &out->why);
 		out->state = d == SIZE_MAX || d == 0 ? STATE_UNKNOWN : STATE_STALE;
 	}
 	buf_free(&values);
