@@ -37,7 +37,8 @@ enum compare_kind {
 	CMP_TYPE_DIFFERS,    /* regular file in one, directory or symlink in the other */
 	CMP_SYMLINK_DIFFERS, /* targets differ */
 	CMP_FILE_DIFFERS,    /* contents differ; `sub` has the details */
-	CMP_MODE_DIFFERS,    /* executable bit (only with compare_options.exec_bit) */
+	CMP_MODE_DIFFERS,    /* permission bits (compare_options.modes) or the
+	                      * executable bit (compare_options.exec_bit) */
 	/* ar archives (`name` is the member name) */
 	CMP_MEMBER_MISSING_IN_B,
 	CMP_MEMBER_ONLY_IN_B,
@@ -120,6 +121,8 @@ struct compare_options {
 	size_t list_limit;     /* names listed per kind in summaries and renderings
 	                        * before "and N more"; 0 means 20 */
 	int exec_bit;          /* also compare the owner-executable bit of files */
+	int modes;             /* also compare every permission bit (07777) of files
+	                        * and directories (cachet diff) */
 	const char *label_a;   /* how A and B are named in diff headers; NULL: the paths */
 	const char *label_b;
 };

@@ -23,7 +23,9 @@ static size_t parse_count(const char *s)
 int cmd_diff(int argc, char **argv)
 {
 	int json = 0;
-	struct compare_options opt = {0};
+	/* A tree that differs only in a file's mode differs (a script that lost
+	 * its executable bit, a umask). */
+	struct compare_options opt = {.modes = 1};
 	const char *paths[2];
 	int npaths = 0, options_done = 0;
 	for (int i = 1; i < argc; i++) {

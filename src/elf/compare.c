@@ -223,9 +223,16 @@ int compare_contents(struct cmp_ctx *c, const char *path, const char *member, un
 		free(lb);
 	}
 	/* Re-fetch: members' entries may have moved the array. */
-	if (rc < 0)
+	const char *name = member ? member : *path ? path : c->rep->label_a;
+	if (rc < 0) {
 		compare_bytes(c, entry, "", a, alen, b, blen);
-	else if (!c->rep->entries[entry].nitems)
+	} else if (fmt == CMP_FMT_BINARY && pyc_is(name, a, alen) && pyc_is(name, b, blen)) {
+		struct buf header;
+		buf_init(&header);
+		pyc_header_differs(a, alen, b, blen, &header);
+		compare_bytes(c, entry, header.data ? header.data : "", a, alen, b, blen);
+		buf_free(&header);
+	} else if (!c->rep->entries[entry].nitems)
 		compare_bytes(c, entry,
 		              fmt == CMP_FMT_ELF  ? "no symbol or section differs; "
 		              : fmt == CMP_FMT_AR ? "no member differs; "
@@ -451,7 +458,16 @@ static int compare_files(struct cmp_ctx *c, const char *rel, const char *pa, con
 		                    c->rep->entries[entry].summary);
 		it->sub = entry;
 	}
-	if (c->exec_bit && (sa->st_mode & S_IXUSR) != (sb->st_mode & S_IXUSR)) {
+	if (c->modes && (sa->st_mode & 07777) != (sb->st_mode & 07777)) {
+		size_t to = c->container != SIZE_MAX ? c->container
+		            : differ                 ? entry
+		                                     : container(c, CMP_FMT_OTHER);
+		report_add_item(c->rep, to, CMP_MODE_DIFFERS, rel, "%s%smode %04o in A, %04o in B", rel,
+		                *rel ? ": " : "", (unsigned)(sa->st_mode & 07777),
+		                (unsigned)(sb->st_mode & 07777));
+		if (to == entry)
+			report_finish_entry(c->rep, entry);
+	} else if (c->exec_bit && (sa->st_mode & S_IXUSR) != (sb->st_mode & S_IXUSR)) {
 		int in_a = (sa->st_mode & S_IXUSR) != 0;
 		/* In a tree the root collects it; for two files, their own entry. */
 		size_t to = c->container != SIZE_MAX ? c->container
@@ -477,8 +493,13 @@ static int compare_node(struct cmp_ctx *c, const char *rel, const char *pa, cons
 	}
 	if (sa->st_dev == sb->st_dev && sa->st_ino == sb->st_ino)
 		return 0; /* the same file reached twice */
-	if (S_ISDIR(ta))
+	if (S_ISDIR(ta)) {
+		if (c->modes && (sa->st_mode & 07777) != (sb->st_mode & 07777))
+			report_add_item(c->rep, container(c, CMP_FMT_DIR), CMP_MODE_DIFFERS, rel,
+			                "%s%smode %04o in A, %04o in B", *rel ? rel : ".", ": ",
+			                (unsigned)(sa->st_mode & 07777), (unsigned)(sb->st_mode & 07777));
 		return compare_dirs(c, rel, pa, pb);
+	}
 	if (S_ISREG(ta))
 		return compare_files(c, rel, pa, pb, sa, sb);
 	if (S_ISLNK(ta)) {
@@ -506,6 +527,7 @@ static void init_ctx(struct cmp_ctx *c, struct compare_report *out,
 	c->rep = out;
 	c->max_diff_lines = opt && opt->max_diff_lines ? opt->max_diff_lines : 200;
 	c->exec_bit = opt ? opt->exec_bit : 0;
+	c->modes = opt ? opt->modes : 0;
 	c->container = SIZE_MAX;
 	c->e = e;
 	/* Idempotent; libelf refuses every call until it is told the version. */

@@ -6,6 +6,7 @@
 #ifndef CACHET_ELF_COMPARE_INTERNAL_H
 #define CACHET_ELF_COMPARE_INTERNAL_H
 
+#include <gelf.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "cachet/compare.h"
@@ -17,6 +18,7 @@ struct cmp_ctx {
 	struct compare_report *rep;
 	size_t max_diff_lines;
 	int exec_bit;
+	int modes;
 	/* The entry that collects directory-level items (the root entry), or
 	 * SIZE_MAX until one is needed. */
 	size_t container;
@@ -76,6 +78,33 @@ int elf_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t 
                 const unsigned char *b, size_t blen);
 int ar_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
                const unsigned char *b, size_t blen);
+
+/* ---- elf_strings.c ---- */
+
+/* Appends to out "; strings only in A: "x", … and N more; only in B: …"
+ * for two sections of NUL-terminated strings (at most limit of each). */
+void strings_differ(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen,
+                    size_t limit, struct buf *out);
+
+/* Appends "; text there: "Dec  1 2026" in A, "Mar  9 2024" in B" when the
+ * bytes at offset at lie in a run of printable text in both (a __DATE__ in
+ * .rodata, a path in .debug_info). */
+void text_at_difference(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen,
+                        size_t at, struct buf *out);
+
+/* Appends the notes of two SHT_NOTE sections' data (libelf's, in host
+ * order) that differ, decoded: "; build-id 1a2b… in A, 3c4d… in B". */
+void elf_notes_differ(Elf_Data *a, Elf_Data *b, struct buf *out);
+
+/* ---- pyc_header.c ---- */
+
+/* 1 when path names a .pyc file and p holds a header (at least 16 bytes). */
+int pyc_is(const char *path, const unsigned char *p, size_t n);
+/* Appends what differs in the headers of two .pyc files (magic, flags,
+ * source mtime and size, or source hash), each part ending in "; ", and
+ * whether the code after them is identical. */
+void pyc_header_differs(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen,
+                        struct buf *out);
 
 /* ---- text_compare.c ---- */
 

@@ -233,8 +233,10 @@ static char *section_of(struct emodel *m, size_t shndx)
 	return xasprintf("#%zu", shndx);
 }
 
-/* Reads the symbols of the first section of `type`: named ones only (section
- * and file symbols say nothing a section comparison does not). */
+/* Reads the symbols of the first section of `type`: the named ones, FILE
+ * symbols (the source file an object was compiled from: nvcc's temporary
+ * tmpxft_… names differ from run to run) and SECTION symbols, named after
+ * their section. */
 static int load_symbols(struct emodel *m, uint32_t type)
 {
 	size_t symidx = 0;
@@ -263,9 +265,10 @@ static int load_symbols(struct emodel *m, uint32_t type)
 		if (!gelf_getsymshndx(data, xdata, (int)i, &sym, &xndx))
 			return fail(m, "symbol");
 		unsigned type_ = GELF_ST_TYPE(sym.st_info);
-		if (type_ == STT_SECTION || type_ == STT_FILE)
-			continue;
+		size_t shndx = sym.st_shndx == SHN_XINDEX ? xndx : sym.st_shndx;
 		const char *name = elf_strptr(m->elf, strndx, sym.st_name);
+		if (type_ == STT_SECTION && (!name || !*name) && shndx >= 1 && shndx <= m->nsecs)
+			name = m->secs[shndx - 1].name;
 		if (!name || !*name)
 			continue;
 		struct esym *s = &m->syms[m->nsyms++];
@@ -275,8 +278,7 @@ static int load_symbols(struct emodel *m, uint32_t type)
 		s->size = sym.st_size;
 		s->defined = sym.st_shndx != SHN_UNDEF;
 		if (s->defined)
-			s->section =
-			    section_of(m, sym.st_shndx == SHN_XINDEX ? xndx : sym.st_shndx);
+			s->section = section_of(m, shndx);
 	}
 	return 0;
 }
@@ -454,6 +456,23 @@ static void compare_symbols(struct cmp_ctx *c, size_t entry, const struct emodel
 	for (size_t i = 0; i < b->nsyms; i++)
 		nb[i] = b->syms[i].name, cb[i] = b->syms[i].defined;
 	match_names(na, ca, a->nsyms, nb, cb, b->nsyms, pa, pb);
+	/* A FILE symbol names the source an object was made from; one present in
+	 * each file under another name is that source renamed (nvcc's
+	 * tmpxft_0000660b_… and tmpxft_000068c7_…), not two symbols. */
+	for (size_t i = 0, j = 0; i < a->nsyms; i++) {
+		if (pa[i] != SIZE_MAX || a->syms[i].type != STT_FILE)
+			continue;
+		while (j < b->nsyms && (pb[j] != SIZE_MAX || b->syms[j].type != STT_FILE))
+			j++;
+		if (j == b->nsyms)
+			break;
+		pa[i] = j;
+		pb[j] = i;
+		struct compare_item *it =
+		    report_add_item(c->rep, entry, CMP_SYMBOL_CHANGED, a->syms[i].name,
+		                    "FILE symbol %s in A, %s in B", a->syms[i].name, b->syms[j].name);
+		it->type = xstrdup("FILE");
+	}
 	/* Defined symbols first in every list: they are what a linker misses. */
 	for (int pass = 1; pass >= 0; pass--) {
 		for (size_t i = 0; i < a->nsyms; i++) {
@@ -461,7 +480,7 @@ static void compare_symbols(struct cmp_ctx *c, size_t entry, const struct emodel
 				continue;
 			if (pa[i] == SIZE_MAX)
 				symbol_alone(c, entry, &a->syms[i], 1);
-			else
+			else if (a->syms[i].type != STT_FILE || b->syms[pa[i]].type != STT_FILE)
 				symbol_pair(c, entry, &a->syms[i], &b->syms[pa[i]]);
 		}
 		for (size_t i = 0; i < b->nsyms; i++)
@@ -487,6 +506,15 @@ static void section_alone(struct cmp_ctx *c, size_t entry, const struct esec *s,
 		it->size_a = s->sh.sh_size;
 	else
 		it->size_b = s->sh.sh_size;
+}
+
+/* Sections that hold NUL-terminated strings: string tables (.strtab,
+ * .shstrtab), merged strings (.rodata.str1.1, .debug_str, .debug_line_str)
+ * and .comment (the compilers' identification). */
+static int is_string_section(const struct esec *s)
+{
+	return s->sh.sh_type == SHT_STRTAB || (s->sh.sh_flags & SHF_STRINGS) ||
+	       !strcmp(s->name, ".comment");
 }
 
 static void section_pair(struct cmp_ctx *c, size_t entry, const struct emodel *ma,
@@ -529,6 +557,21 @@ static void section_pair(struct cmp_ctx *c, size_t entry, const struct emodel *m
 			    ", %llu bytes; first difference at offset 0x%zx, %zu byte%s differ%s",
 			    (unsigned long long)sa, off, ndiff, ndiff == 1 ? "" : "s",
 			    ndiff == 1 ? "s" : "");
+		}
+	}
+	if (d.len && a->sh.sh_type == b->sh.sh_type && a->sh.sh_type != SHT_NOBITS) {
+		/* What the bytes say: a build date, a compiler version, a path. */
+		const unsigned char *pa = ma->image + (sa ? a->sh.sh_offset : 0);
+		const unsigned char *pb = mb->image + (sb ? b->sh.sh_offset : 0);
+		if (a->sh.sh_type == SHT_NOTE) {
+			Elf_Scn *xa = elf_getscn(ma->elf, (size_t)(a - ma->secs) + 1);
+			Elf_Scn *xb = elf_getscn(mb->elf, (size_t)(b - mb->secs) + 1);
+			elf_notes_differ(xa ? elf_getdata(xa, NULL) : NULL,
+			                 xb ? elf_getdata(xb, NULL) : NULL, &d);
+		} else if (is_string_section(a) && is_string_section(b)) {
+			strings_differ(pa, sa, pb, sb, c->rep->list_limit, &d);
+		} else if (have_off) {
+			text_at_difference(pa, sa, pb, sb, off, &d);
 		}
 	}
 	if (d.len) {

@@ -26,7 +26,7 @@ static const struct kind_info kinds[CMP_KIND_COUNT] = {
 	[CMP_FILE_DIFFERS] = { "file_differs",
 		"file differs", "files differ", 1 },
 	[CMP_MODE_DIFFERS] = { "mode_differs",
-		"file differs in executable bit", "files differ in executable bit", 1 },
+		"mode differs", "modes differ", 1 },
 	[CMP_MEMBER_MISSING_IN_B] = { "member_missing_in_b",
 		"member missing in B", "members missing in B", 1 },
 	[CMP_MEMBER_ONLY_IN_B] = { "member_only_in_b",
