@@ -78,6 +78,7 @@ void strings_differ(const unsigned char *a, size_t alen, const unsigned char *b,
 	buf_init(&only_a);
 	buf_init(&only_b);
 	size_t shown_a = 0, shown_b = 0, more_a = 0, more_b = 0;
+	const struct str *last_a = NULL, *last_b = NULL;
 	for (size_t i = 0, j = 0; i < na || j < nb;) {
 		int c = i == na ? 1 : j == nb ? -1 : str_cmp(&va[i], &vb[j]);
 		if (c == 0) {
@@ -89,9 +90,10 @@ void strings_differ(const unsigned char *a, size_t alen, const unsigned char *b,
 		const struct str *s = c < 0 ? &va[i++] : &vb[j++];
 		/* A string that came twice (.debug_line_str repeats the
 		 * directory) is named once. */
-		const struct str *prev = c < 0 ? (i >= 2 ? &va[i - 2] : NULL) : (j >= 2 ? &vb[j - 2] : NULL);
-		if (prev && !str_cmp(prev, s))
+		const struct str **prev = c < 0 ? &last_a : &last_b;
+		if (*prev && !str_cmp(*prev, s))
 			continue;
+		*prev = s;
 		if (*shown < limit) {
 			if (*shown)
 				buf_addstr(to, ", ");

@@ -201,6 +201,16 @@ cp d1.c g2/d.c
 expect_diff_rc 1 g1/d.o g2/d.o
 out_has "strings only in A: \"$W/g1\"; only in B: \"$W/g2\""
 
+section "ar member dates and the symbol index"
+mkdir -p arU
+cp nv1/k.o arU/k.o
+touch -d '2023-11-14 00:00:00 UTC' arU/k.o
+(cd arU && ar rcU ../dated1.a k.o)
+touch -d '2024-03-09 00:00:00 UTC' arU/k.o
+(cd arU && ar rcU ../dated2.a k.o)
+expect_diff_rc 1 dated1.a dated2.a
+out_has "member k.o header differs: date 2023-11-14 00:00:00 UTC (1699920000) in A, 2024-03-09 00:00:00 UTC (1709942400) in B"
+
 section ".pyc headers and modes in trees"
 if command -v python3 > /dev/null; then
     mkdir -p py1 py2
