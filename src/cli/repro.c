@@ -338,6 +338,7 @@ static void note_inputs(struct repro_run *run, const struct trace_result *tr, ch
 	               &rec, &e) == 0) {
 		run->ps_digest = rec.ps_digest;
 		buf_add(&run->values, rec.values.data, rec.values.len);
+		buf_add(&run->ps_body, rec.ps_body.data, rec.ps_body.len);
 		if (rec.not_storable && !run->note)
 			run->note = rec.not_storable;
 	}
@@ -438,6 +439,93 @@ int repro_run_differs(const struct repro_run *run)
 	return run->ndiffs > 0;
 }
 
+/* How many differing inputs the report names before "and N more". */
+#define INPUTS_NAMED 8
+
+/* Each observation of a run as "kind path" -> its value (length-prefixed,
+ * as the values buffer holds it). 0, or -1 when the path set is not
+ * readable. */
+static int input_map(const struct repro_run *run, struct pathset *ps, struct strmap *m)
+{
+	struct error e = {0};
+	strmap_init(m);
+	if (pathset_decode(run->ps_body.data, run->ps_body.len, ps, &e) < 0)
+		return -1;
+	struct reader rd;
+	reader_init(&rd, run->values.data, run->values.len);
+	struct buf key;
+	buf_init(&key);
+	for (size_t i = 0; i < ps->nobs; i++) {
+		const unsigned char *at = rd.p;
+		size_t len;
+		if (!reader_bytes(&rd, &len))
+			break;
+		buf_reset(&key);
+		buf_addf(&key, "%d %s", ps->obs[i].kind, ps->paths[ps->obs[i].path]);
+		strmap_put(m, key.data, (void *)at);
+	}
+	buf_free(&key);
+	return 0;
+}
+
+static int same_value(const unsigned char *x, const unsigned char *y)
+{
+	struct reader rx, ry;
+	size_t lx, ly;
+	reader_init(&rx, x, 1u << 30);
+	reader_init(&ry, y, 1u << 30);
+	const void *vx = reader_bytes(&rx, &lx), *vy = reader_bytes(&ry, &ly);
+	return vx && vy && lx == ly && !memcmp(vx, vy, lx);
+}
+
+/* One side's observations the other lacks or sees otherwise, into names. */
+static void inputs_unlike(const struct repro *r, const struct strmap *from, const struct strmap *other,
+                          const char *only, struct strmap *named, struct buf *out, size_t *more)
+{
+	for (size_t i = 0; i < from->cap; i++) {
+		const char *key = from->slots[i].key;
+		if (!key)
+			continue;
+		const unsigned char *v = strmap_get(other, key);
+		if (v && same_value(from->slots[i].value, v))
+			continue;
+		const char *path = strchr(key, ' ') + 1;
+		if (strmap_put(named, path, (void *)1))
+			continue; /* another lookup of the same path */
+		if (named->count > INPUTS_NAMED) {
+			(*more)++;
+			continue;
+		}
+		buf_addf(out, "%s%s%s", out->len ? ", " : "", repro_shown_path(r, path), v ? "" : only);
+	}
+}
+
+/* The inputs whose lookups differ between runs a and b, in words. */
+static char *inputs_difference(const struct repro *r, const struct repro_run *a,
+                               const struct repro_run *b)
+{
+	struct pathset pa, pb;
+	struct strmap ma, mb, named;
+	pathset_init(&pa);
+	pathset_init(&pb);
+	struct buf out;
+	buf_init(&out);
+	size_t more = 0;
+	strmap_init(&named);
+	if (input_map(a, &pa, &ma) == 0 && input_map(b, &pb, &mb) == 0) {
+		inputs_unlike(r, &ma, &mb, " (run 1 only)", &named, &out, &more);
+		inputs_unlike(r, &mb, &ma, " (this run only)", &named, &out, &more);
+	}
+	if (more)
+		buf_addf(&out, " and %zu more", more);
+	strmap_free(&ma);
+	strmap_free(&mb);
+	strmap_free(&named);
+	pathset_free(&pa);
+	pathset_free(&pb);
+	return out.len ? buf_detach(&out, NULL) : NULL;
+}
+
 static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b, struct error *e)
 {
 	if (a->status != b->status) {
@@ -518,6 +606,8 @@ static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b,
 	b->inputs_same = digest_equal(&a->ps_digest, &b->ps_digest) &&
 	                 a->values.len == b->values.len &&
 	                 !memcmp(a->values.data, b->values.data, a->values.len);
+	if (!b->inputs_same)
+		b->inputs_differ = inputs_difference(c->r, a, b);
 	return rc;
 }
 
@@ -540,6 +630,7 @@ static struct repro_run *new_run(struct repro *r, enum repro_role role, unsigned
 	buf_init(&run->desc_text);
 	buf_init(&run->desc_json);
 	buf_init(&run->values);
+	buf_init(&run->ps_body);
 	strmap_init(&run->changed);
 	strmap_init(&run->deep);
 	run->dir = xasprintf("%s/run-%u", r->work, run->number);
@@ -551,6 +642,8 @@ static void free_run(struct repro_run *run)
 	buf_free(&run->desc_text);
 	buf_free(&run->desc_json);
 	buf_free(&run->values);
+	buf_free(&run->ps_body);
+	free(run->inputs_differ);
 	strmap_free(&run->changed);
 	strmap_free(&run->deep);
 	free(run->dir);
@@ -619,27 +712,28 @@ static int bisect(struct ctx *c, struct error *e)
 	for (int v = 0; v < VARY_COUNT; v++)
 		total += (r->mask >> v) & 1;
 	unsigned k = 0;
-	size_t first = r->n;
+	r->bisected = 1;
 	for (int v = -1; v < VARY_COUNT; v++) {
 		if (v >= 0 && !((r->mask >> v) & 1))
 			continue;
-		new_run(r, ROLE_BISECT, v < 0 ? 0 : 1u << v, v < 0 ? 0 : 1, v);
+		struct repro_run *run = new_run(r, ROLE_BISECT, v < 0 ? 0 : 1u << v, v < 0 ? 0 : 1, v);
 		progress_set(c, "bisect: run %u of %u (%s)", ++k, total,
 		             v < 0 ? "control" : vary_name(v));
 		if (execute(c, e) < 0)
 			return -1;
-	}
-	r->bisected = 1;
-	for (size_t i = first; i < r->n; i++) {
-		struct repro_run *run = &r->runs[i];
+		run = &r->runs[r->n - 1]; /* execute may have moved the array */
 		if (compare_runs(c, &r->runs[0], run, e) < 0)
 			return -1;
 		if (!repro_run_differs(run))
 			continue;
-		if (run->single < 0)
+		/* A step that differs with nothing varied (a pid, a random
+		 * name) would differ under every variation too: say so once
+		 * instead of blaming each. */
+		if (run->single < 0) {
 			r->control_again_differs = 1;
-		else
-			r->causes |= 1u << run->single;
+			return 0;
+		}
+		r->causes |= 1u << run->single;
 	}
 	return 0;
 }
@@ -701,6 +795,10 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
 static int parse(struct repro *r, int argc, char **argv)
 {
 	r->nruns = 2;
+	/* Varied by default, as reprotest does: run as a user first runs it,
+	 * a step that embeds its build time or host is found (--vary none:
+	 * nothing varied). */
+	r->mask = VARY_ALL;
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];

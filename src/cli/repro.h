@@ -19,6 +19,11 @@ enum vary {
 	VARY_CPUS,     /* affinity of the step to half the CPUs */
 	VARY_TIME,     /* SOURCE_DATE_EPOCH, and the clock through libfaketime */
 	VARY_DIRORDER, /* getdents entries reversed or shuffled by the tracer */
+	VARY_HOME,     /* HOME, to a directory that does not exist */
+	VARY_PATH,     /* PATH, with a directory appended */
+	VARY_USER,     /* uid and gid, in a user namespace */
+	VARY_HOST,     /* host and domain name, in a UTS namespace */
+	VARY_KERNEL,   /* the kernel release uname reports (personality UNAME26) */
 	VARY_COUNT
 };
 
@@ -33,7 +38,8 @@ const char *vary_name(int v);
 int vary_parse(const char *list, unsigned *mask, char *err, size_t cap);
 
 /* Drops from *mask the variations this machine cannot make (one CPU; a
- * personality that seccomp forbids to change) and appends a line for each
+ * personality that seccomp forbids to change; namespaces that may not be
+ * created here) and appends a line for each
  * to notes, and for those it can make only in part ("time: libfaketime is
  * not installed, only SOURCE_DATE_EPOCH varies"). */
 void vary_check(unsigned *mask, struct buf *notes);
@@ -88,7 +94,10 @@ struct repro_run {
 	struct strmap changed;   /* those paths -> (void *)1 */
 	struct strmap deep;      /* paths captured with their whole tree -> (void *)1 */
 	struct digest ps_digest; /* the inputs it relied on (record_run) */
+	struct buf ps_body;      /* that path set, encoded */
 	struct buf values;
+	char *inputs_differ;     /* !inputs_same: the paths whose lookups differ from
+	                          * run 1's ("out/x.h, /etc/passwd and 3 more"); owned */
 	int inputs_same;          /* ps_digest and values as run 1's */
 	const char *note;         /* uncacheable or not-storable reason; static */
 	struct repro_diff *diffs; /* against run 1 */

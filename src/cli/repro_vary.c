@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/personality.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,7 +24,18 @@ static const char *const names[VARY_COUNT] = {
     [VARY_LOCALE] = "locale", [VARY_UMASK] = "umask",
     [VARY_ASLR] = "aslr",     [VARY_CPUS] = "cpus",
     [VARY_TIME] = "time",     [VARY_DIRORDER] = "dirorder",
+    [VARY_HOME] = "home",     [VARY_PATH] = "path",
+    [VARY_USER] = "user",     [VARY_HOST] = "host",
+    [VARY_KERNEL] = "kernel",
 };
+
+/* reprotest's values where it has them: what a step embeds is found by
+ * grepping its outputs for them. */
+#define VARIED_HOME "/nonexistent/cachet-repro-home"
+#define VARIED_PATH_DIR "/i_capture_the_path"
+#define VARIED_HOSTNAME "i-capture-the-hostname"
+#define VARIED_DOMAINNAME "i-capture-the-domainname"
+#define VARIED_ID 1234
 
 const char *vary_name(int v)
 {
@@ -54,11 +66,13 @@ int vary_parse(const char *list, unsigned *mask, char *err, size_t cap)
 		} else {
 			int v = vary_lookup(name, nlen);
 			if (v < 0) {
-				snprintf(err, cap,
-				         "unknown variation '%.*s' (known: env, tz, locale, umask, "
-				         "aslr, "
-				         "cpus, time, dirorder, all)",
-				         (int)nlen, name);
+				struct buf known;
+				buf_init(&known);
+				for (int k = 0; k < VARY_COUNT; k++)
+					buf_addf(&known, "%s, ", names[k]);
+				snprintf(err, cap, "unknown variation '%.*s' (known: %sall)", (int)nlen,
+				         name, known.data);
+				buf_free(&known);
 				return -1;
 			}
 			if (drop)
@@ -150,8 +164,49 @@ static int can_flip_aslr(void)
 	return 1;
 }
 
+/* Whether the step's process may enter the namespaces (TRACE_NS_* bits):
+ * tried in a child (a user namespace needs a single-threaded process, and
+ * containers and sysctls forbid them). */
+static int can_unshare(unsigned namespaces)
+{
+	struct trace_spec probe = {.namespaces = namespaces,
+	                           .ns_uid = VARIED_ID,
+	                           .ns_gid = VARIED_ID,
+	                           .hostname = VARIED_HOSTNAME,
+	                           .domainname = VARIED_DOMAINNAME};
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(trace_enter_namespaces(&probe) < 0 ? 1 : 0);
+	int status;
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static int can_set_uname26(void)
+{
+	int cur = personality(0xffffffff);
+	if (cur < 0 || personality((unsigned)cur | UNAME26) < 0)
+		return 0;
+	personality((unsigned)cur);
+	return 1;
+}
+
 void vary_check(unsigned *mask, struct buf *notes)
 {
+	if ((*mask & (1u << VARY_USER)) && !can_unshare(TRACE_NS_USER)) {
+		buf_addstr(notes, "user: a user namespace may not be created here: not varied\n");
+		*mask &= ~(1u << VARY_USER);
+	}
+	if ((*mask & (1u << VARY_HOST)) && !can_unshare(TRACE_NS_UTS)) {
+		buf_addstr(notes, "host: a UTS namespace may not be created here: not varied\n");
+		*mask &= ~(1u << VARY_HOST);
+	}
+	if ((*mask & (1u << VARY_KERNEL)) && !can_set_uname26()) {
+		buf_addstr(notes, "kernel: this process may not set the UNAME26 personality: "
+		                  "not varied\n");
+		*mask &= ~(1u << VARY_KERNEL);
+	}
 	if ((*mask & (1u << VARY_TIME)) && !faketime_installed())
 		buf_addstr(notes, "time: libfaketime is not installed (Debian package faketime): "
 		                  "only SOURCE_DATE_EPOCH varies, not the clock\n");
@@ -289,6 +344,34 @@ void vary_apply(unsigned mask, unsigned variant, char ***env, struct trace_spec 
 	}
 	if (mask & (1u << VARY_TIME))
 		vary_time(k, env, text, json);
+	if (mask & (1u << VARY_HOME)) {
+		env_set(env, "HOME", VARIED_HOME);
+		describe(text, json, "home", "HOME=%s", VARIED_HOME);
+	}
+	if (mask & (1u << VARY_PATH)) {
+		const char *path = env_get(*env, "PATH");
+		char *varied = xasprintf("%s%s%s", path && *path ? path : "", path && *path ? ":" : "",
+		                         VARIED_PATH_DIR);
+		env_set(env, "PATH", varied);
+		free(varied);
+		describe(text, json, "path", "PATH=…:%s", VARIED_PATH_DIR);
+	}
+	if (mask & (1u << VARY_USER)) {
+		spec->namespaces |= TRACE_NS_USER;
+		spec->ns_uid = spec->ns_gid = VARIED_ID;
+		describe(text, json, "user", "uid and gid %d (user namespace)", VARIED_ID);
+	}
+	if (mask & (1u << VARY_HOST)) {
+		spec->namespaces |= TRACE_NS_UTS;
+		spec->hostname = VARIED_HOSTNAME;
+		spec->domainname = VARIED_DOMAINNAME;
+		describe(text, json, "host", "host name %s, domain %s (UTS namespace)",
+		         VARIED_HOSTNAME, VARIED_DOMAINNAME);
+	}
+	if (mask & (1u << VARY_KERNEL)) {
+		spec->uname26 = 1;
+		describe(text, json, "kernel", "kernel release 2.6.x (personality UNAME26)");
+	}
 	if (mask & (1u << VARY_DIRORDER)) {
 		/* Reversed first: it differs from the kernel's order for any
 		 * directory of two or more entries, whatever its size. */
