@@ -100,8 +100,8 @@ _cachet() {
                         word=${cur##*,}
                     fi
                     mapfile -t COMPREPLY < <(compgen -P "$prefix" -W "all none env tz locale umask aslr cpus
-                        time dirorder home path user host kernel -env -tz -locale -umask -aslr
-                        -cpus -time -dirorder -home -path -user -host -kernel" -- "$word")
+                        time dirorder home path user host kernel buildpath -env -tz -locale -umask
+                        -aslr -cpus -time -dirorder -home -path -user -host -kernel -buildpath" -- "$word")
                     compopt -o nospace 2> /dev/null
                     return
                     ;;

@@ -185,6 +185,8 @@ static const char repro_help[] =
 	"                     user      uid and gid 1234, in a user namespace\n"
 	"                     host      another host and domain name, in a UTS namespace\n"
 	"                     kernel    uname's release reads 2.6.x (personality UNAME26)\n"
+	"                     buildpath the step runs in a copy of the work tree (its\n"
+	"                               cwd) at another path, under TMPDIR\n"
 	"  --bisect         when runs differ, run the control again (if it differs too,\n"
 	"                   the step differs by itself: said once, nothing more is run)\n"
 	"                   and each variation alone, and name those that make the\n"

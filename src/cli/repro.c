@@ -54,6 +54,7 @@ struct ctx {
 	struct snapshot *snap;
 	int snap_failed;
 	int control_done; /* run 1 ran and was captured */
+	const char *moved_to; /* the running step's copy of the work tree, or NULL */
 	struct error snap_error;
 	int stdin_is_file;
 	int64_t start_ms;
@@ -141,6 +142,15 @@ static void progress_end(struct ctx *c)
 
 /* ---- capturing what a run left behind ---- */
 
+/* path under root from moved to root to, malloc'd; NULL when it is not
+ * under from. */
+static char *moved_path(const char *path, const char *from, const char *to)
+{
+	if (!from || !to || !path_is_under(path, from))
+		return NULL;
+	return xasprintf("%s%s", to, path + strlen(from));
+}
+
 /* run->dir "/fs" path: where path's state is kept for that run. */
 static char *fs_path(const struct repro_run *run, const char *path)
 {
@@ -211,7 +221,8 @@ static void changed_set(struct ctx *c, struct strmap *m)
  * capture. A directory that existed before the step (and still is one) is
  * captured without its contents: what the step changed in it is captured
  * on its own. */
-static int capture(struct ctx *c, struct repro_run *run, size_t from, struct error *e)
+static int capture(struct ctx *c, struct repro_run *run, size_t from, const char *moved_to,
+                   struct error *e)
 {
 	struct strmap changed;
 	changed_set(c, &changed);
@@ -222,9 +233,14 @@ static int capture(struct ctx *c, struct repro_run *run, size_t from, struct err
 		const char *path = paths[i];
 		if (decided_by_ancestor(run, path, &changed))
 			continue;
+		/* Where the run left it: in its copy of the work tree, if any. */
+		char *moved = moved_path(path, c->r->cwd, moved_to);
+		const char *live = moved ? moved : path;
 		struct stat st;
-		if (lstat(path, &st) < 0)
+		if (lstat(live, &st) < 0) {
+			free(moved);
 			continue; /* absent: nothing to keep */
+		}
 		size_t idx = (size_t)(uintptr_t)strmap_get(&changed, path) - 1;
 		char *to = fs_path(run, path);
 		char *parent = path_dirname(to);
@@ -235,13 +251,14 @@ static int capture(struct ctx *c, struct repro_run *run, size_t from, struct err
 			if ((mkdir(to, 0755) < 0 && errno != EEXIST) ||
 			    chmod(to, st.st_mode & 07777) < 0)
 				rc = error_errno(e, "cannot create %s", to);
-		} else if (snapshot_remove(to, e) == 0 && snapshot_copy(path, to, 1, e) == 0) {
+		} else if (snapshot_remove(to, e) == 0 && snapshot_copy(live, to, 1, e) == 0) {
 			strmap_put(&run->deep, path, (void *)1);
 		} else {
 			rc = -1;
 		}
 		free(parent);
 		free(to);
+		free(moved);
 	}
 	free(paths);
 	strmap_free(&changed);
@@ -293,8 +310,13 @@ static void before_change(void *arg, const char *path, unsigned how)
 	if (c->snap_failed)
 		return;
 	unsigned flags = (how & TRACE_CHANGE_MOVES) ? SNAPSHOT_TREE : 0;
-	if (snapshot_save(c->snap, path, flags, &c->snap_error) < 0)
+	/* In a copy of the work tree (the build path variation) the copy is
+	 * thrown away; what the report compares is the same path in the work
+	 * tree, which still holds its state from before. */
+	char *original = moved_path(path, c->moved_to, c->r->cwd);
+	if (snapshot_save(c->snap, original ? original : path, flags, &c->snap_error) < 0)
 		c->snap_failed = 1;
+	free(original);
 }
 
 static char **ignore_roots(struct ctx *c, const char *tmpdir)
@@ -330,7 +352,8 @@ static int read_whole(const char *path, struct buf *out)
 
 /* What the run relied on, to tell the report whether its inputs were the
  * control's: the path set and values as `cachet run` would record them. */
-static void note_inputs(struct repro_run *run, const struct trace_result *tr, char **ignore)
+static void note_inputs(struct repro_run *run, const struct trace_result *tr, char **ignore,
+                        const char *cwd)
 {
 	struct record rec;
 	struct error e = {0};
@@ -343,10 +366,14 @@ static void note_inputs(struct repro_run *run, const struct trace_result *tr, ch
 			run->note = rec.not_storable;
 	}
 	record_free(&rec);
-	for (size_t i = 0; i < tr->nevents; i++)
-		if (tr->events[i].kind == TRACE_TOUCH &&
-		    !strmap_put(&run->changed, tr->events[i].path, (void *)1))
+	for (size_t i = 0; i < tr->nevents; i++) {
+		if (tr->events[i].kind != TRACE_TOUCH)
+			continue;
+		char *original = moved_path(tr->events[i].path, run->moved_to, cwd);
+		if (!strmap_put(&run->changed, original ? original : tr->events[i].path, (void *)1))
 			run->nchanged++;
+		free(original);
+	}
 }
 
 /* Runs the step once under run's conditions. -1 with e set when it could
@@ -367,7 +394,22 @@ static int run_step(struct ctx *c, struct repro_run *run, struct error *e)
 	    .before_change = before_change,
 	    .before_change_ctx = c,
 	};
-	vary_apply(run->mask, run->variant, &env, &spec, &run->desc_text, &run->desc_json);
+	if (run->variant && (run->mask & (1u << VARY_BUILDPATH))) {
+		run->moved_to = vary_buildpath_dir(r->cwd, &r->notes);
+		if (!run->moved_to) {
+			/* Said once in the notes; the later runs do not try. */
+			r->mask &= ~(1u << VARY_BUILDPATH);
+			run->mask &= ~(1u << VARY_BUILDPATH);
+		} else if (snapshot_copy(r->cwd, run->moved_to, 1, e) < 0) {
+			error_wrap(e, "cannot copy the work tree for the build path variation");
+			step_tmpdir_remove(&tmp);
+			free_strv(env);
+			free_strv(ignore);
+			return -1;
+		}
+	}
+	vary_apply(run->mask, run->variant, run->moved_to, &env, &spec, &run->desc_text,
+	           &run->desc_json);
 	spec.envp = env;
 
 	int rc = -1;
@@ -390,7 +432,21 @@ static int run_step(struct ctx *c, struct repro_run *run, struct error *e)
 	struct trace_result tr;
 	memset(&tr, 0, sizeof tr);
 	int64_t start = now_ms();
-	if (trace_run(&spec, &tr, e) < 0) {
+	/* The step inherits the cwd: the copy's, for the build path. */
+	if (run->moved_to && chdir(run->moved_to) < 0) {
+		error_errno(e, "cannot enter %s", run->moved_to);
+		goto done;
+	}
+	c->moved_to = run->moved_to;
+	int traced = trace_run(&spec, &tr, e);
+	c->moved_to = NULL;
+	if (run->moved_to && chdir(r->cwd) < 0) {
+		error_errno(e, "cannot return to %s", r->cwd);
+		if (traced == 0)
+			trace_result_free(&tr);
+		goto done;
+	}
+	if (traced < 0) {
 		error_wrap(e, "cannot run the step traced");
 		goto done;
 	}
@@ -403,7 +459,7 @@ static int run_step(struct ctx *c, struct repro_run *run, struct error *e)
 		goto done;
 	}
 	run->note = tr.uncacheable;
-	note_inputs(run, &tr, ignore);
+	note_inputs(run, &tr, ignore, r->cwd);
 	trace_result_free(&tr);
 	rc = 0;
 done:
@@ -445,7 +501,8 @@ int repro_run_differs(const struct repro_run *run)
 /* Each observation of a run as "kind path" -> its value (length-prefixed,
  * as the values buffer holds it). 0, or -1 when the path set is not
  * readable. */
-static int input_map(const struct repro_run *run, struct pathset *ps, struct strmap *m)
+static int input_map(const struct repro_run *run, const char *cwd, struct pathset *ps,
+                     struct strmap *m)
 {
 	struct error e = {0};
 	strmap_init(m);
@@ -460,9 +517,12 @@ static int input_map(const struct repro_run *run, struct pathset *ps, struct str
 		size_t len;
 		if (!reader_bytes(&rd, &len))
 			break;
+		const char *path = ps->paths[ps->obs[i].path];
+		char *original = moved_path(path, run->moved_to, cwd);
 		buf_reset(&key);
-		buf_addf(&key, "%d %s", ps->obs[i].kind, ps->paths[ps->obs[i].path]);
+		buf_addf(&key, "%d %s", ps->obs[i].kind, original ? original : path);
 		strmap_put(m, key.data, (void *)at);
+		free(original);
 	}
 	buf_free(&key);
 	return 0;
@@ -512,7 +572,7 @@ static char *inputs_difference(const struct repro *r, const struct repro_run *a,
 	buf_init(&out);
 	size_t more = 0;
 	strmap_init(&named);
-	if (input_map(a, &pa, &ma) == 0 && input_map(b, &pb, &mb) == 0) {
+	if (input_map(a, r->cwd, &pa, &ma) == 0 && input_map(b, r->cwd, &pb, &mb) == 0) {
 		inputs_unlike(r, &ma, &mb, " (run 1 only)", &named, &out, &more);
 		inputs_unlike(r, &mb, &ma, " (this run only)", &named, &out, &more);
 	}
@@ -608,6 +668,10 @@ static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b,
 	                 !memcmp(a->values.data, b->values.data, a->values.len);
 	if (!b->inputs_same)
 		b->inputs_differ = inputs_difference(c->r, a, b);
+	/* In a copy of the work tree every path differs; the same paths below
+	 * it, with the same values, are the same inputs. */
+	if (!b->inputs_same && (a->moved_to || b->moved_to) && !b->inputs_differ)
+		b->inputs_same = 1;
 	return rc;
 }
 
@@ -644,6 +708,7 @@ static void free_run(struct repro_run *run)
 	buf_free(&run->values);
 	buf_free(&run->ps_body);
 	free(run->inputs_differ);
+	free(run->moved_to);
 	strmap_free(&run->changed);
 	strmap_free(&run->deep);
 	free(run->dir);
@@ -672,7 +737,17 @@ static int execute(struct ctx *c, struct error *e)
 		rc = -1;
 	}
 	if (rc == 0)
-		rc = capture(c, run, 0, e);
+		rc = capture(c, run, 0, run->moved_to, e);
+	if (run->moved_to) {
+		/* The copy and the directory made for it. */
+		char *made = path_dirname(run->moved_to);
+		struct error me = {0};
+		if (snapshot_remove(made, &me) < 0 && rc == 0) {
+			*e = me;
+			rc = -1;
+		}
+		free(made);
+	}
 	/* Back to the starting state whatever happened. */
 	struct error re = {0};
 	if (snapshot_restore(c->snap, &re) < 0) {
@@ -683,7 +758,7 @@ static int execute(struct ctx *c, struct error *e)
 	}
 	/* The earlier runs left the newly changed paths as they were before. */
 	for (size_t i = 0; i < idx && rc == 0; i++)
-		rc = capture(c, &r->runs[i], known, e);
+		rc = capture(c, &r->runs[i], known, NULL, e);
 	if (rc == 0 && idx == 0)
 		c->control_done = 1;
 	if (rc == 0 && interrupted)

@@ -24,6 +24,7 @@ enum vary {
 	VARY_USER,     /* uid and gid, in a user namespace */
 	VARY_HOST,     /* host and domain name, in a UTS namespace */
 	VARY_KERNEL,   /* the kernel release uname reports (personality UNAME26) */
+	VARY_BUILDPATH, /* the step runs in a copy of the work tree at another path */
 	VARY_COUNT
 };
 
@@ -51,8 +52,14 @@ void vary_check(unsigned *mask, struct buf *notes);
  * step_environment returns) and the variation fields of spec, and appends a
  * description: text ("TZ=GMT-14, umask 002") and the members of a JSON
  * object ("\"tz\": \"GMT-14\", ..."). */
-void vary_apply(unsigned mask, unsigned variant, char ***env, struct trace_spec *spec,
-                struct buf *text, struct buf *json);
+void vary_apply(unsigned mask, unsigned variant, const char *moved_cwd, char ***env,
+                struct trace_spec *spec, struct buf *text, struct buf *json);
+
+/* Where the build path variation copies the work tree cwd: a new directory
+ * (malloc'd) whose path differs from cwd's, ending in cwd's own name; NULL
+ * with a note when the tree may not be copied (the root, a tree that holds
+ * the place of the copy, one too large). */
+char *vary_buildpath_dir(const char *cwd, struct buf *notes);
 
 /* ---- runs and their comparison (repro.c, repro_report.c) ---- */
 
@@ -99,6 +106,8 @@ struct repro_run {
 	char *inputs_differ;     /* !inputs_same: the paths whose lookups differ from
 	                          * run 1's ("out/x.h, /etc/passwd and 3 more"); owned */
 	int inputs_same;          /* ps_digest and values as run 1's */
+	char *moved_to;           /* VARY_BUILDPATH: the copy of the work tree the
+	                           * run ran in (gone after the run); owned */
 	const char *note;         /* uncacheable or not-storable reason; static */
 	struct repro_diff *diffs; /* against run 1 */
 	size_t ndiffs;

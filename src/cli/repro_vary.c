@@ -2,6 +2,7 @@
 #include "cli/repro.h"
 
 #include <ctype.h>
+#include <ftw.h>
 #include <locale.h>
 #include <sched.h>
 #include <stdio.h>
@@ -12,6 +13,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "cachet/path.h"
 
 #define LIBFAKETIME "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
@@ -26,8 +29,13 @@ static const char *const names[VARY_COUNT] = {
     [VARY_TIME] = "time",     [VARY_DIRORDER] = "dirorder",
     [VARY_HOME] = "home",     [VARY_PATH] = "path",
     [VARY_USER] = "user",     [VARY_HOST] = "host",
-    [VARY_KERNEL] = "kernel",
+    [VARY_KERNEL] = "kernel", [VARY_BUILDPATH] = "buildpath",
 };
+
+/* A work tree larger than this is not copied for the build path variation
+ * (a cwd of $HOME would copy everything in it). */
+#define BUILDPATH_MAX_BYTES (2ull << 30)
+#define BUILDPATH_MAX_FILES 200000
 
 /* reprotest's values where it has them: what a step embeds is found by
  * grepping its outputs for them. */
@@ -304,12 +312,61 @@ static void vary_time(unsigned k, char ***env, struct buf *text, struct buf *jso
 	describe(text, json, "time", "SOURCE_DATE_EPOCH=%s, clock +%lld days", value, days);
 }
 
-void vary_apply(unsigned mask, unsigned variant, char ***env, struct trace_spec *spec,
-                struct buf *text, struct buf *json)
+static uint64_t tree_bytes, tree_files;
+
+static int tree_add(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	tree_files++;
+	if (type == FTW_F)
+		tree_bytes += (uint64_t)st->st_size;
+	return tree_bytes > BUILDPATH_MAX_BYTES || tree_files > BUILDPATH_MAX_FILES;
+}
+
+char *vary_buildpath_dir(const char *cwd, struct buf *notes)
+{
+	const char *base = getenv("TMPDIR");
+	if (!base || !*base || access(base, W_OK) < 0)
+		base = "/tmp";
+	char *real_base = realpath(base, NULL);
+	if (!strcmp(cwd, "/") || !real_base || path_is_under(real_base, cwd)) {
+		buf_addf(notes, "buildpath: the work tree %s holds %s, where it would be copied: "
+		                "not varied\n", cwd, real_base ? real_base : base);
+		free(real_base);
+		return NULL;
+	}
+	tree_bytes = tree_files = 0;
+	if (nftw(cwd, tree_add, 32, FTW_PHYS) != 0) {
+		buf_addf(notes, "buildpath: the work tree %s is too large to copy (more than %llu "
+		                "files or %llu MB) or unreadable: not varied\n",
+		         cwd, (unsigned long long)BUILDPATH_MAX_FILES,
+		         (unsigned long long)(BUILDPATH_MAX_BYTES >> 20));
+		free(real_base);
+		return NULL;
+	}
+	/* Another length too: a path embedded in a fixed-size field shows. */
+	char *tmpl = xasprintf("%s/cachet-repro-buildpath-XXXXXX", real_base);
+	free(real_base);
+	if (!mkdtemp(tmpl)) {
+		buf_addf(notes, "buildpath: cannot create a directory for the copy: not varied\n");
+		free(tmpl);
+		return NULL;
+	}
+	const char *name = path_basename(cwd);
+	char *dir = xasprintf("%s/%s", tmpl, name);
+	free(tmpl);
+	return dir;
+}
+
+void vary_apply(unsigned mask, unsigned variant, const char *moved_cwd, char ***env,
+                struct trace_spec *spec, struct buf *text, struct buf *json)
 {
 	if (!variant)
 		return;
 	unsigned k = variant;
+	if ((mask & (1u << VARY_BUILDPATH)) && moved_cwd) {
+		env_set(env, "PWD", moved_cwd);
+		describe(text, json, "buildpath", "build path %s", moved_cwd);
+	}
 	if (mask & (1u << VARY_ENV)) {
 		env_set(env, "CAPTURE_ENVIRONMENT", "i_capture_the_environment");
 		describe(text, json, "env", "CAPTURE_ENVIRONMENT=i_capture_the_environment");

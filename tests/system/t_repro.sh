@@ -158,6 +158,10 @@ embeds() {
 embeds home 'echo "$HOME"' "HOME=/nonexistent/cachet-repro-home"
 embeds path 'echo "$PATH"' "PATH=…:/i_capture_the_path"
 embeds clock 'date +%Y-%m-%d' "clock +373 days"
+mkdir -p "$T/tmp"
+TMPDIR="$T/tmp" embeds buildpath 'pwd' "build path $T/tmp/cachet-repro-buildpath-"
+[ "$(cat embedded.txt)" = "$W" ] || fail "the tree holds another run's pwd: $(cat embedded.txt)"
+[ -z "$(ls -A "$T/tmp")" ] || fail "repro left its copy of the work tree: $(ls -A "$T/tmp")"
 if grep -q "user namespace may not" "$T/repro.out"; then
     echo "user namespaces are not allowed here: user, host and kernel are not checked" >&2
 else
