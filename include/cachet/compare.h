@@ -71,6 +71,7 @@ enum compare_format {
 	CMP_FMT_TEXT,
 	CMP_FMT_BINARY,
 	CMP_FMT_OTHER, /* FIFO, socket, device, two different types, or only the mode differs */
+	CMP_FMT_ARCHIVE, /* tar, zip, cpio, 7z, gzip, xz...: member by member (the plugin) */
 };
 
 /* Which of the numeric fields of an item are meaningful. */
@@ -123,6 +124,9 @@ struct compare_options {
 	int exec_bit;          /* also compare the owner-executable bit of files */
 	int modes;             /* also compare every permission bit (07777) of files
 	                        * and directories (cachet diff) */
+	const char *archive_plugin; /* the path of libcachet-archive.so: tarballs, zip
+	                             * files and compressed streams member by member;
+	                             * NULL: as bytes */
 	const char *label_a;   /* how A and B are named in diff headers; NULL: the paths */
 	const char *label_b;
 };

@@ -7,7 +7,9 @@
 
 #include "cachet/buf.h"
 #include "cachet/compare.h"
+#include "cachet/remote.h"
 #include "cli/cli.h"
+#include "elf/archive_plugin.h"
 
 /* Parses a positive line count; 0 on anything else. */
 static size_t parse_count(const char *s)
@@ -20,12 +22,28 @@ static size_t parse_count(const char *s)
 	return (size_t)v;
 }
 
+const char *cli_archive_plugin(void)
+{
+	static char *path;
+	static int looked;
+	if (!looked) {
+		looked = 1;
+		char *self = cli_self_exe();
+		char *dir = remote_plugin_dir(self);
+		if (dir)
+			path = xasprintf("%s/%s", dir, ARCHIVE_PLUGIN);
+		free(dir);
+		free(self);
+	}
+	return path;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	int json = 0;
 	/* A tree that differs only in a file's mode differs (a script that lost
 	 * its executable bit, a umask). */
-	struct compare_options opt = {.modes = 1};
+	struct compare_options opt = {.modes = 1, .archive_plugin = cli_archive_plugin()};
 	const char *paths[2];
 	int npaths = 0, options_done = 0;
 	for (int i = 1; i < argc; i++) {

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct member {
 	char *name;
@@ -144,17 +143,6 @@ static int archive_load(struct archive *ar, const unsigned char *image, size_t s
 	return rc;
 }
 
-static void add_date(struct buf *d, long long t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	char s[32];
-	if (t > 0 && gmtime_r(&tt, &tm) && strftime(s, sizeof s, "%Y-%m-%d %H:%M:%S UTC", &tm))
-		buf_addf(d, "%s (%lld)", s, t);
-	else
-		buf_addf(d, "%lld", t);
-}
-
 static void compare_headers(struct cmp_ctx *c, size_t entry, const struct member *a,
                             const struct member *b)
 {
@@ -162,9 +150,9 @@ static void compare_headers(struct cmp_ctx *c, size_t entry, const struct member
 	buf_init(&d);
 	if (a->date != b->date) {
 		buf_addstr(&d, ", date ");
-		add_date(&d, a->date);
+		compare_add_time(&d, a->date);
 		buf_addstr(&d, " in A, ");
-		add_date(&d, b->date);
+		compare_add_time(&d, b->date);
 		buf_addstr(&d, " in B");
 	}
 	if (a->uid != b->uid)

@@ -11,11 +11,23 @@
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* Text is judged on this much of the start, as git and diff do. */
 #define TEXT_PROBE 8192
+
+void compare_add_time(struct buf *out, int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	char s[32];
+	if (t > 0 && gmtime_r(&tt, &tm) && strftime(s, sizeof s, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		buf_addf(out, "%s (%lld)", s, (long long)t);
+	else
+		buf_addf(out, "%lld", (long long)t);
+}
 
 size_t first_difference(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen)
 {
@@ -207,6 +219,8 @@ int compare_contents(struct cmp_ctx *c, const char *path, const char *member, un
 		fmt = CMP_FMT_ELF;
 	else if (is_ar(a, alen) && is_ar(b, blen) && depth < CMP_MAX_NESTING)
 		fmt = CMP_FMT_AR;
+	else if (depth < CMP_MAX_NESTING && archive_is(c, a, alen) && archive_is(c, b, blen))
+		fmt = CMP_FMT_ARCHIVE;
 	else if (is_text(a, alen) && is_text(b, blen))
 		fmt = CMP_FMT_TEXT;
 	size_t entry = report_add_entry(c->rep, path, member, depth, fmt);
@@ -215,6 +229,8 @@ int compare_contents(struct cmp_ctx *c, const char *path, const char *member, un
 		rc = elf_compare(c, entry, a, alen, b, blen);
 	} else if (fmt == CMP_FMT_AR) {
 		rc = ar_compare(c, entry, a, alen, b, blen);
+	} else if (fmt == CMP_FMT_ARCHIVE) {
+		rc = archive_compare(c, entry, a, alen, b, blen);
 	} else if (fmt == CMP_FMT_TEXT) {
 		char *la = label(c->rep->label_a, path, member);
 		char *lb = label(c->rep->label_b, path, member);
@@ -234,9 +250,9 @@ int compare_contents(struct cmp_ctx *c, const char *path, const char *member, un
 		buf_free(&header);
 	} else if (!c->rep->entries[entry].nitems)
 		compare_bytes(c, entry,
-		              fmt == CMP_FMT_ELF  ? "no symbol or section differs; "
-		              : fmt == CMP_FMT_AR ? "no member differs; "
-		                                  : "",
+		              fmt == CMP_FMT_ELF                            ? "no symbol or section differs; "
+		              : fmt == CMP_FMT_AR || fmt == CMP_FMT_ARCHIVE ? "no member differs; "
+		                                                            : "",
 		              a, alen, b, blen);
 	report_finish_entry(c->rep, entry);
 	if (entry_out)
@@ -528,6 +544,7 @@ static void init_ctx(struct cmp_ctx *c, struct compare_report *out,
 	c->max_diff_lines = opt && opt->max_diff_lines ? opt->max_diff_lines : 200;
 	c->exec_bit = opt ? opt->exec_bit : 0;
 	c->modes = opt ? opt->modes : 0;
+	c->archive_plugin = opt ? opt->archive_plugin : NULL;
 	c->container = SIZE_MAX;
 	c->e = e;
 	/* Idempotent; libelf refuses every call until it is told the version. */

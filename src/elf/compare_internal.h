@@ -19,6 +19,7 @@ struct cmp_ctx {
 	size_t max_diff_lines;
 	int exec_bit;
 	int modes;
+	const char *archive_plugin; /* libcachet-archive.so, or NULL */
 	/* The entry that collects directory-level items (the root entry), or
 	 * SIZE_MAX until one is needed. */
 	size_t container;
@@ -78,6 +79,19 @@ int elf_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t 
                 const unsigned char *b, size_t blen);
 int ar_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
                const unsigned char *b, size_t blen);
+
+/* ---- archive_compare.c ---- */
+
+/* 1 when p starts a tarball, zip, cpio, 7z or compressed stream and the
+ * archive plugin can be loaded. */
+int archive_is(const struct cmp_ctx *c, const unsigned char *p, size_t n);
+/* As ar_compare, for what archive_is accepts. */
+int archive_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
+                    const unsigned char *b, size_t blen);
+
+/* Appends a unix time as "2024-03-09 00:00:00 UTC (1709942400)" (just the
+ * number when it is not a date after 1970). */
+void compare_add_time(struct buf *out, int64_t t);
 
 /* ---- elf_strings.c ---- */
 

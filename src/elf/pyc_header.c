@@ -7,7 +7,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 /* Python 3.7 (magic 3390) and later write flags, then the source's mtime
  * and size or an 8-byte source hash. Older ones: mtime (and size, from 3.3)
@@ -25,16 +24,6 @@ int pyc_is(const char *path, const unsigned char *p, size_t n)
 {
 	size_t len = strlen(path);
 	return len > 4 && !strcmp(path + len - 4, ".pyc") && n >= 16 && p[2] == '\r' && p[3] == '\n';
-}
-
-static void add_time(struct buf *out, uint32_t t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	char s[32];
-	gmtime_r(&tt, &tm);
-	strftime(s, sizeof s, "%Y-%m-%d %H:%M:%S UTC", &tm);
-	buf_addf(out, "%s (%u)", s, (unsigned)t);
 }
 
 static void add_hash(struct buf *out, const unsigned char *p)
@@ -67,9 +56,9 @@ void pyc_header_differs(const unsigned char *a, size_t alen, const unsigned char
 	} else if (!(fa & PYC_FLAG_HASH) && !(fb & PYC_FLAG_HASH)) {
 		if (le32(ra) != le32(rb)) {
 			buf_addstr(out, "pyc source mtime ");
-			add_time(out, le32(ra));
+			compare_add_time(out, le32(ra));
 			buf_addstr(out, " in A, ");
-			add_time(out, le32(rb));
+			compare_add_time(out, le32(rb));
 			buf_addstr(out, " in B; ");
 		}
 		if (le32(ra + 4) != le32(rb + 4))

@@ -94,6 +94,7 @@ static const char *const format_names[] = {
 	[CMP_FMT_TEXT] = "text",
 	[CMP_FMT_BINARY] = "binary",
 	[CMP_FMT_OTHER] = "other",
+	[CMP_FMT_ARCHIVE] = "archive",
 };
 /* clang-format on */
 

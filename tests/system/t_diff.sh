@@ -211,6 +211,42 @@ touch -d '2024-03-09 00:00:00 UTC' arU/k.o
 expect_diff_rc 1 dated1.a dated2.a
 out_has "member k.o header differs: date 2023-11-14 00:00:00 UTC (1699920000) in A, 2024-03-09 00:00:00 UTC (1709942400) in B"
 
+section "tarballs, gzip and zip member by member, through the plugin only"
+! ldd "$CACHET_BIN" | grep -q libarchive || fail "cachet itself links libarchive"
+mkdir -p tz1 tz2
+echo hello > tz1/f.txt
+echo hellO > tz2/f.txt
+cp nv1/k.o tz1/k.o
+cp nv2/k.o tz2/k.o
+touch -d '2023-11-14 00:00:00 UTC' tz1/f.txt tz2/f.txt tz1/k.o tz2/k.o
+tar -C tz1 -czf tz1.tgz f.txt k.o
+tar -C tz2 -czf tz2.tgz f.txt k.o
+expect_diff_rc 1 tz1.tgz tz2.tgz
+out_has "2 members differ: f.txt, k.o"
+out_has "-hello"
+out_has "+hellO"
+out_has "FILE symbol tmpxft_0000660b.c in A, tmpxft_000068c7.c in B"
+cp tz1/f.txt g1.txt
+cp tz1/f.txt g2.txt
+touch -d '2023-11-14 00:00:00 UTC' g1.txt
+touch -d '2024-03-09 00:00:00 UTC' g2.txt
+gzip -c g1.txt > g.1.gz
+gzip -c g2.txt > g.2.gz
+expect_diff_rc 1 g.1.gz g.2.gz
+out_has "mtime 2023-11-14 00:00:00 UTC (1699920000) in A, 2024-03-09 00:00:00 UTC (1709942400) in B"
+tar -C tz1 --mtime='2023-11-14 00:00:00 UTC' -cf t1.tar f.txt
+tar -C tz1 --mtime='2024-03-09 00:00:00 UTC' --mode=0755 -cf t2.tar f.txt
+expect_diff_rc 1 t1.tar t2.tar
+out_has "member f.txt header differs: mode 0644 in A, 0755 in B, mtime 2023-11-14"
+python3 - <<'PY'
+import zipfile
+for name, text in (("z1.zip", "hello\n"), ("z2.zip", "world\n")):
+    with zipfile.ZipFile(name, "w") as z:
+        z.writestr(zipfile.ZipInfo("a.txt", (2023, 11, 14, 0, 0, 0)), text)
+PY
+expect_diff_rc 1 z1.zip z2.zip
+out_has "+world"
+
 section ".pyc headers and modes in trees"
 if command -v python3 > /dev/null; then
     mkdir -p py1 py2
