@@ -55,6 +55,7 @@ enum compare_kind {
 	CMP_SECTION_MISSING_IN_B,
 	CMP_SECTION_ONLY_IN_B,
 	CMP_SECTION_DIFFERS, /* type, flags, size or contents */
+	CMP_DWARF_UNIT_DIFFERS, /* a compile unit's name, directory or producer */
 	/* contents */
 	CMP_TEXT_DIFFERS, /* the entry's `diff` holds the unified diff */
 	CMP_BYTES_DIFFER, /* sizes and first differing offset */
@@ -127,6 +128,9 @@ struct compare_options {
 	const char *archive_plugin; /* the path of libcachet-archive.so: tarballs, zip
 	                             * files and compressed streams member by member;
 	                             * NULL: as bytes */
+	const char *dwarf_plugin;   /* the path of libcachet-dwarf.so: DWARF compile
+	                             * units of objects with debug information; NULL:
+	                             * not compared */
 	const char *label_a;   /* how A and B are named in diff headers; NULL: the paths */
 	const char *label_b;
 };

@@ -594,7 +594,7 @@ static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b,
 		d->status_b = b->status;
 	}
 	char *la = xasprintf("run %u", a->number), *lb = xasprintf("run %u", b->number);
-	struct compare_options opt = {.exec_bit = 1, .archive_plugin = cli_archive_plugin(), .label_a = la, .label_b = lb};
+	struct compare_options opt = {.exec_bit = 1, .archive_plugin = cli_archive_plugin(), .dwarf_plugin = cli_dwarf_plugin(), .label_a = la, .label_b = lb};
 
 	struct buf oa, ob;
 	buf_init(&oa);
@@ -642,7 +642,7 @@ static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b,
 			char *fla = xasprintf("run %u:%s", a->number, shown);
 			char *flb = xasprintf("run %u:%s", b->number, shown);
 			struct compare_options fopt = {
-			    .exec_bit = 1, .archive_plugin = cli_archive_plugin(), .label_a = fla, .label_b = flb};
+			    .exec_bit = 1, .archive_plugin = cli_archive_plugin(), .dwarf_plugin = cli_dwarf_plugin(), .label_a = fla, .label_b = flb};
 			struct compare_report rep;
 			if (compare_paths(fa, fb, &fopt, &rep, e) < 0) {
 				rc = -1;

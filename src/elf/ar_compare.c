@@ -273,17 +273,7 @@ int ar_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t a
 		}
 		const struct member *mb = &ab.m[pa[i]];
 		compare_headers(c, entry, ma, mb);
-		size_t sub;
-		if (compare_contents(c, path, ma->name, depth + 1, ma->data, ma->size, mb->data,
-		                     mb->size, &sub)) {
-			struct compare_item *it = report_add_item(
-			    c->rep, entry, CMP_MEMBER_DIFFERS, ma->name, "member %s differs: %s",
-			    ma->name, c->rep->entries[sub].summary);
-			it->sub = sub;
-			it->have = CMP_HAVE_SIZE_A | CMP_HAVE_SIZE_B;
-			it->size_a = ma->size;
-			it->size_b = mb->size;
-		}
+		compare_member(c, entry, path, depth, ma->name, ma->data, ma->size, mb->data, mb->size);
 	}
 	for (size_t i = 0; i < ab.n; i++)
 		if (pb[i] == SIZE_MAX)

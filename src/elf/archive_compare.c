@@ -9,7 +9,6 @@
  */
 #include "elf/compare_internal.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,18 +20,7 @@
 
 static const struct archive_ops *plugin_ops(const char *path)
 {
-	static char *loaded_path;
-	static const struct archive_ops *loaded;
-	if (!path)
-		return NULL;
-	if (loaded_path && !strcmp(loaded_path, path))
-		return loaded;
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	archive_plugin_fn fn = h ? (archive_plugin_fn)dlsym(h, ARCHIVE_PLUGIN_SYMBOL) : NULL;
-	free(loaded_path);
-	loaded_path = xstrdup(path);
-	loaded = fn ? fn() : NULL;
-	return loaded;
+	return compare_plugin(path, ARCHIVE_PLUGIN_SYMBOL);
 }
 
 int archive_is(const struct cmp_ctx *c, const unsigned char *p, size_t n)
@@ -176,18 +164,10 @@ int archive_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, siz
 		order_differs |= pa[i] != i;
 		const struct archive_member *mb = &lb->members[pa[i]];
 		compare_metadata(c, entry, ma, mb);
-		size_t sub;
-		if (ma->type == 'f' && mb->type == 'f' &&
-		    compare_contents(c, path, ma->name, depth + 1, ma->data ? ma->data : (const unsigned char *)"",
-		                     ma->size, mb->data ? mb->data : (const unsigned char *)"", mb->size, &sub)) {
-			struct compare_item *it = report_add_item(
-			    c->rep, entry, CMP_MEMBER_DIFFERS, ma->name, "member %s differs: %s",
-			    ma->name, c->rep->entries[sub].summary);
-			it->sub = sub;
-			it->have = CMP_HAVE_SIZE_A | CMP_HAVE_SIZE_B;
-			it->size_a = ma->size;
-			it->size_b = mb->size;
-		}
+		static const unsigned char none[1];
+		if (ma->type == 'f' && mb->type == 'f')
+			compare_member(c, entry, path, depth, ma->name, ma->data ? ma->data : none,
+			               ma->size, mb->data ? mb->data : none, mb->size);
 	}
 	for (size_t i = 0; i < lb->n; i++)
 		if (pb[i] == SIZE_MAX)

@@ -6,6 +6,7 @@
 
 #include <ar.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libelf.h>
@@ -17,6 +18,29 @@
 
 /* Text is judged on this much of the start, as git and diff do. */
 #define TEXT_PROBE 8192
+
+const void *compare_plugin(const char *path, const char *symbol)
+{
+	/* A few plugins, each loaded once; they stay loaded. */
+	static struct {
+		char *path;
+		const void *ops;
+	} loaded[4];
+	if (!path)
+		return NULL;
+	size_t i = 0;
+	for (; i < sizeof loaded / sizeof *loaded && loaded[i].path; i++)
+		if (!strcmp(loaded[i].path, path))
+			return loaded[i].ops;
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	const void *(*fn)(void) = h ? (const void *(*)(void))dlsym(h, symbol) : NULL;
+	const void *ops = fn ? fn() : NULL;
+	if (i < sizeof loaded / sizeof *loaded) {
+		loaded[i].path = xstrdup(path);
+		loaded[i].ops = ops;
+	}
+	return ops;
+}
 
 void compare_add_time(struct buf *out, int64_t t)
 {
@@ -258,6 +282,22 @@ int compare_contents(struct cmp_ctx *c, const char *path, const char *member, un
 	if (entry_out)
 		*entry_out = entry;
 	return 1;
+}
+
+void compare_member(struct cmp_ctx *c, size_t entry, const char *path, unsigned depth,
+                    const char *name, const unsigned char *a, size_t alen, const unsigned char *b,
+                    size_t blen)
+{
+	size_t sub;
+	if (!compare_contents(c, path, name, depth + 1, a, alen, b, blen, &sub))
+		return;
+	struct compare_item *it =
+	    report_add_item(c->rep, entry, CMP_MEMBER_DIFFERS, name, "member %s differs: %s", name,
+	                    c->rep->entries[sub].summary);
+	it->sub = sub;
+	it->have = CMP_HAVE_SIZE_A | CMP_HAVE_SIZE_B;
+	it->size_a = alen;
+	it->size_b = blen;
 }
 
 /* ---- files and directories ---- */
@@ -545,6 +585,7 @@ static void init_ctx(struct cmp_ctx *c, struct compare_report *out,
 	c->exec_bit = opt ? opt->exec_bit : 0;
 	c->modes = opt ? opt->modes : 0;
 	c->archive_plugin = opt ? opt->archive_plugin : NULL;
+	c->dwarf_plugin = opt ? opt->dwarf_plugin : NULL;
 	c->container = SIZE_MAX;
 	c->e = e;
 	/* Idempotent; libelf refuses every call until it is told the version. */

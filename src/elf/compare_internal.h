@@ -20,6 +20,7 @@ struct cmp_ctx {
 	int exec_bit;
 	int modes;
 	const char *archive_plugin; /* libcachet-archive.so, or NULL */
+	const char *dwarf_plugin;   /* libcachet-dwarf.so, or NULL */
 	/* The entry that collects directory-level items (the root entry), or
 	 * SIZE_MAX until one is needed. */
 	size_t container;
@@ -53,6 +54,12 @@ void report_finish(struct compare_report *r);
 int compare_contents(struct cmp_ctx *c, const char *path, const char *member, unsigned depth,
                      const unsigned char *a, size_t alen, const unsigned char *b, size_t blen,
                      size_t *entry_out);
+
+/* Compares the contents of an archive's member (depth: the archive's) and,
+ * when they differ, adds a CMP_MEMBER_DIFFERS item pointing at its entry. */
+void compare_member(struct cmp_ctx *c, size_t entry, const char *path, unsigned depth,
+                    const char *name, const unsigned char *a, size_t alen, const unsigned char *b,
+                    size_t blen);
 
 /* Adds a CMP_BYTES_DIFFER item: sizes and the first differing offset.
  * `prefix` (may be "") starts the detail. */
@@ -88,6 +95,10 @@ int archive_is(const struct cmp_ctx *c, const unsigned char *p, size_t n);
 /* As ar_compare, for what archive_is accepts. */
 int archive_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
                     const unsigned char *b, size_t blen);
+
+/* The operations a plugin's entry point `symbol` returns, loaded once per
+ * path; NULL when path is NULL or the plugin cannot be loaded. */
+const void *compare_plugin(const char *path, const char *symbol);
 
 /* Appends a unix time as "2024-03-09 00:00:00 UTC (1709942400)" (just the
  * number when it is not a date after 1970). */

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elf/dwarf_plugin.h"
+
 struct esec {
 	char *name;
 	GElf_Shdr sh;
@@ -610,6 +612,63 @@ static void compare_sections(struct cmp_ctx *c, size_t entry, const struct emode
 	free(na), free(nb), free(pa), free(pb);
 }
 
+/* ---- DWARF ---- */
+
+static int has_section(const struct emodel *m, const char *name)
+{
+	for (size_t i = 0; i < m->nsecs; i++)
+		if (!strcmp(m->secs[i].name, name))
+			return 1;
+	return 0;
+}
+
+static int same_str(const char *x, const char *y)
+{
+	return (!x && !y) || (x && y && !strcmp(x, y));
+}
+
+static void attr_differs(struct buf *d, const char *attr, const char *x, const char *y)
+{
+	if (!same_str(x, y))
+		buf_addf(d, ", %s %s in A, %s in B", attr, x ? x : "(none)", y ? y : "(none)");
+}
+
+/* The compile units of two objects with debug information, in order: their
+ * names and directories (a checkout's path in a -g object) and producers
+ * (the compiler and its options). */
+static void compare_dwarf(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
+                          const unsigned char *b, size_t blen)
+{
+	const struct dwarf_ops *ops = compare_plugin(c->dwarf_plugin, DWARF_PLUGIN_SYMBOL);
+	if (!ops)
+		return;
+	struct dwarf_unit *ua = NULL, *ub = NULL;
+	size_t na = 0, nb = 0;
+	char why[256] = "";
+	if (ops->units(a, alen, &ua, &na, why, sizeof why) == 0 &&
+	    ops->units(b, blen, &ub, &nb, why, sizeof why) == 0) {
+		for (size_t i = 0; i < na || i < nb; i++) {
+			const struct dwarf_unit *x = i < na ? &ua[i] : NULL, *y = i < nb ? &ub[i] : NULL;
+			const char *name = x && x->name ? x->name : y && y->name ? y->name : "?";
+			struct buf d;
+			buf_init(&d);
+			if (!x || !y) {
+				buf_addf(&d, ", only in %s", x ? "A" : "B");
+			} else {
+				attr_differs(&d, "DW_AT_name", x->name, y->name);
+				attr_differs(&d, "DW_AT_comp_dir", x->comp_dir, y->comp_dir);
+				attr_differs(&d, "DW_AT_producer", x->producer, y->producer);
+			}
+			if (d.len)
+				report_add_item(c->rep, entry, CMP_DWARF_UNIT_DIFFERS, name,
+				                "compile unit %zu (%s): %s", i + 1, name, d.data + 2);
+			buf_free(&d);
+		}
+	}
+	ops->free(ua, na);
+	ops->free(ub, nb);
+}
+
 int elf_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
                 const unsigned char *b, size_t blen)
 {
@@ -636,6 +695,15 @@ int elf_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t 
 		compare_header(c, entry, &ma.eh, &mb.eh);
 		compare_symbols(c, entry, &ma, &mb);
 		compare_sections(c, entry, &ma, &mb);
+		/* Only when the debug information differs: loading libdw costs
+		 * more than the rest of the comparison. */
+		size_t before = c->rep->entries[entry].nitems;
+		int debug_differs = 0;
+		for (size_t i = 0; i < before; i++)
+			debug_differs |= c->rep->entries[entry].items[i].kind == CMP_SECTION_DIFFERS &&
+			                 !strncmp(c->rep->entries[entry].items[i].name, ".debug_", 7);
+		if (debug_differs && has_section(&ma, ".debug_info") && has_section(&mb, ".debug_info"))
+			compare_dwarf(c, entry, a, alen, b, blen);
 	}
 	model_free(&ma);
 	model_free(&mb);

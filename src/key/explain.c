@@ -270,22 +270,23 @@ static void env_item(struct explain_list *out, const char *now, const char *rec)
 	free(name);
 }
 
+/* The order of two entries of sorted environments by name (a NULL entry,
+ * past the end of its list, comes last). */
+static int env_order(const char *a, const char *b)
+{
+	if (!a || !b)
+		return !a - !b;
+	size_t la = name_len(a), lb = name_len(b);
+	int c = strncmp(a, b, la < lb ? la : lb);
+	return c ? c : la < lb ? -1 : la > lb;
+}
+
 static void explain_env(const struct step *now, const struct step *rec, struct explain_list *out)
 {
 	/* Both lists are sorted by the whole "NAME=VALUE" string; compare names. */
 	char *const *a = now->env, *const *b = rec->env;
 	while (*a || *b) {
-		int c;
-		if (!*a)
-			c = 1;
-		else if (!*b)
-			c = -1;
-		else {
-			size_t la = name_len(*a), lb = name_len(*b);
-			c = strncmp(*a, *b, la < lb ? la : lb);
-			if (!c)
-				c = la < lb ? -1 : la > lb;
-		}
+		int c = env_order(*a, *b);
 		if (c == 0) {
 			if (strcmp(*a, *b))
 				env_item(out, *a, *b);
@@ -304,17 +305,7 @@ static size_t env_distance(char *const *a, char *const *b)
 {
 	size_t d = 0;
 	while (*a || *b) {
-		int c;
-		if (!*a)
-			c = 1;
-		else if (!*b)
-			c = -1;
-		else {
-			size_t la = name_len(*a), lb = name_len(*b);
-			c = strncmp(*a, *b, la < lb ? la : lb);
-			if (!c)
-				c = la < lb ? -1 : la > lb;
-		}
+		int c = env_order(*a, *b);
 		if (c != 0 || strcmp(*a, *b))
 			d++;
 		if (c <= 0)

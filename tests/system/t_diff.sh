@@ -200,6 +200,8 @@ cp d1.c g2/d.c
 (cd g2 && gcc -g -c d.c -o d.o)
 expect_diff_rc 1 g1/d.o g2/d.o
 out_has "strings only in A: \"$W/g1\"; only in B: \"$W/g2\""
+out_has "compile unit 1 (d.c): DW_AT_comp_dir $W/g1 in A, $W/g2 in B"
+! ldd "$CACHET_BIN" | grep -q libdw || fail "cachet itself links libdw"
 
 section "ar member dates and the symbol index"
 mkdir -p arU
