@@ -109,12 +109,13 @@ static const char explain_help[] =
 	"usage: cachet explain [--all] [--json] [--] COMMAND [ARG...]\n"
 	"\n"
 	"Without running COMMAND, says whether it would hit and, if not, names the\n"
-	"first difference: an input whose content changed (with both digests), a\n"
-	"path that now exists or is gone, a directory listing that changed, or for a\n"
-	"new step the argv, environment or executable difference from the nearest\n"
-	"recorded step.\n"
+	"first difference (below the step's cwd and base_dir first): an input whose\n"
+	"content changed (with both digests), a path that now exists or is gone, a\n"
+	"directory listing that changed, or for a new step every argv, environment,\n"
+	"cwd or executable difference from the recorded step of the same program\n"
+	"that differs least.\n"
 	"  --all    list every observation that no longer holds, not just the first\n"
-	"  --json   one JSON object: hit, reason, nearest, differences[]\n"
+	"  --json   one JSON object: hit, reason, nearest, differences[] (whole values)\n"
 	"Exit status: 0 would hit, 1 would miss, 2 usage error.\n";
 
 static const char show_help[] =
