@@ -29,16 +29,18 @@ int archive_is(const struct cmp_ctx *c, const unsigned char *p, size_t n)
 		size_t at, len;
 		const char *magic;
 	} kinds[] = {
-	    {0, 2, "\x1f\x8b"},                 /* gzip */
-	    {0, 3, "BZh"},                      /* bzip2 */
-	    {0, 6, "\xfd" "7zXZ\0"},            /* xz */
-	    {0, 4, "\x28\xb5\x2f\xfd"},         /* zstd */
-	    {0, 4, "PK\x03\x04"},               /* zip */
-	    {0, 4, "PK\x05\x06"},               /* empty zip */
-	    {0, 6, "7z\xbc\xaf\x27\x1c"},       /* 7z */
-	    {0, 6, "070701"},                   /* cpio (newc) */
-	    {0, 6, "070707"},                   /* cpio (odc) */
-	    {257, 5, "ustar"},                  /* tar */
+	    {0, 2, "\x1f\x8b"}, /* gzip */
+	    {0, 3, "BZh"},      /* bzip2 */
+	    {0, 6,
+	     "\xfd"
+	     "7zXZ\0"},                   /* xz */
+	    {0, 4, "\x28\xb5\x2f\xfd"},   /* zstd */
+	    {0, 4, "PK\x03\x04"},         /* zip */
+	    {0, 4, "PK\x05\x06"},         /* empty zip */
+	    {0, 6, "7z\xbc\xaf\x27\x1c"}, /* 7z */
+	    {0, 6, "070701"},             /* cpio (newc) */
+	    {0, 6, "070707"},             /* cpio (odc) */
+	    {257, 5, "ustar"},            /* tar */
 	};
 	if (!c->archive_plugin)
 		return 0;
@@ -52,11 +54,16 @@ int archive_is(const struct cmp_ctx *c, const unsigned char *p, size_t n)
 static const char *type_word(char t)
 {
 	switch (t) {
-	case 'f': return "file";
-	case 'd': return "directory";
-	case 'l': return "symlink";
-	case 'h': return "hard link";
-	default: return "special file";
+	case 'f':
+		return "file";
+	case 'd':
+		return "directory";
+	case 'l':
+		return "symlink";
+	case 'h':
+		return "hard link";
+	default:
+		return "special file";
 	}
 }
 
@@ -104,10 +111,10 @@ static void compare_metadata(struct cmp_ctx *c, size_t entry, const struct archi
 
 static void member_alone(struct cmp_ctx *c, size_t entry, const struct archive_member *m, int in_a)
 {
-	struct compare_item *it = report_add_item(
-	    c->rep, entry, in_a ? CMP_MEMBER_MISSING_IN_B : CMP_MEMBER_ONLY_IN_B, m->name,
-	    "member %s %s (%s, %zu bytes)", m->name, in_a ? "missing in B" : "only in B",
-	    type_word(m->type), m->size);
+	struct compare_item *it =
+	    report_add_item(c->rep, entry, in_a ? CMP_MEMBER_MISSING_IN_B : CMP_MEMBER_ONLY_IN_B,
+	                    m->name, "member %s %s (%s, %zu bytes)", m->name,
+	                    in_a ? "missing in B" : "only in B", type_word(m->type), m->size);
 	it->have = in_a ? CMP_HAVE_SIZE_A : CMP_HAVE_SIZE_B;
 	if (in_a)
 		it->size_a = m->size;
@@ -120,13 +127,17 @@ int archive_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, siz
 {
 	const struct archive_ops *ops = plugin_ops(c->archive_plugin);
 	char wa[256] = "", wb[256] = "";
-	struct archive_listing *la = ops ? ops->read(a, alen, MAX_MEMBER_BYTES, wa, sizeof wa) : NULL;
-	struct archive_listing *lb = ops ? ops->read(b, blen, MAX_MEMBER_BYTES, wb, sizeof wb) : NULL;
+	struct archive_listing *la =
+	    ops ? ops->read(a, alen, MAX_MEMBER_BYTES, wa, sizeof wa) : NULL;
+	struct archive_listing *lb =
+	    ops ? ops->read(b, blen, MAX_MEMBER_BYTES, wb, sizeof wb) : NULL;
 	if (!la)
-		report_add_item(c->rep, entry, CMP_UNREADABLE, "A", "A is not a readable archive (%s)",
+		report_add_item(c->rep, entry, CMP_UNREADABLE, "A",
+		                "A is not a readable archive (%s)",
 		                ops ? wa : "the archive plugin is not installed");
 	if (!lb)
-		report_add_item(c->rep, entry, CMP_UNREADABLE, "B", "B is not a readable archive (%s)",
+		report_add_item(c->rep, entry, CMP_UNREADABLE, "B",
+		                "B is not a readable archive (%s)",
 		                ops ? wb : "the archive plugin is not installed");
 	if (!la || !lb) {
 		if (ops) {

@@ -13,15 +13,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ARCHIVE_PLUGIN "libcachet-archive.so"
+#define ARCHIVE_PLUGIN        "libcachet-archive.so"
 #define ARCHIVE_PLUGIN_SYMBOL "cachet_archive_ops"
 
 struct archive_member {
-	char *name;     /* the path in the archive; "data" for a bare compressed stream */
-	char type;      /* 'f' file, 'd' directory, 'l' symlink, 'h' hard link, 'o' other */
-	char *link;     /* 'l', 'h': the target; else NULL */
-	unsigned mode;  /* permission bits (07777) */
-	int64_t mtime;  /* seconds; meaningful when has_mtime */
+	char *name;    /* the path in the archive; "data" for a bare compressed stream */
+	char type;     /* 'f' file, 'd' directory, 'l' symlink, 'h' hard link, 'o' other */
+	char *link;    /* 'l', 'h': the target; else NULL */
+	unsigned mode; /* permission bits (07777) */
+	int64_t mtime; /* seconds; meaningful when has_mtime */
 	int has_mtime;
 	int64_t uid, gid;
 	char *uname, *gname; /* may be NULL */
@@ -30,8 +30,8 @@ struct archive_member {
 };
 
 struct archive_listing {
-	char *format;  /* "POSIX ustar format", "ZIP 2.0 (deflation)", "raw" */
-	char *filter;  /* "gzip", "xz", "none" */
+	char *format; /* "POSIX ustar format", "ZIP 2.0 (deflation)", "raw" */
+	char *filter; /* "gzip", "xz", "none" */
 	struct archive_member *members;
 	size_t n;
 };
@@ -40,8 +40,8 @@ struct archive_ops {
 	/* Reads every member of an archive in memory (tar, cpio, zip, 7z, ar...,
 	 * compressed or not, or one compressed stream). A member larger than
 	 * max_member bytes fails the read. NULL with why set. */
-	struct archive_listing *(*read)(const void *data, size_t len, size_t max_member,
-					char *why, size_t cap);
+	struct archive_listing *(*read)(const void *data, size_t len, size_t max_member, char *why,
+	                                size_t cap);
 	void (*free)(struct archive_listing *l);
 };
 

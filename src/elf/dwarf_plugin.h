@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#define DWARF_PLUGIN "libcachet-dwarf.so"
+#define DWARF_PLUGIN        "libcachet-dwarf.so"
 #define DWARF_PLUGIN_SYMBOL "cachet_dwarf_ops"
 
 struct dwarf_unit {
@@ -25,8 +25,8 @@ struct dwarf_unit {
 struct dwarf_ops {
 	/* The compile units of an ELF image in memory, in order. 0, or -1
 	 * with why set (no DWARF, or not readable). */
-	int (*units)(const void *image, size_t len, struct dwarf_unit **out, size_t *n,
-		     char *why, size_t cap);
+	int (*units)(const void *image, size_t len, struct dwarf_unit **out, size_t *n, char *why,
+	             size_t cap);
 	void (*free)(struct dwarf_unit *units, size_t n);
 };
 

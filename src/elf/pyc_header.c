@@ -11,8 +11,8 @@
 /* Python 3.7 (magic 3390) and later write flags, then the source's mtime
  * and size or an 8-byte source hash. Older ones: mtime (and size, from 3.3)
  * right after the magic. */
-#define PYC_FLAGS_MAGIC 3390
-#define PYC_FLAG_HASH 1u
+#define PYC_FLAGS_MAGIC       3390
+#define PYC_FLAG_HASH         1u
 #define PYC_FLAG_CHECK_SOURCE 2u
 
 static uint32_t le32(const unsigned char *p)
@@ -23,7 +23,8 @@ static uint32_t le32(const unsigned char *p)
 int pyc_is(const char *path, const unsigned char *p, size_t n)
 {
 	size_t len = strlen(path);
-	return len > 4 && !strcmp(path + len - 4, ".pyc") && n >= 16 && p[2] == '\r' && p[3] == '\n';
+	return len > 4 && !strcmp(path + len - 4, ".pyc") && n >= 16 && p[2] == '\r' &&
+	       p[3] == '\n';
 }
 
 static void add_hash(struct buf *out, const unsigned char *p)

@@ -36,10 +36,14 @@ static char member_type(mode_t t, const struct archive_entry *en)
 	if (archive_entry_hardlink((struct archive_entry *)en))
 		return 'h';
 	switch (t) {
-	case AE_IFREG: return 'f';
-	case AE_IFDIR: return 'd';
-	case AE_IFLNK: return 'l';
-	default: return 'o';
+	case AE_IFREG:
+		return 'f';
+	case AE_IFDIR:
+		return 'd';
+	case AE_IFLNK:
+		return 'l';
+	default:
+		return 'o';
 	}
 }
 
@@ -79,8 +83,8 @@ static int read_data(struct archive *a, size_t max, unsigned char **out, size_t 
 }
 
 /* raw: the data is one compressed stream, not an archive. */
-static struct archive_listing *listing_try(const void *data, size_t len, size_t max_member,
-					   int raw, char *why, size_t cap)
+static struct archive_listing *listing_try(const void *data, size_t len, size_t max_member, int raw,
+                                           char *why, size_t cap)
 {
 	struct archive *a = archive_read_new();
 	struct archive_listing *l = calloc(1, sizeof *l);
@@ -130,7 +134,7 @@ static struct archive_listing *listing_try(const void *data, size_t len, size_t 
 		m->name = strdup(name ? name : "(unnamed)");
 		m->type = member_type(archive_entry_filetype(en), en);
 		m->link = dup_or_null(m->type == 'h' ? archive_entry_hardlink(en)
-						     : archive_entry_symlink(en));
+		                                     : archive_entry_symlink(en));
 		m->mode = (unsigned)archive_entry_perm(en) & 07777;
 		m->has_mtime = archive_entry_mtime_is_set(en);
 		m->mtime = (int64_t)archive_entry_mtime(en);
@@ -140,15 +144,16 @@ static struct archive_listing *listing_try(const void *data, size_t len, size_t 
 		m->gname = dup_or_null(archive_entry_gname(en));
 		if (m->type == 'f' && read_data(a, max_member, &m->data, &m->size) < 0) {
 			snprintf(why, cap, "member %s: %s", m->name,
-				 archive_error_string(a) ? archive_error_string(a) : "too large");
+			         archive_error_string(a) ? archive_error_string(a) : "too large");
 			ok = 0;
 		}
 	}
 	if (ok && r != ARCHIVE_EOF)
 		ok = 0;
 	if (!ok && !why[0])
-		snprintf(why, cap, "%s", archive_error_string(a) ? archive_error_string(a)
-								   : "not a readable archive");
+		snprintf(why, cap, "%s",
+		         archive_error_string(a) ? archive_error_string(a)
+		                                 : "not a readable archive");
 	if (ok) {
 		const char *f = archive_format_name(a);
 		const char *z = archive_filter_count(a) > 1 ? archive_filter_name(a, 0) : "none";
@@ -164,7 +169,7 @@ static struct archive_listing *listing_try(const void *data, size_t len, size_t 
 }
 
 static struct archive_listing *listing_read(const void *data, size_t len, size_t max_member,
-					    char *why, size_t cap)
+                                            char *why, size_t cap)
 {
 	struct archive_listing *l = listing_try(data, len, max_member, 0, why, cap);
 	if (l)
@@ -178,8 +183,8 @@ static struct archive_listing *listing_read(const void *data, size_t len, size_t
 }
 
 static const struct archive_ops ops = {
-	.read = listing_read,
-	.free = listing_free,
+    .read = listing_read,
+    .free = listing_free,
 };
 
 __attribute__((visibility("default"))) const struct archive_ops *cachet_archive_ops(void);

@@ -29,20 +29,19 @@ static void units_free(struct dwarf_unit *u, size_t n)
 
 /* The debug information is in the object itself: no search elsewhere. */
 static int no_separate_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-				 Dwarf_Addr base, const char *file_name,
-				 const char *debuglink_file, GElf_Word debuglink_crc,
-				 char **debuginfo_file_name)
+                                 Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+                                 GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	return -1;
 }
 
 static const Dwfl_Callbacks offline = {
-	.find_debuginfo = no_separate_debuginfo,
-	.section_address = dwfl_offline_section_address,
+    .find_debuginfo = no_separate_debuginfo,
+    .section_address = dwfl_offline_section_address,
 };
 
-static int units_read(const void *image, size_t len, struct dwarf_unit **out, size_t *n,
-		      char *why, size_t cap)
+static int units_read(const void *image, size_t len, struct dwarf_unit **out, size_t *n, char *why,
+                      size_t cap)
 {
 	*out = NULL;
 	*n = 0;
@@ -60,8 +59,8 @@ static int units_read(const void *image, size_t len, struct dwarf_unit **out, si
 	/* dwfl_report_offline takes the descriptor (dwfl_end closes it). */
 	Dwfl_Module *mod = dwfl ? dwfl_report_offline(dwfl, "object", "object", fd) : NULL;
 	Dwarf_Addr bias;
-	Dwarf *dw = mod && dwfl_report_end(dwfl, NULL, NULL) == 0 ? dwfl_module_getdwarf(mod, &bias)
-								     : NULL;
+	Dwarf *dw =
+	    mod && dwfl_report_end(dwfl, NULL, NULL) == 0 ? dwfl_module_getdwarf(mod, &bias) : NULL;
 	if (!dw) {
 		snprintf(why, cap, "%s", dwfl_errmsg(-1) ? dwfl_errmsg(-1) : "no DWARF");
 		if (dwfl)
@@ -104,8 +103,8 @@ static int units_read(const void *image, size_t len, struct dwarf_unit **out, si
 }
 
 static const struct dwarf_ops ops = {
-	.units = units_read,
-	.free = units_free,
+    .units = units_read,
+    .free = units_free,
 };
 
 __attribute__((visibility("default"))) const struct dwarf_ops *cachet_dwarf_ops(void);
