@@ -99,8 +99,9 @@ _cachet() {
                         prefix=${cur%,*},
                         word=${cur##*,}
                     fi
-                    mapfile -t COMPREPLY < <(compgen -P "$prefix" -W "all env tz locale umask aslr cpus
-                        time dirorder -env -tz -locale -umask -aslr -cpus -time -dirorder" -- "$word")
+                    mapfile -t COMPREPLY < <(compgen -P "$prefix" -W "all none env tz locale umask aslr cpus
+                        time dirorder home path user host kernel buildpath -env -tz -locale -umask
+                        -aslr -cpus -time -dirorder -home -path -user -host -kernel -buildpath" -- "$word")
                     compopt -o nospace 2> /dev/null
                     return
                     ;;
@@ -142,7 +143,7 @@ _cachet() {
             ;;
         show)
             if [[ $cur == -* ]]; then
-                mapfile -t COMPREPLY < <(compgen -W "--inputs --help" -- "$cur")
+                mapfile -t COMPREPLY < <(compgen -W "--inputs --json --help" -- "$cur")
             else
                 mapfile -t COMPREPLY < <(compgen -f -- "$cur")
             fi

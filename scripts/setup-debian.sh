@@ -10,6 +10,9 @@ PACKAGES=(
     # build
     build-essential cmake ninja-build pkg-config
     libssl-dev libzstd-dev libsqlite3-dev libelf-dev
+    # cachet diff and repro: archives member by member and DWARF compile
+    # units (plugins, never linked into cachet itself)
+    libarchive-dev libdw-dev
     # remote caches: the transport plugins (never linked into cachet itself)
     libcurl4-openssl-dev libhiredis-dev
     # unit tests

@@ -37,7 +37,8 @@ enum compare_kind {
 	CMP_TYPE_DIFFERS,    /* regular file in one, directory or symlink in the other */
 	CMP_SYMLINK_DIFFERS, /* targets differ */
 	CMP_FILE_DIFFERS,    /* contents differ; `sub` has the details */
-	CMP_MODE_DIFFERS,    /* executable bit (only with compare_options.exec_bit) */
+	CMP_MODE_DIFFERS,    /* permission bits (compare_options.modes) or the
+	                      * executable bit (compare_options.exec_bit) */
 	/* ar archives (`name` is the member name) */
 	CMP_MEMBER_MISSING_IN_B,
 	CMP_MEMBER_ONLY_IN_B,
@@ -54,6 +55,7 @@ enum compare_kind {
 	CMP_SECTION_MISSING_IN_B,
 	CMP_SECTION_ONLY_IN_B,
 	CMP_SECTION_DIFFERS, /* type, flags, size or contents */
+	CMP_DWARF_UNIT_DIFFERS, /* a compile unit's name, directory or producer */
 	/* contents */
 	CMP_TEXT_DIFFERS, /* the entry's `diff` holds the unified diff */
 	CMP_BYTES_DIFFER, /* sizes and first differing offset */
@@ -70,6 +72,7 @@ enum compare_format {
 	CMP_FMT_TEXT,
 	CMP_FMT_BINARY,
 	CMP_FMT_OTHER, /* FIFO, socket, device, two different types, or only the mode differs */
+	CMP_FMT_ARCHIVE, /* tar, zip, cpio, 7z, gzip, xz...: member by member (the plugin) */
 };
 
 /* Which of the numeric fields of an item are meaningful. */
@@ -120,6 +123,14 @@ struct compare_options {
 	size_t list_limit;     /* names listed per kind in summaries and renderings
 	                        * before "and N more"; 0 means 20 */
 	int exec_bit;          /* also compare the owner-executable bit of files */
+	int modes;             /* also compare every permission bit (07777) of files
+	                        * and directories (cachet diff) */
+	const char *archive_plugin; /* the path of libcachet-archive.so: tarballs, zip
+	                             * files and compressed streams member by member;
+	                             * NULL: as bytes */
+	const char *dwarf_plugin;   /* the path of libcachet-dwarf.so: DWARF compile
+	                             * units of objects with debug information; NULL:
+	                             * not compared */
 	const char *label_a;   /* how A and B are named in diff headers; NULL: the paths */
 	const char *label_b;
 };

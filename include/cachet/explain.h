@@ -35,13 +35,19 @@ size_t explain_steps(const struct step *now, const struct step *recorded, struct
 
 /* Compares a recorded run (its values and listings, in the path set's
  * order) with the values now (as pathset_strong_key wrote them) and appends
- * a finding for each observation that no longer holds: the first only,
- * unless all. recorded_at is the run's time (unix seconds), cwd the step's
- * cwd (for display). Returns the number of observations that differ, or
+ * a finding for each observation that no longer holds, those below cwd
+ * or a base (bases may be NULL) first: the first only, unless all. cwd is
+ * the step's cwd (also for display). Returns the number of observations that differ, or
  * SIZE_MAX when the recorded values do not fit the path set. */
 size_t explain_pathset(const struct pathset *ps, const struct result *recorded,
-		       const void *now_values, size_t now_len, const char *cwd, int all,
-		       struct explain_list *out);
+		       const void *now_values, size_t now_len, const char *cwd,
+		       const struct step_bases *bases, int all, struct explain_list *out);
+
+/* How far a recorded step is from the step now, for choosing the nearest:
+ * the fewest argv elements added, removed or replaced, plus one for each
+ * environment variable, and for the cwd, program path, program content and
+ * platform, that differ. */
+size_t explain_step_distance(const struct step *now, const struct step *recorded);
 
 /* A digest as "4b1f9a07…c1e2" (enough to tell two builds apart at a glance). */
 void explain_short_digest(const unsigned char *digest, struct buf *out);

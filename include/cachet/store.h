@@ -272,6 +272,10 @@ int store_results_for_pathset(struct store *s, const struct digest *weak,
  * stderr), newest first. */
 int store_results_with_blob(struct store *s, const struct digest *blob,
 			    struct store_result_row **out, size_t *n, struct error *e);
+/* At most limit results whose stored body contains the bytes needle (a
+ * path's base name: what may have written a file), newest first. */
+int store_results_naming(struct store *s, const void *needle, size_t len, size_t limit,
+			 struct store_result_row **out, size_t *n, struct error *e);
 void store_result_rows_free(struct store_result_row *rows, size_t n);
 
 /* ---- steps found nondeterministic (cachet run --verify) ---- */

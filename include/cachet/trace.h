@@ -173,6 +173,14 @@ struct trace_spec {
 	int max_cpus;            /* > 0: the child's affinity is cut to this many CPUs */
 	int set_umask;           /* the child's umask is `umask` ... */
 	unsigned umask;          /* ... instead of the caller's */
+	int uname26;             /* personality UNAME26: uname's release reads 2.6.x */
+	/* TRACE_NS_* bits: the child unshares these namespaces before exec.
+	 * TRACE_NS_USER: it runs as ns_uid/ns_gid, mapped to the caller's ids;
+	 * TRACE_NS_UTS: with hostname and domainname (a caller that is not root
+	 * gets a user namespace too, mapping its own ids, to be allowed). */
+	unsigned namespaces;
+	unsigned ns_uid, ns_gid;
+	const char *hostname, *domainname;
 
 	/* Called in the tracer at the entry of the step's first change to a
 	 * path (when its TRACE_TOUCH is made), before the kernel runs the call,
@@ -200,6 +208,17 @@ struct trace_spec {
 	 * CACHET_TRACE_RING and ASAN_OPTIONS set. */
 	const char *preload;
 };
+
+/* trace_spec.namespaces */
+enum {
+	TRACE_NS_USER = 1 << 0,
+	TRACE_NS_UTS = 1 << 1,
+};
+
+/* Makes the calling process enter spec's namespaces as the step's child
+ * does (async-signal-safe): for a forked probe of whether they may be
+ * created here. -1 with errno when not. */
+int trace_enter_namespaces(const struct trace_spec *spec);
 
 /* trace_spec.dirorder. The reordering happens within the entries of one
  * getdents call (a directory with more entries than the caller's buffer

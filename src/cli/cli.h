@@ -32,6 +32,12 @@ const struct step_bases *cli_bases(struct error *e);
  * (always) or none (never). cli_step_init keys the step with it. */
 unsigned cli_step_terminal(void);
 
+/* The archive plugin of cachet diff and repro (elf/archive_plugin.h)
+ * beside the other plugins, or NULL when it is not installed. */
+const char *cli_archive_plugin(void);
+/* The DWARF plugin likewise (elf/dwarf_plugin.h). */
+const char *cli_dwarf_plugin(void);
+
 /* Exit status for cachet's own usage errors. */
 #define EXIT_USAGE 2
 

@@ -7,7 +7,10 @@
 
 #include "cachet/buf.h"
 #include "cachet/compare.h"
+#include "cachet/remote.h"
 #include "cli/cli.h"
+#include "elf/archive_plugin.h"
+#include "elf/dwarf_plugin.h"
 
 /* Parses a positive line count; 0 on anything else. */
 static size_t parse_count(const char *s)
@@ -20,10 +23,43 @@ static size_t parse_count(const char *s)
 	return (size_t)v;
 }
 
+/* Where the plugins lie (beside the remote transports), or NULL. */
+static const char *plugin_dir(void)
+{
+	static char *dir;
+	static int looked;
+	if (!looked) {
+		looked = 1;
+		char *self = cli_self_exe();
+		dir = remote_plugin_dir(self);
+		free(self);
+	}
+	return dir;
+}
+
+const char *cli_archive_plugin(void)
+{
+	static char *path;
+	if (!path && plugin_dir())
+		path = xasprintf("%s/%s", plugin_dir(), ARCHIVE_PLUGIN);
+	return path;
+}
+
+const char *cli_dwarf_plugin(void)
+{
+	static char *path;
+	if (!path && plugin_dir())
+		path = xasprintf("%s/%s", plugin_dir(), DWARF_PLUGIN);
+	return path;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	int json = 0;
-	struct compare_options opt = {0};
+	/* A tree that differs only in a file's mode differs (a script that lost
+	 * its executable bit, a umask). */
+	struct compare_options opt = {
+	    .modes = 1, .archive_plugin = cli_archive_plugin(), .dwarf_plugin = cli_dwarf_plugin()};
 	const char *paths[2];
 	int npaths = 0, options_done = 0;
 	for (int i = 1; i < argc; i++) {

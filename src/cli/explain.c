@@ -25,20 +25,17 @@ struct verdict {
 	struct explain_list items;
 };
 
-static int score_step(const struct step *now, const struct step *rec)
+/* 1 when the recorded step runs the same program: the same path, or the
+ * same name (a program reached through another PATH, or rebuilt). */
+static int same_program(const struct step *now, const struct step *rec)
 {
-	int score = 0;
-	if (!strcmp(now->exe, rec->exe))
-		score += 8;
-	if (!strcmp(now->cwd, rec->cwd))
-		score += 4;
-	if (!strcmp(path_basename(now->argv[0]), path_basename(rec->argv[0])))
-		score += 2;
-	return score;
+	return !strcmp(now->exe, rec->exe) || !strcmp(path_basename(now->exe), path_basename(rec->exe)) ||
+	       !strcmp(path_basename(now->argv[0]), path_basename(rec->argv[0]));
 }
 
-/* A new weak key: find the recorded step most like this one (same program
- * and cwd first, then the fewest differences) and say how they differ. */
+/* A new weak key: find the recorded step of the same program that differs
+ * least (explain_step_distance; the newest of equals) and name every way in
+ * which they differ. */
 static void explain_new_step(struct store *s, const struct step *now, struct verdict *v)
 {
 	struct store_step *steps;
@@ -47,33 +44,25 @@ static void explain_new_step(struct store *s, const struct step *now, struct ver
 	v->summary = "new step";
 	if (store_recent_steps(s, NEAREST_SEARCH_LIMIT, &steps, &n, &e) < 0)
 		return;
-	int best_score = -1;
-	size_t best_diffs = 0;
+	size_t best_distance = SIZE_MAX;
 	struct step best;
 	memset(&best, 0, sizeof best);
 	for (size_t i = 0; i < n; i++) {
 		struct step rec;
 		if (step_decode(steps[i].body, steps[i].len, &rec, &e) < 0)
 			continue;
-		int score = score_step(now, &rec);
-		if (score < 2) { /* not even the same program name */
-			step_free(&rec);
-			continue;
-		}
-		struct explain_list tmp = { 0 };
-		size_t diffs = explain_steps(now, &rec, &tmp);
-		explain_list_free(&tmp);
-		if (score > best_score || (score == best_score && diffs < best_diffs)) {
-			step_free(&best);
+		size_t d = same_program(now, &rec) ? explain_step_distance(now, &rec) : SIZE_MAX;
+		if (d < best_distance) {
+			if (best_distance != SIZE_MAX)
+				step_free(&best);
 			best = rec;
-			best_score = score;
-			best_diffs = diffs;
+			best_distance = d;
 		} else {
 			step_free(&rec);
 		}
 	}
 	store_steps_free(steps, n);
-	if (best_score < 0)
+	if (best_distance == SIZE_MAX)
 		return;
 	explain_steps(now, &best, &v->items);
 	v->nearest = cli_command_line(best.argv);
@@ -116,7 +105,7 @@ static void explain_known_step(struct store *s, const struct step *now, struct s
 						continue;
 					struct explain_list found = { 0 };
 					size_t d = explain_pathset(&ps, &res, values.data, values.len,
-								   now->cwd, all, &found);
+								   now->cwd, &now->bases, all, &found);
 					if (d != SIZE_MAX && d < best_differ) {
 						explain_list_free(&v->items);
 						v->items = found;
@@ -154,7 +143,7 @@ static void print_text(const struct verdict *v)
 		 * or program, as what changed. */
 		for (size_t i = 0; i < v->items.n; i++) {
 			const struct explain_item *it = &v->items.items[i];
-			if (!strcmp(it->what, "argv differs"))
+			if (i == 0 && !strcmp(it->what, "argv differs"))
 				printf("miss: new step; nearest recorded step with the same program "
 				       "differs in %s\n", it->text);
 			else

@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,6 +54,7 @@ struct ctx {
 	struct snapshot *snap;
 	int snap_failed;
 	int control_done; /* run 1 ran and was captured */
+	const char *moved_to; /* the running step's copy of the work tree, or NULL */
 	struct error snap_error;
 	int stdin_is_file;
 	int64_t start_ms;
@@ -69,6 +69,15 @@ static void on_signal(int sig)
 }
 
 /* ---- capturing what a run left behind ---- */
+
+/* path under root from moved to root to, malloc'd; NULL when it is not
+ * under from. */
+static char *moved_path(const char *path, const char *from, const char *to)
+{
+	if (!from || !to || !path_is_under(path, from))
+		return NULL;
+	return xasprintf("%s%s", to, path + strlen(from));
+}
 
 /* run->dir "/fs" path: where path's state is kept for that run. */
 static char *fs_path(const struct repro_run *run, const char *path)
@@ -140,7 +149,8 @@ static void changed_set(struct ctx *c, struct strmap *m)
  * capture. A directory that existed before the step (and still is one) is
  * captured without its contents: what the step changed in it is captured
  * on its own. */
-static int capture(struct ctx *c, struct repro_run *run, size_t from, struct error *e)
+static int capture(struct ctx *c, struct repro_run *run, size_t from, const char *moved_to,
+                   struct error *e)
 {
 	struct strmap changed;
 	changed_set(c, &changed);
@@ -151,9 +161,14 @@ static int capture(struct ctx *c, struct repro_run *run, size_t from, struct err
 		const char *path = paths[i];
 		if (decided_by_ancestor(run, path, &changed))
 			continue;
+		/* Where the run left it: in its copy of the work tree, if any. */
+		char *moved = moved_path(path, c->r->cwd, moved_to);
+		const char *live = moved ? moved : path;
 		struct stat st;
-		if (lstat(path, &st) < 0)
+		if (lstat(live, &st) < 0) {
+			free(moved);
 			continue; /* absent: nothing to keep */
+		}
 		size_t idx = (size_t)(uintptr_t)strmap_get(&changed, path) - 1;
 		char *to = fs_path(run, path);
 		char *parent = path_dirname(to);
@@ -164,13 +179,14 @@ static int capture(struct ctx *c, struct repro_run *run, size_t from, struct err
 			if ((mkdir(to, 0755) < 0 && errno != EEXIST) ||
 			    chmod(to, st.st_mode & 07777) < 0)
 				rc = error_errno(e, "cannot create %s", to);
-		} else if (snapshot_remove(to, e) == 0 && snapshot_copy(path, to, 1, e) == 0) {
+		} else if (snapshot_remove(to, e) == 0 && snapshot_copy(live, to, 1, e) == 0) {
 			strmap_put(&run->deep, path, (void *)1);
 		} else {
 			rc = -1;
 		}
 		free(parent);
 		free(to);
+		free(moved);
 	}
 	free(paths);
 	strmap_free(&changed);
@@ -222,8 +238,13 @@ static void before_change(void *arg, const char *path, unsigned how)
 	if (c->snap_failed)
 		return;
 	unsigned flags = (how & TRACE_CHANGE_MOVES) ? SNAPSHOT_TREE : 0;
-	if (snapshot_save(c->snap, path, flags, &c->snap_error) < 0)
+	/* In a copy of the work tree (the build path variation) the copy is
+	 * thrown away; what the report compares is the same path in the work
+	 * tree, which still holds its state from before. */
+	char *original = moved_path(path, c->moved_to, c->r->cwd);
+	if (snapshot_save(c->snap, original ? original : path, flags, &c->snap_error) < 0)
 		c->snap_failed = 1;
+	free(original);
 }
 
 static char **ignore_roots(struct ctx *c, const char *tmpdir)
@@ -259,7 +280,8 @@ static int read_whole(const char *path, struct buf *out)
 
 /* What the run relied on, to tell the report whether its inputs were the
  * control's: the path set and values as `cachet run` would record them. */
-static void note_inputs(struct repro_run *run, const struct trace_result *tr, char **ignore)
+static void note_inputs(struct repro_run *run, const struct trace_result *tr, char **ignore,
+                        const char *cwd)
 {
 	struct record rec;
 	struct error e = {0};
@@ -267,14 +289,19 @@ static void note_inputs(struct repro_run *run, const struct trace_result *tr, ch
 	               &rec, &e) == 0) {
 		run->ps_digest = rec.ps_digest;
 		buf_add(&run->values, rec.values.data, rec.values.len);
+		buf_add(&run->ps_body, rec.ps_body.data, rec.ps_body.len);
 		if (rec.not_storable && !run->note)
 			run->note = rec.not_storable;
 	}
 	record_free(&rec);
-	for (size_t i = 0; i < tr->nevents; i++)
-		if (tr->events[i].kind == TRACE_TOUCH &&
-		    !strmap_put(&run->changed, tr->events[i].path, (void *)1))
+	for (size_t i = 0; i < tr->nevents; i++) {
+		if (tr->events[i].kind != TRACE_TOUCH)
+			continue;
+		char *original = moved_path(tr->events[i].path, run->moved_to, cwd);
+		if (!strmap_put(&run->changed, original ? original : tr->events[i].path, (void *)1))
 			run->nchanged++;
+		free(original);
+	}
 }
 
 /* Runs the step once under run's conditions. -1 with e set when it could
@@ -295,7 +322,22 @@ static int run_step(struct ctx *c, struct repro_run *run, struct error *e)
 	    .before_change = before_change,
 	    .before_change_ctx = c,
 	};
-	vary_apply(run->mask, run->variant, &env, &spec, &run->desc_text, &run->desc_json);
+	if (run->variant && (run->mask & (1u << VARY_BUILDPATH))) {
+		run->moved_to = vary_buildpath_dir(r->cwd, &r->notes);
+		if (!run->moved_to) {
+			/* Said once in the notes; the later runs do not try. */
+			r->mask &= ~(1u << VARY_BUILDPATH);
+			run->mask &= ~(1u << VARY_BUILDPATH);
+		} else if (snapshot_copy(r->cwd, run->moved_to, 1, e) < 0) {
+			error_wrap(e, "cannot copy the work tree for the build path variation");
+			step_tmpdir_remove(&tmp);
+			free_strv(env);
+			free_strv(ignore);
+			return -1;
+		}
+	}
+	vary_apply(run->mask, run->variant, run->moved_to, &env, &spec, &run->desc_text,
+	           &run->desc_json);
 	spec.envp = env;
 
 	int rc = -1;
@@ -318,7 +360,21 @@ static int run_step(struct ctx *c, struct repro_run *run, struct error *e)
 	struct trace_result tr;
 	memset(&tr, 0, sizeof tr);
 	int64_t start = now_ms();
-	if (trace_run(&spec, &tr, e) < 0) {
+	/* The step inherits the cwd: the copy's, for the build path. */
+	if (run->moved_to && chdir(run->moved_to) < 0) {
+		error_errno(e, "cannot enter %s", run->moved_to);
+		goto done;
+	}
+	c->moved_to = run->moved_to;
+	int traced = trace_run(&spec, &tr, e);
+	c->moved_to = NULL;
+	if (run->moved_to && chdir(r->cwd) < 0) {
+		error_errno(e, "cannot return to %s", r->cwd);
+		if (traced == 0)
+			trace_result_free(&tr);
+		goto done;
+	}
+	if (traced < 0) {
 		error_wrap(e, "cannot run the step traced");
 		goto done;
 	}
@@ -331,7 +387,7 @@ static int run_step(struct ctx *c, struct repro_run *run, struct error *e)
 		goto done;
 	}
 	run->note = tr.uncacheable;
-	note_inputs(run, &tr, ignore);
+	note_inputs(run, &tr, ignore, r->cwd);
 	trace_result_free(&tr);
 	rc = 0;
 done:
@@ -367,6 +423,97 @@ int repro_run_differs(const struct repro_run *run)
 	return run->ndiffs > 0;
 }
 
+/* How many differing inputs the report names before "and N more". */
+#define INPUTS_NAMED 8
+
+/* Each observation of a run as "kind path" -> its value (length-prefixed,
+ * as the values buffer holds it). 0, or -1 when the path set is not
+ * readable. */
+static int input_map(const struct repro_run *run, const char *cwd, struct pathset *ps,
+                     struct strmap *m)
+{
+	struct error e = {0};
+	strmap_init(m);
+	if (pathset_decode(run->ps_body.data, run->ps_body.len, ps, &e) < 0)
+		return -1;
+	struct reader rd;
+	reader_init(&rd, run->values.data, run->values.len);
+	struct buf key;
+	buf_init(&key);
+	for (size_t i = 0; i < ps->nobs; i++) {
+		const unsigned char *at = rd.p;
+		size_t len;
+		if (!reader_bytes(&rd, &len))
+			break;
+		const char *path = ps->paths[ps->obs[i].path];
+		char *original = moved_path(path, run->moved_to, cwd);
+		buf_reset(&key);
+		buf_addf(&key, "%d %s", ps->obs[i].kind, original ? original : path);
+		strmap_put(m, key.data, (void *)at);
+		free(original);
+	}
+	buf_free(&key);
+	return 0;
+}
+
+static int same_value(const unsigned char *x, const unsigned char *y)
+{
+	struct reader rx, ry;
+	size_t lx, ly;
+	reader_init(&rx, x, 1u << 30);
+	reader_init(&ry, y, 1u << 30);
+	const void *vx = reader_bytes(&rx, &lx), *vy = reader_bytes(&ry, &ly);
+	return vx && vy && lx == ly && !memcmp(vx, vy, lx);
+}
+
+/* One side's observations the other lacks or sees otherwise, into names. */
+static void inputs_unlike(const struct repro *r, const struct strmap *from, const struct strmap *other,
+                          const char *only, struct strmap *named, struct buf *out, size_t *more)
+{
+	for (size_t i = 0; i < from->cap; i++) {
+		const char *key = from->slots[i].key;
+		if (!key)
+			continue;
+		const unsigned char *v = strmap_get(other, key);
+		if (v && same_value(from->slots[i].value, v))
+			continue;
+		const char *path = strchr(key, ' ') + 1;
+		if (strmap_put(named, path, (void *)1))
+			continue; /* another lookup of the same path */
+		if (named->count > INPUTS_NAMED) {
+			(*more)++;
+			continue;
+		}
+		buf_addf(out, "%s%s%s", out->len ? ", " : "", repro_shown_path(r, path), v ? "" : only);
+	}
+}
+
+/* The inputs whose lookups differ between runs a and b, in words. */
+static char *inputs_difference(const struct repro *r, const struct repro_run *a,
+                               const struct repro_run *b)
+{
+	struct pathset pa, pb;
+	struct strmap ma, mb, named;
+	pathset_init(&pa);
+	pathset_init(&pb);
+	struct buf out;
+	buf_init(&out);
+	size_t more = 0;
+	strmap_init(&named);
+	if (input_map(a, r->cwd, &pa, &ma) == 0 && input_map(b, r->cwd, &pb, &mb) == 0) {
+		inputs_unlike(r, &ma, &mb, " (run 1 only)", &named, &out, &more);
+		inputs_unlike(r, &mb, &ma, " (this run only)", &named, &out, &more);
+	}
+	if (more)
+		buf_addf(&out, " and %zu more", more);
+	strmap_free(&ma);
+	strmap_free(&mb);
+	strmap_free(&named);
+	pathset_free(&pa);
+	pathset_free(&pb);
+	return out.len ? buf_detach(&out, NULL) : NULL;
+}
+
 static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b, struct error *e)
 {
 	if (a->status != b->status) {
@@ -375,7 +522,7 @@ static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b,
 		d->status_b = b->status;
 	}
 	char *la = xasprintf("run %u", a->number), *lb = xasprintf("run %u", b->number);
-	struct compare_options opt = {.exec_bit = 1, .label_a = la, .label_b = lb};
+	struct compare_options opt = {.exec_bit = 1, .archive_plugin = cli_archive_plugin(), .dwarf_plugin = cli_dwarf_plugin(), .label_a = la, .label_b = lb};
 
 	struct buf oa, ob;
 	buf_init(&oa);
@@ -423,7 +570,7 @@ static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b,
 			char *fla = xasprintf("run %u:%s", a->number, shown);
 			char *flb = xasprintf("run %u:%s", b->number, shown);
 			struct compare_options fopt = {
-			    .exec_bit = 1, .label_a = fla, .label_b = flb};
+			    .exec_bit = 1, .archive_plugin = cli_archive_plugin(), .dwarf_plugin = cli_dwarf_plugin(), .label_a = fla, .label_b = flb};
 			struct compare_report rep;
 			if (compare_paths(fa, fb, &fopt, &rep, e) < 0) {
 				rc = -1;
@@ -447,6 +594,12 @@ static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b,
 	b->inputs_same = digest_equal(&a->ps_digest, &b->ps_digest) &&
 	                 a->values.len == b->values.len &&
 	                 !memcmp(a->values.data, b->values.data, a->values.len);
+	if (!b->inputs_same)
+		b->inputs_differ = inputs_difference(c->r, a, b);
+	/* In a copy of the work tree every path differs; the same paths below
+	 * it, with the same values, are the same inputs. */
+	if (!b->inputs_same && (a->moved_to || b->moved_to) && !b->inputs_differ)
+		b->inputs_same = 1;
 	return rc;
 }
 
@@ -469,6 +622,7 @@ static struct repro_run *new_run(struct repro *r, enum repro_role role, unsigned
 	buf_init(&run->desc_text);
 	buf_init(&run->desc_json);
 	buf_init(&run->values);
+	buf_init(&run->ps_body);
 	strmap_init(&run->changed);
 	strmap_init(&run->deep);
 	run->dir = xasprintf("%s/run-%u", r->work, run->number);
@@ -480,6 +634,9 @@ static void free_run(struct repro_run *run)
 	buf_free(&run->desc_text);
 	buf_free(&run->desc_json);
 	buf_free(&run->values);
+	buf_free(&run->ps_body);
+	free(run->inputs_differ);
+	free(run->moved_to);
 	strmap_free(&run->changed);
 	strmap_free(&run->deep);
 	free(run->dir);
@@ -508,7 +665,17 @@ static int execute(struct ctx *c, struct error *e)
 		rc = -1;
 	}
 	if (rc == 0)
-		rc = capture(c, run, 0, e);
+		rc = capture(c, run, 0, run->moved_to, e);
+	if (run->moved_to) {
+		/* The copy and the directory made for it. */
+		char *made = path_dirname(run->moved_to);
+		struct error me = {0};
+		if (snapshot_remove(made, &me) < 0 && rc == 0) {
+			*e = me;
+			rc = -1;
+		}
+		free(made);
+	}
 	/* Back to the starting state whatever happened. */
 	struct error re = {0};
 	if (snapshot_restore(c->snap, &re) < 0) {
@@ -519,7 +686,7 @@ static int execute(struct ctx *c, struct error *e)
 	}
 	/* The earlier runs left the newly changed paths as they were before. */
 	for (size_t i = 0; i < idx && rc == 0; i++)
-		rc = capture(c, &r->runs[i], known, e);
+		rc = capture(c, &r->runs[i], known, NULL, e);
 	if (rc == 0 && idx == 0)
 		c->control_done = 1;
 	if (rc == 0 && interrupted)
@@ -548,27 +715,28 @@ static int bisect(struct ctx *c, struct error *e)
 	for (int v = 0; v < VARY_COUNT; v++)
 		total += (r->mask >> v) & 1;
 	unsigned k = 0;
-	size_t first = r->n;
+	r->bisected = 1;
 	for (int v = -1; v < VARY_COUNT; v++) {
 		if (v >= 0 && !((r->mask >> v) & 1))
 			continue;
-		new_run(r, ROLE_BISECT, v < 0 ? 0 : 1u << v, v < 0 ? 0 : 1, v);
+		struct repro_run *run = new_run(r, ROLE_BISECT, v < 0 ? 0 : 1u << v, v < 0 ? 0 : 1, v);
 		progress_update(&c->progress, k++, total, "repro --bisect: %s",
 		                v < 0 ? "control" : vary_name(v));
 		if (execute(c, e) < 0)
 			return -1;
-	}
-	r->bisected = 1;
-	for (size_t i = first; i < r->n; i++) {
-		struct repro_run *run = &r->runs[i];
+		run = &r->runs[r->n - 1]; /* execute may have moved the array */
 		if (compare_runs(c, &r->runs[0], run, e) < 0)
 			return -1;
 		if (!repro_run_differs(run))
 			continue;
-		if (run->single < 0)
+		/* A step that differs with nothing varied (a pid, a random
+		 * name) would differ under every variation too: say so once
+		 * instead of blaming each. */
+		if (run->single < 0) {
 			r->control_again_differs = 1;
-		else
-			r->causes |= 1u << run->single;
+			return 0;
+		}
+		r->causes |= 1u << run->single;
 	}
 	return 0;
 }
@@ -630,6 +798,10 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
 static int parse(struct repro *r, int argc, char **argv)
 {
 	r->nruns = 2;
+	/* Varied by default, as reprotest does: run as a user first runs it,
+	 * a step that embeds its build time or host is found (--vary none:
+	 * nothing varied). */
+	r->mask = VARY_ALL;
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];

@@ -19,6 +19,12 @@ enum vary {
 	VARY_CPUS,     /* affinity of the step to half the CPUs */
 	VARY_TIME,     /* SOURCE_DATE_EPOCH, and the clock through libfaketime */
 	VARY_DIRORDER, /* getdents entries reversed or shuffled by the tracer */
+	VARY_HOME,     /* HOME, to a directory that does not exist */
+	VARY_PATH,     /* PATH, with a directory appended */
+	VARY_USER,     /* uid and gid, in a user namespace */
+	VARY_HOST,     /* host and domain name, in a UTS namespace */
+	VARY_KERNEL,   /* the kernel release uname reports (personality UNAME26) */
+	VARY_BUILDPATH, /* the step runs in a copy of the work tree at another path */
 	VARY_COUNT
 };
 
@@ -33,7 +39,8 @@ const char *vary_name(int v);
 int vary_parse(const char *list, unsigned *mask, char *err, size_t cap);
 
 /* Drops from *mask the variations this machine cannot make (one CPU; a
- * personality that seccomp forbids to change) and appends a line for each
+ * personality that seccomp forbids to change; namespaces that may not be
+ * created here) and appends a line for each
  * to notes, and for those it can make only in part ("time: libfaketime is
  * not installed, only SOURCE_DATE_EPOCH varies"). */
 void vary_check(unsigned *mask, struct buf *notes);
@@ -45,8 +52,14 @@ void vary_check(unsigned *mask, struct buf *notes);
  * step_environment returns) and the variation fields of spec, and appends a
  * description: text ("TZ=GMT-14, umask 002") and the members of a JSON
  * object ("\"tz\": \"GMT-14\", ..."). */
-void vary_apply(unsigned mask, unsigned variant, char ***env, struct trace_spec *spec,
-                struct buf *text, struct buf *json);
+void vary_apply(unsigned mask, unsigned variant, const char *moved_cwd, char ***env,
+                struct trace_spec *spec, struct buf *text, struct buf *json);
+
+/* Where the build path variation copies the work tree cwd: a new directory
+ * (malloc'd) whose path differs from cwd's, ending in cwd's own name; NULL
+ * with a note when the tree may not be copied (the root, a tree that holds
+ * the place of the copy, one too large). */
+char *vary_buildpath_dir(const char *cwd, struct buf *notes);
 
 /* ---- runs and their comparison (repro.c, repro_report.c) ---- */
 
@@ -88,8 +101,13 @@ struct repro_run {
 	struct strmap changed;   /* those paths -> (void *)1 */
 	struct strmap deep;      /* paths captured with their whole tree -> (void *)1 */
 	struct digest ps_digest; /* the inputs it relied on (record_run) */
+	struct buf ps_body;      /* that path set, encoded */
 	struct buf values;
+	char *inputs_differ;     /* !inputs_same: the paths whose lookups differ from
+	                          * run 1's ("out/x.h, /etc/passwd and 3 more"); owned */
 	int inputs_same;          /* ps_digest and values as run 1's */
+	char *moved_to;           /* VARY_BUILDPATH: the copy of the work tree the
+	                           * run ran in (gone after the run); owned */
 	const char *note;         /* uncacheable or not-storable reason; static */
 	struct repro_diff *diffs; /* against run 1 */
 	size_t ndiffs;

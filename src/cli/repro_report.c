@@ -116,7 +116,9 @@ static void text_run(const struct repro *rp, const struct repro_run *run, struct
 		return;
 	}
 	buf_addstr(out, ": differs from run 1");
-	if (!run->inputs_same)
+	if (!run->inputs_same && run->inputs_differ)
+		buf_addf(out, " (it also relied on different inputs: %s)", run->inputs_differ);
+	else if (!run->inputs_same)
 		buf_addstr(out, " (it also relied on different inputs)");
 	if (run->note)
 		buf_addf(out, " (note: %s)", run->note);
@@ -169,8 +171,8 @@ void repro_render_text(const struct repro *r, struct buf *out)
 		}
 		if (r->control_again_differs)
 			buf_addstr(out,
-			           "bisect: the outputs differ without any variation: the step "
-			           "is nondeterministic by itself\n");
+			           "bisect: the outputs differ even with nothing varied: the step "
+			           "is nondeterministic by itself (no variation tried alone)\n");
 	}
 	size_t varied = r->nruns - 1, differ = count_differing(r, 1, r->nruns);
 	if (!differ)
@@ -273,6 +275,11 @@ static void json_run(const struct repro_run *run, struct buf *out)
 		buf_addstr(out, "null");
 	buf_addf(out, ", \"duration_ms\": %lld, \"changed_paths\": %zu, \"inputs_same\": %s",
 	         (long long)run->duration_ms, run->nchanged, run->inputs_same ? "true" : "false");
+	buf_addstr(out, ", \"inputs_differ\": ");
+	if (run->inputs_differ)
+		buf_add_json_string(out, run->inputs_differ, strlen(run->inputs_differ));
+	else
+		buf_addstr(out, "null");
 	buf_addstr(out, ", \"note\": ");
 	if (run->note)
 		json_str(out, run->note);

@@ -2,6 +2,7 @@
 #include "cli/repro.h"
 
 #include <ctype.h>
+#include <ftw.h>
 #include <locale.h>
 #include <sched.h>
 #include <stdio.h>
@@ -9,8 +10,11 @@
 #include <string.h>
 #include <sys/personality.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "cachet/path.h"
 
 #define LIBFAKETIME "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
@@ -23,7 +27,23 @@ static const char *const names[VARY_COUNT] = {
     [VARY_LOCALE] = "locale", [VARY_UMASK] = "umask",
     [VARY_ASLR] = "aslr",     [VARY_CPUS] = "cpus",
     [VARY_TIME] = "time",     [VARY_DIRORDER] = "dirorder",
+    [VARY_HOME] = "home",     [VARY_PATH] = "path",
+    [VARY_USER] = "user",     [VARY_HOST] = "host",
+    [VARY_KERNEL] = "kernel", [VARY_BUILDPATH] = "buildpath",
 };
+
+/* A work tree larger than this is not copied for the build path variation
+ * (a cwd of $HOME would copy everything in it). */
+#define BUILDPATH_MAX_BYTES (2ull << 30)
+#define BUILDPATH_MAX_FILES 200000
+
+/* reprotest's values where it has them: what a step embeds is found by
+ * grepping its outputs for them. */
+#define VARIED_HOME "/nonexistent/cachet-repro-home"
+#define VARIED_PATH_DIR "/i_capture_the_path"
+#define VARIED_HOSTNAME "i-capture-the-hostname"
+#define VARIED_DOMAINNAME "i-capture-the-domainname"
+#define VARIED_ID 1234
 
 const char *vary_name(int v)
 {
@@ -54,11 +74,13 @@ int vary_parse(const char *list, unsigned *mask, char *err, size_t cap)
 		} else {
 			int v = vary_lookup(name, nlen);
 			if (v < 0) {
-				snprintf(err, cap,
-				         "unknown variation '%.*s' (known: env, tz, locale, umask, "
-				         "aslr, "
-				         "cpus, time, dirorder, all)",
-				         (int)nlen, name);
+				struct buf known;
+				buf_init(&known);
+				for (int k = 0; k < VARY_COUNT; k++)
+					buf_addf(&known, "%s, ", names[k]);
+				snprintf(err, cap, "unknown variation '%.*s' (known: %sall)", (int)nlen,
+				         name, known.data);
+				buf_free(&known);
 				return -1;
 			}
 			if (drop)
@@ -150,8 +172,49 @@ static int can_flip_aslr(void)
 	return 1;
 }
 
+/* Whether the step's process may enter the namespaces (TRACE_NS_* bits):
+ * tried in a child (a user namespace needs a single-threaded process, and
+ * containers and sysctls forbid them). */
+static int can_unshare(unsigned namespaces)
+{
+	struct trace_spec probe = {.namespaces = namespaces,
+	                           .ns_uid = VARIED_ID,
+	                           .ns_gid = VARIED_ID,
+	                           .hostname = VARIED_HOSTNAME,
+	                           .domainname = VARIED_DOMAINNAME};
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(trace_enter_namespaces(&probe) < 0 ? 1 : 0);
+	int status;
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static int can_set_uname26(void)
+{
+	int cur = personality(0xffffffff);
+	if (cur < 0 || personality((unsigned)cur | UNAME26) < 0)
+		return 0;
+	personality((unsigned)cur);
+	return 1;
+}
+
 void vary_check(unsigned *mask, struct buf *notes)
 {
+	if ((*mask & (1u << VARY_USER)) && !can_unshare(TRACE_NS_USER)) {
+		buf_addstr(notes, "user: a user namespace may not be created here: not varied\n");
+		*mask &= ~(1u << VARY_USER);
+	}
+	if ((*mask & (1u << VARY_HOST)) && !can_unshare(TRACE_NS_UTS)) {
+		buf_addstr(notes, "host: a UTS namespace may not be created here: not varied\n");
+		*mask &= ~(1u << VARY_HOST);
+	}
+	if ((*mask & (1u << VARY_KERNEL)) && !can_set_uname26()) {
+		buf_addstr(notes, "kernel: this process may not set the UNAME26 personality: "
+		                  "not varied\n");
+		*mask &= ~(1u << VARY_KERNEL);
+	}
 	if ((*mask & (1u << VARY_TIME)) && !faketime_installed())
 		buf_addstr(notes, "time: libfaketime is not installed (Debian package faketime): "
 		                  "only SOURCE_DATE_EPOCH varies, not the clock\n");
@@ -249,12 +312,61 @@ static void vary_time(unsigned k, char ***env, struct buf *text, struct buf *jso
 	describe(text, json, "time", "SOURCE_DATE_EPOCH=%s, clock +%lld days", value, days);
 }
 
-void vary_apply(unsigned mask, unsigned variant, char ***env, struct trace_spec *spec,
-                struct buf *text, struct buf *json)
+static uint64_t tree_bytes, tree_files;
+
+static int tree_add(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	tree_files++;
+	if (type == FTW_F)
+		tree_bytes += (uint64_t)st->st_size;
+	return tree_bytes > BUILDPATH_MAX_BYTES || tree_files > BUILDPATH_MAX_FILES;
+}
+
+char *vary_buildpath_dir(const char *cwd, struct buf *notes)
+{
+	const char *base = getenv("TMPDIR");
+	if (!base || !*base || access(base, W_OK) < 0)
+		base = "/tmp";
+	char *real_base = realpath(base, NULL);
+	if (!strcmp(cwd, "/") || !real_base || path_is_under(real_base, cwd)) {
+		buf_addf(notes, "buildpath: the work tree %s holds %s, where it would be copied: "
+		                "not varied\n", cwd, real_base ? real_base : base);
+		free(real_base);
+		return NULL;
+	}
+	tree_bytes = tree_files = 0;
+	if (nftw(cwd, tree_add, 32, FTW_PHYS) != 0) {
+		buf_addf(notes, "buildpath: the work tree %s is too large to copy (more than %llu "
+		                "files or %llu MB) or unreadable: not varied\n",
+		         cwd, (unsigned long long)BUILDPATH_MAX_FILES,
+		         (unsigned long long)(BUILDPATH_MAX_BYTES >> 20));
+		free(real_base);
+		return NULL;
+	}
+	/* Another length too: a path embedded in a fixed-size field shows. */
+	char *tmpl = xasprintf("%s/cachet-repro-buildpath-XXXXXX", real_base);
+	free(real_base);
+	if (!mkdtemp(tmpl)) {
+		buf_addf(notes, "buildpath: cannot create a directory for the copy: not varied\n");
+		free(tmpl);
+		return NULL;
+	}
+	const char *name = path_basename(cwd);
+	char *dir = xasprintf("%s/%s", tmpl, name);
+	free(tmpl);
+	return dir;
+}
+
+void vary_apply(unsigned mask, unsigned variant, const char *moved_cwd, char ***env,
+                struct trace_spec *spec, struct buf *text, struct buf *json)
 {
 	if (!variant)
 		return;
 	unsigned k = variant;
+	if ((mask & (1u << VARY_BUILDPATH)) && moved_cwd) {
+		env_set(env, "PWD", moved_cwd);
+		describe(text, json, "buildpath", "build path %s", moved_cwd);
+	}
 	if (mask & (1u << VARY_ENV)) {
 		env_set(env, "CAPTURE_ENVIRONMENT", "i_capture_the_environment");
 		describe(text, json, "env", "CAPTURE_ENVIRONMENT=i_capture_the_environment");
@@ -289,6 +401,34 @@ void vary_apply(unsigned mask, unsigned variant, char ***env, struct trace_spec 
 	}
 	if (mask & (1u << VARY_TIME))
 		vary_time(k, env, text, json);
+	if (mask & (1u << VARY_HOME)) {
+		env_set(env, "HOME", VARIED_HOME);
+		describe(text, json, "home", "HOME=%s", VARIED_HOME);
+	}
+	if (mask & (1u << VARY_PATH)) {
+		const char *path = env_get(*env, "PATH");
+		char *varied = xasprintf("%s%s%s", path && *path ? path : "", path && *path ? ":" : "",
+		                         VARIED_PATH_DIR);
+		env_set(env, "PATH", varied);
+		free(varied);
+		describe(text, json, "path", "PATH=…:%s", VARIED_PATH_DIR);
+	}
+	if (mask & (1u << VARY_USER)) {
+		spec->namespaces |= TRACE_NS_USER;
+		spec->ns_uid = spec->ns_gid = VARIED_ID;
+		describe(text, json, "user", "uid and gid %d (user namespace)", VARIED_ID);
+	}
+	if (mask & (1u << VARY_HOST)) {
+		spec->namespaces |= TRACE_NS_UTS;
+		spec->hostname = VARIED_HOSTNAME;
+		spec->domainname = VARIED_DOMAINNAME;
+		describe(text, json, "host", "host name %s, domain %s (UTS namespace)",
+		         VARIED_HOSTNAME, VARIED_DOMAINNAME);
+	}
+	if (mask & (1u << VARY_KERNEL)) {
+		spec->uname26 = 1;
+		describe(text, json, "kernel", "kernel release 2.6.x (personality UNAME26)");
+	}
 	if (mask & (1u << VARY_DIRORDER)) {
 		/* Reversed first: it differs from the kernel's order for any
 		 * directory of two or more entries, whatever its size. */

@@ -1,9 +1,12 @@
 /*
  * cachet show FILE: which recorded step produced exactly this content, and
  * with which programs (by digest), so that two artifacts built by two
- * builds of one tool are told apart at a glance.
+ * builds of one tool are told apart at a glance; and whether the file is
+ * still what its step would make now: current, stale (an input changed
+ * since) or modified since cachet wrote it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,36 @@
 #include "cachet/path.h"
 #include "cachet/portable.h"
 #include "cli/cli.h"
+
+/* How many results naming FILE's base name are searched for one that wrote
+ * FILE, when no result holds its content. */
+#define WRITER_SEARCH_LIMIT 2000
+
+enum state { STATE_CURRENT, STATE_STALE, STATE_MODIFIED, STATE_UNKNOWN };
+
+static const char *state_name(enum state s)
+{
+	switch (s) {
+	case STATE_CURRENT: return "current";
+	case STATE_STALE: return "stale";
+	case STATE_MODIFIED: return "modified";
+	default: return "unknown";
+	}
+}
+
+/* One recorded run that holds the content (or, for a modified file, that
+ * last wrote its path), decoded, with its verdict. */
+struct shown {
+	const struct store_result_row *row;
+	struct result res;
+	struct step step;
+	int have_step;
+	struct pathset ps;
+	int have_ps;
+	int writes_file;          /* an output of this run is FILE's path */
+	enum state state;
+	struct explain_list why;  /* for STATE_STALE: the first input that changed */
+};
 
 static int is_shared_library(const char *path)
 {
@@ -32,6 +65,83 @@ static const char *kind_name(int kind)
 	case OBS_BASE: return "base";
 	default: return "?";
 	}
+}
+
+/* The output of res at path, or NULL. */
+static const struct output *output_at(const struct result *res, const char *path)
+{
+	for (size_t i = 0; path && i < res->noutputs; i++)
+		if (res->outputs[i].kind == OUT_FILE && !strcmp(res->outputs[i].path, path))
+			return &res->outputs[i];
+	return NULL;
+}
+
+/* Decodes a row and evaluates its path set against the file system now, as
+ * explain does for a known step: the strong key of the values found now is
+ * the row's own when every input holds as recorded. Returns -1 when the row
+ * is unreadable. */
+static int shown_load(struct store *s, const struct store_result_row *row, const char *abs,
+		      struct digest_cache *dc, struct shown *out, struct error *e)
+{
+	memset(out, 0, sizeof *out);
+	out->row = row;
+	out->state = STATE_UNKNOWN;
+	if (result_decode(row->body, row->len, &out->res, e) < 0)
+		return -1;
+	const struct step_bases *bases = cli_bases(NULL);
+	/* Paths as this checkout has them; what names a base unset here is
+	 * shown in its portable form. */
+	portable_localise_result(&out->res, bases);
+	out->writes_file = output_at(&out->res, abs) != NULL;
+	void *body;
+	size_t len;
+	if (store_get_step(s, &row->weak, &body, &len, e) == 1) {
+		out->have_step = step_decode(body, len, &out->step, e) == 0;
+		free(body);
+	}
+	if (store_get_pathset(s, &row->weak, &row->pathset, &body, &len, e) == 1) {
+		out->have_ps = pathset_decode(body, len, &out->ps, e) == 0;
+		free(body);
+	}
+	if (!out->have_ps)
+		return 0;
+	if (portable_localise_pathset(&out->ps, bases) < 0)
+		return 0; /* recorded under a base that is not set here: no verdict */
+	struct buf values;
+	buf_init(&values);
+	struct digest strong;
+	pathset_strong_key(&out->ps, bases, &row->weak, &row->pathset, dc, &values, &strong);
+	if (digest_equal(&strong, &row->strong)) {
+		out->state = STATE_CURRENT;
+	} else {
+		size_t d = explain_pathset(&out->ps, &out->res, values.data, values.len,
+					   out->have_step ? out->step.cwd : NULL, bases, 0, &out->why);
+		out->state = d == SIZE_MAX || d == 0 ? STATE_UNKNOWN : STATE_STALE;
+	}
+	buf_free(&values);
+	return 0;
+}
+
+static void shown_free(struct shown *sh)
+{
+	if (sh->have_ps)
+		pathset_free(&sh->ps);
+	if (sh->have_step)
+		step_free(&sh->step);
+	explain_list_free(&sh->why);
+	result_free(&sh->res);
+}
+
+/* The step that wrote FILE first, then the freshest verdict, then the
+ * newest (the rows come newest first). */
+static int shown_order(const void *pa, const void *pb)
+{
+	const struct shown *a = pa, *b = pb;
+	if (a->writes_file != b->writes_file)
+		return b->writes_file - a->writes_file;
+	if ((a->state == STATE_CURRENT) != (b->state == STATE_CURRENT))
+		return a->state == STATE_CURRENT ? -1 : 1;
+	return a->row < b->row ? -1 : a->row > b->row;
 }
 
 /* Programs and shared libraries the step ran, with their digests, and one
@@ -102,80 +212,227 @@ static void print_inputs(const struct pathset *ps, const struct result *res)
 	buf_free(&line);
 }
 
-static void show_row(struct store *s, const struct store_result_row *row, const struct digest *d,
-		     int inputs)
+static void print_state(const struct shown *sh)
+{
+	switch (sh->state) {
+	case STATE_CURRENT:
+		printf("  state:      current (every input the step relied on holds as recorded)\n");
+		break;
+	case STATE_STALE:
+		printf("  state:      stale: %s\n", sh->why.items[0].text);
+		break;
+	case STATE_MODIFIED:
+		printf("  state:      modified since cachet wrote it\n");
+		break;
+	default:
+		printf("  state:      unknown (the step's inputs cannot be evaluated here)\n");
+		break;
+	}
+}
+
+/* state: each step's own verdict, when more than one is shown. */
+static void show_row(struct store *s, const struct shown *sh, const struct digest *d, int inputs,
+		     int state)
 {
 	struct error e = { 0 };
-	struct result res;
-	if (result_decode(row->body, row->len, &res, &e) < 0) {
-		printf("  (corrupt entry: %s)\n", e.msg);
-		return;
-	}
-	/* Paths as this checkout has them; what names a base unset here is
-	 * shown in its portable form. */
-	const struct step_bases *bases = cli_bases(NULL);
-	portable_localise_result(&res, bases);
-	void *body;
-	size_t len;
-	struct step step;
-	int have_step = store_get_step(s, &row->weak, &body, &len, &e) == 1;
-	if (have_step) {
-		have_step = step_decode(body, len, &step, &e) == 0;
-		free(body);
-	}
-	if (have_step) {
-		char *cmd = cli_command_line(step.argv);
+	const struct result *res = &sh->res;
+	if (state)
+		print_state(sh);
+	if (sh->have_step) {
+		char *cmd = cli_command_line(sh->step.argv);
 		printf("  command:    %s\n", cmd);
-		printf("  cwd:        %s\n", step.cwd);
-		printf("  program:    %s sha256 ", step.exe);
+		printf("  cwd:        %s\n", sh->step.cwd);
+		printf("  program:    %s sha256 ", sh->step.exe);
 		struct buf b;
 		buf_init(&b);
-		explain_short_digest(step.exe_digest.b, &b);
+		explain_short_digest(sh->step.exe_digest.b, &b);
 		printf("%s\n", b.data);
 		buf_free(&b);
 		free(cmd);
 	}
-	for (size_t i = 0; i < res.noutputs; i++)
-		if (res.outputs[i].kind == OUT_FILE && digest_equal(&res.outputs[i].blob.digest, d))
-			printf("  output:     %s\n", res.outputs[i].path);
-	if (digest_equal(&res.out.digest, d) && res.out.size)
+	for (size_t i = 0; i < res->noutputs; i++)
+		if (res->outputs[i].kind == OUT_FILE && digest_equal(&res->outputs[i].blob.digest, d))
+			printf("  output:     %s\n", res->outputs[i].path);
+	if (digest_equal(&res->out.digest, d) && res->out.size)
 		printf("  output:     (its stdout)\n");
 	char when[32];
-	cli_format_time(res.created, when, sizeof when);
-	printf("  recorded:   %s on %s, ran %lld ms, cachet %s\n", when, res.host,
-	       (long long)res.duration_ms, res.cachet_version);
-	printf("  hits since: %lld\n", (long long)row->hits);
-	if (res.pinned)
-		printf("  keyed on the real path: %s\n", res.pinned);
+	cli_format_time(res->created, when, sizeof when);
+	printf("  recorded:   %s on %s, ran %lld ms, cachet %s\n", when, res->host,
+	       (long long)res->duration_ms, res->cachet_version);
+	printf("  hits since: %lld\n", (long long)sh->row->hits);
+	if (res->pinned)
+		printf("  keyed on the real path: %s\n", res->pinned);
 	char *nondet = NULL;
 	int64_t times = 0;
-	if (store_nondeterministic(s, &row->weak, &nondet, &times, &e) == 1)
+	if (store_nondeterministic(s, &sh->row->weak, &nondet, &times, &e) == 1)
 		printf("  NONDETERMINISTIC: re-runs differed %lld time%s; last: %s\n", (long long)times,
 		       times == 1 ? "" : "s", nondet);
 	free(nondet);
-	struct pathset ps;
-	if (store_get_pathset(s, &row->weak, &row->pathset, &body, &len, &e) == 1) {
-		if (pathset_decode(body, len, &ps, &e) == 0) {
-			portable_localise_pathset(&ps, bases);
-			print_tools(&ps, &res);
-			if (inputs)
-				print_inputs(&ps, &res);
-			pathset_free(&ps);
-		}
-		free(body);
+	if (sh->have_ps) {
+		print_tools(&sh->ps, res);
+		if (inputs)
+			print_inputs(&sh->ps, res);
 	}
-	if (have_step)
-		step_free(&step);
-	result_free(&res);
+}
+
+static void json_str(struct buf *b, const char *key, const char *value)
+{
+	buf_addf(b, "\"%s\": ", key);
+	if (value)
+		buf_add_json_string(b, value, strlen(value));
+	else
+		buf_addstr(b, "null");
+}
+
+static void json_digest(struct buf *b, const char *key, const struct digest *d)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(d, hex);
+	buf_addf(b, "\"%s\": \"%s\"", key, hex);
+}
+
+static void json_row(struct buf *b, const struct shown *sh, const struct digest *d)
+{
+	const struct result *res = &sh->res;
+	buf_addch(b, '{');
+	json_str(b, "state", state_name(sh->state));
+	buf_addstr(b, ", ");
+	json_str(b, "reason", sh->state == STATE_STALE ? sh->why.items[0].text : NULL);
+	buf_addstr(b, ", \"argv\": ");
+	if (sh->have_step) {
+		buf_addch(b, '[');
+		for (size_t i = 0; sh->step.argv[i]; i++) {
+			buf_addstr(b, i ? ", " : "");
+			buf_add_json_string(b, sh->step.argv[i], strlen(sh->step.argv[i]));
+		}
+		buf_addstr(b, "], ");
+		json_str(b, "cwd", sh->step.cwd);
+		buf_addstr(b, ", ");
+		json_str(b, "program", sh->step.exe);
+		buf_addstr(b, ", ");
+		json_digest(b, "program_sha256", &sh->step.exe_digest);
+	} else {
+		buf_addstr(b, "null, \"cwd\": null, \"program\": null, \"program_sha256\": null");
+	}
+	buf_addstr(b, ", \"outputs\": [");
+	int first = 1;
+	for (size_t i = 0; i < res->noutputs; i++) {
+		if (res->outputs[i].kind != OUT_FILE || !digest_equal(&res->outputs[i].blob.digest, d))
+			continue;
+		buf_addstr(b, first ? "" : ", ");
+		buf_add_json_string(b, res->outputs[i].path, strlen(res->outputs[i].path));
+		first = 0;
+	}
+	buf_addf(b, "], \"stdout\": %s, \"recorded\": %lld, ",
+		 digest_equal(&res->out.digest, d) && res->out.size ? "true" : "false",
+		 (long long)res->created);
+	json_str(b, "host", res->host);
+	buf_addf(b, ", \"duration_ms\": %lld, \"hits\": %lld, ", (long long)res->duration_ms,
+		 (long long)sh->row->hits);
+	json_digest(b, "weak", &sh->row->weak);
+	buf_addstr(b, ", ");
+	json_digest(b, "strong", &sh->row->strong);
+	buf_addstr(b, ", ");
+	json_str(b, "pinned", res->pinned);
+	buf_addch(b, '}');
+}
+
+/* No result holds FILE's content: the newest result that wrote FILE's path,
+ * if any (the file was modified since). Candidates are the results whose
+ * body names FILE's base name, which every spelling of its path (real or
+ * portable) ends with. */
+static int find_writer(struct store *s, const char *abs, struct digest_cache *dc,
+		       struct store_result_row **rows, size_t *nrows, struct shown *out)
+{
+	struct error e = { 0 };
+	const char *base = path_basename(abs);
+	if (store_results_naming(s, base, strlen(base), WRITER_SEARCH_LIMIT, rows, nrows, &e) < 0)
+		return 0;
+	for (size_t i = 0; i < *nrows; i++) {
+		struct result res;
+		if (result_decode((*rows)[i].body, (*rows)[i].len, &res, &e) < 0)
+			continue;
+		portable_localise_result(&res, cli_bases(NULL));
+		int wrote = output_at(&res, abs) != NULL;
+		result_free(&res);
+		if (wrote && shown_load(s, &(*rows)[i], abs, dc, out, &e) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int show_modified(struct store *s, const char *file, const char *abs,
+			 const struct digest *now, int json, struct digest_cache *dc)
+{
+	struct store_result_row *rows = NULL;
+	size_t n = 0;
+	struct shown sh;
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(now, hex);
+	if (!find_writer(s, abs, dc, &rows, &n, &sh)) {
+		if (json) {
+			struct buf b;
+			buf_init(&b);
+			buf_addch(&b, '{');
+			json_str(&b, "file", file);
+			buf_addf(&b, ", \"sha256\": \"%s\", \"state\": \"unknown\", ", hex);
+			json_str(&b, "reason", "no step in this cache produced this content");
+			buf_addstr(&b, ", \"steps\": []}\n");
+			fputs(b.data, stdout);
+			buf_free(&b);
+		} else {
+			printf("%s: no step in this cache produced this content (sha256 %s)\n", file,
+			       hex);
+		}
+		store_result_rows_free(rows, n);
+		return 1;
+	}
+	const struct output *o = output_at(&sh.res, abs);
+	struct digest wrote = o->blob.digest;
+	sh.state = STATE_MODIFIED;
+	if (json) {
+		struct buf b;
+		buf_init(&b);
+		buf_addch(&b, '{');
+		json_str(&b, "file", file);
+		buf_addstr(&b, ", ");
+		json_digest(&b, "sha256", now);
+		buf_addstr(&b, ", \"state\": \"modified\", ");
+		json_str(&b, "reason", "modified since cachet wrote it");
+		buf_addstr(&b, ", ");
+		json_digest(&b, "written_sha256", &wrote);
+		buf_addstr(&b, ", \"steps\": [");
+		json_row(&b, &sh, &wrote);
+		buf_addstr(&b, "]}\n");
+		fputs(b.data, stdout);
+		buf_free(&b);
+	} else {
+		struct buf w;
+		buf_init(&w);
+		explain_short_digest(wrote.b, &w);
+		char when[32];
+		cli_format_time(sh.res.created, when, sizeof when);
+		printf("%s  sha256 %s\n", file, hex);
+		printf("modified since cachet wrote it: cachet wrote sha256 %s here at %s\n", w.data,
+		       when);
+		printf("the step that wrote it:\n");
+		show_row(s, &sh, &wrote, 0, 0);
+		buf_free(&w);
+	}
+	shown_free(&sh);
+	store_result_rows_free(rows, n);
+	return 1;
 }
 
 int cmd_show(int argc, char **argv)
 {
-	int inputs = 0;
+	int inputs = 0, json = 0;
 	const char *file = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--inputs"))
 			inputs = 1;
+		else if (!strcmp(argv[i], "--json"))
+			json = 1;
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(cli_help_text("show"), stdout);
 			return 0;
@@ -190,7 +447,7 @@ int cmd_show(int argc, char **argv)
 		}
 	}
 	if (!file) {
-		cli_error("usage: cachet show [--inputs] FILE");
+		cli_error("usage: cachet show [--inputs] [--json] FILE");
 		return EXIT_USAGE;
 	}
 	struct digest d;
@@ -199,9 +456,14 @@ int cmd_show(int argc, char **argv)
 		cli_error("show: %s: %s", file, errno == EINVAL ? "not a regular file" : strerror(errno));
 		return EXIT_USAGE;
 	}
+	/* Outputs are recorded at the real path the step wrote. */
+	char abs[PATH_MAX];
+	const char *abs_path = realpath(file, abs) ? abs : NULL;
 	struct store *s = cli_open_store(0, NULL);
 	if (!s)
 		return EXIT_USAGE;
+	struct digest_cache dc;
+	cli_digest_cache(s, &dc);
 	struct store_result_row *rows;
 	size_t n;
 	if (store_results_with_blob(s, &d, &rows, &n, &e) < 0) {
@@ -209,20 +471,59 @@ int cmd_show(int argc, char **argv)
 		store_close(s);
 		return EXIT_USAGE;
 	}
+	if (n == 0) {
+		int rc = show_modified(s, file, abs_path, &d, json, &dc);
+		store_result_rows_free(rows, n);
+		store_close(s);
+		return rc;
+	}
+	struct shown *sh = xcalloc(n, sizeof *sh);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (shown_load(s, &rows[i], abs_path, &dc, &sh[m], &e) == 0)
+			m++;
+		else if (!json)
+			printf("  (corrupt entry: %s)\n", e.msg);
+	}
+	qsort(sh, m, sizeof *sh, shown_order);
+	int rc = m && sh[0].state == STATE_CURRENT ? 0 : 1;
 	char hex[DIGEST_HEX_LEN + 1];
 	digest_to_hex(&d, hex);
-	if (n == 0) {
-		printf("%s: no step in this cache produced this content (sha256 %s)\n", file, hex);
-		store_close(s);
-		return 1;
+	if (json) {
+		struct buf b;
+		buf_init(&b);
+		buf_addch(&b, '{');
+		json_str(&b, "file", file);
+		buf_addf(&b, ", \"sha256\": \"%s\", ", hex);
+		json_str(&b, "state", m ? state_name(sh[0].state) : "unknown");
+		buf_addstr(&b, ", ");
+		json_str(&b, "reason", m && sh[0].state == STATE_STALE ? sh[0].why.items[0].text : NULL);
+		buf_addstr(&b, ", \"steps\": [");
+		for (size_t i = 0; i < m; i++) {
+			buf_addstr(&b, i ? ", " : "");
+			json_row(&b, &sh[i], &d);
+		}
+		buf_addstr(&b, "]}\n");
+		fputs(b.data, stdout);
+		buf_free(&b);
+	} else {
+		printf("%s  sha256 %s\n", file, hex);
+		if (m && sh[0].state == STATE_STALE)
+			printf("stale: %s\n", sh[0].why.items[0].text);
+		else if (m)
+			printf("%s\n", sh[0].state == STATE_CURRENT
+					       ? "current: its step would make it again"
+					       : "unknown: the step's inputs cannot be evaluated here");
+		for (size_t i = 0; i < m; i++) {
+			if (m > 1)
+				printf("step %zu of %zu:\n", i + 1, m);
+			show_row(s, &sh[i], &d, inputs, m > 1);
+		}
 	}
-	printf("%s  sha256 %s\n", file, hex);
-	for (size_t i = 0; i < n; i++) {
-		if (n > 1)
-			printf("step %zu of %zu:\n", i + 1, n);
-		show_row(s, &rows[i], &d, inputs);
-	}
+	for (size_t i = 0; i < m; i++)
+		shown_free(&sh[i]);
+	free(sh);
 	store_result_rows_free(rows, n);
 	store_close(s);
-	return 0;
+	return rc;
 }

@@ -55,7 +55,7 @@ static int stats_from_log(const char *path, int json)
 		text_group(c, n, "uncacheable: ");
 		printf("errors                             %12lld\n", (long long)t.errors);
 		if (t.verified || t.nondeterministic)
-			printf("verified hits                      %12lld  (%lld nondeterministic)\n",
+			printf("hits re-run to verify (in hits)    %12lld  (%lld nondeterministic)\n",
 			       (long long)(t.verified + t.nondeterministic),
 			       (long long)t.nondeterministic);
 	}
@@ -148,7 +148,7 @@ int cmd_stats(int argc, char **argv)
 		text_group(c, n, "uncacheable: ");
 		printf("errors                             %12lld\n", (long long)errors);
 		if (verified || nondet)
-			printf("verified hits                      %12lld  (%lld nondeterministic)\n",
+			printf("hits re-run to verify (in hits)    %12lld  (%lld nondeterministic)\n",
 			       (long long)(verified + nondet), (long long)nondet);
 		int any_remote = 0;
 		for (size_t i = 0; i < n && !any_remote; i++)

@@ -3,8 +3,11 @@
  * only in one, member headers, and each member's contents compared like a
  * file (so an ELF member gets the ELF comparison, nested under the member).
  *
- * The archive symbol index ("/") and long-name table ("//") are skipped: they
- * follow from the members, and a difference in them would only repeat one.
+ * The long-name table ("//") is skipped: it follows from the members. The
+ * symbol index ("/") is compared on its own (its header's date; the symbol
+ * names it lists when every member is the same, since it follows from them
+ * otherwise), since a tool that writes it nondeterministically leaves every
+ * member identical.
  * A name that appears twice (two "util.o" from different directories) is
  * matched in order of appearance.
  */
@@ -27,6 +30,7 @@ struct member {
 struct archive {
 	struct member *m;
 	size_t n, alloc;
+	struct member index; /* "/" or "/SYM64/"; name NULL when absent */
 	char err[256];
 };
 
@@ -35,6 +39,7 @@ static void archive_free(struct archive *ar)
 	for (size_t i = 0; i < ar->n; i++)
 		free(ar->m[i].name);
 	free(ar->m);
+	free(ar->index.name);
 }
 
 static int is_index(const char *name)
@@ -105,7 +110,13 @@ static int archive_load(struct archive *ar, const unsigned char *image, size_t s
 			if (raw && raw >= image && raw <= image + size &&
 			    (size_t)(raw - image) + n > covered)
 				covered = (size_t)(raw - image) + n;
-			if (!is_index(h->ar_name)) {
+			if (is_index(h->ar_name) && strcmp(h->ar_name, "//") && !ar->index.name) {
+				ar->index = (struct member){
+				    xstrdup(h->ar_name),   n ? raw : image,     n,
+				    (long long)h->ar_date, (unsigned)h->ar_uid, (unsigned)h->ar_gid,
+				    (unsigned)h->ar_mode,
+				};
+			} else if (!is_index(h->ar_name)) {
 				if (ar->n == ar->alloc) {
 					ar->alloc = ar->alloc ? 2 * ar->alloc : 16;
 					ar->m = xrealloc(ar->m, ar->alloc * sizeof *ar->m);
@@ -137,8 +148,13 @@ static void compare_headers(struct cmp_ctx *c, size_t entry, const struct member
 {
 	struct buf d;
 	buf_init(&d);
-	if (a->date != b->date)
-		buf_addf(&d, ", date %lld in A, %lld in B", a->date, b->date);
+	if (a->date != b->date) {
+		buf_addstr(&d, ", date ");
+		compare_add_time(&d, a->date);
+		buf_addstr(&d, " in A, ");
+		compare_add_time(&d, b->date);
+		buf_addstr(&d, " in B");
+	}
 	if (a->uid != b->uid)
 		buf_addf(&d, ", uid %u in A, %u in B", a->uid, b->uid);
 	if (a->gid != b->gid)
@@ -148,6 +164,55 @@ static void compare_headers(struct cmp_ctx *c, size_t entry, const struct member
 	if (d.len)
 		report_add_item(c->rep, entry, CMP_MEMBER_HEADER_DIFFERS, a->name,
 		                "member %s header differs: %s", a->name, d.data + 2);
+	buf_free(&d);
+}
+
+/* The names a GNU symbol index lists: after the count and one offset per
+ * symbol (4 bytes each for "/", 8 for "/SYM64/"), the NUL-terminated names. */
+static const unsigned char *index_names(const struct member *m, size_t *len)
+{
+	size_t w = strcmp(m->name, "/") ? 8 : 4;
+	if (m->size < w)
+		return NULL;
+	uint64_t n = 0;
+	for (size_t i = 0; i < w; i++)
+		n = n << 8 | m->data[i];
+	if (n > (m->size - w) / w)
+		return NULL;
+	*len = m->size - w - (size_t)n * w;
+	return m->data + w + (size_t)n * w;
+}
+
+/* members_differ: a member came, went or changed; the index lists the
+ * symbols the members define, so its contents would only repeat that. */
+static void compare_index(struct cmp_ctx *c, size_t entry, const struct member *a,
+                          const struct member *b, int members_differ)
+{
+	if (!a->name || !b->name) {
+		if (a->name || b->name)
+			report_add_item(c->rep, entry, a->name ? CMP_MEMBER_MISSING_IN_B
+			                                       : CMP_MEMBER_ONLY_IN_B,
+			                "/", "the symbol index %s", a->name ? "missing in B" : "only in B");
+		return;
+	}
+	compare_headers(c, entry, a, b);
+	if (members_differ || (a->size == b->size && !memcmp(a->data, b->data, a->size)))
+		return;
+	struct buf d;
+	buf_init(&d);
+	size_t la = 0, lb = 0;
+	const unsigned char *na = index_names(a, &la), *nb = index_names(b, &lb);
+	if (na && nb)
+		strings_differ(na, la, nb, lb, c->rep->list_limit, &d);
+	if (!d.len)
+		buf_addstr(&d, "; the same symbols at other member offsets");
+	struct compare_item *it =
+	    report_add_item(c->rep, entry, CMP_MEMBER_DIFFERS, "/",
+	                    "the symbol index differs (%zu bytes in A, %zu in B)%s", a->size,
+	                    b->size, d.data);
+	it->have = CMP_HAVE_SIZE_A | CMP_HAVE_SIZE_B;
+	it->size_a = a->size;
+	it->size_b = b->size;
 	buf_free(&d);
 }
 
@@ -208,21 +273,15 @@ int ar_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t a
 		}
 		const struct member *mb = &ab.m[pa[i]];
 		compare_headers(c, entry, ma, mb);
-		size_t sub;
-		if (compare_contents(c, path, ma->name, depth + 1, ma->data, ma->size, mb->data,
-		                     mb->size, &sub)) {
-			struct compare_item *it = report_add_item(
-			    c->rep, entry, CMP_MEMBER_DIFFERS, ma->name, "member %s differs: %s",
-			    ma->name, c->rep->entries[sub].summary);
-			it->sub = sub;
-			it->have = CMP_HAVE_SIZE_A | CMP_HAVE_SIZE_B;
-			it->size_a = ma->size;
-			it->size_b = mb->size;
-		}
+		compare_member(c, entry, path, depth, ma->name, ma->data, ma->size, mb->data, mb->size);
 	}
 	for (size_t i = 0; i < ab.n; i++)
 		if (pb[i] == SIZE_MAX)
 			member_alone(c, entry, &ab.m[i], 0);
+	int members_differ = 0;
+	for (size_t i = 0; i < c->rep->entries[entry].nitems; i++)
+		members_differ |= c->rep->entries[entry].items[i].kind != CMP_MEMBER_HEADER_DIFFERS;
+	compare_index(c, entry, &aa.index, &ab.index, members_differ);
 	if (!c->rep->entries[entry].nitems && !same_order(&aa, &ab))
 		report_add_item(c->rep, entry, CMP_MEMBER_ORDER_DIFFERS, "",
 		                "the same members in a different order");

@@ -6,16 +6,52 @@
 
 #include <ar.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* Text is judged on this much of the start, as git and diff do. */
 #define TEXT_PROBE 8192
+
+const void *compare_plugin(const char *path, const char *symbol)
+{
+	/* A few plugins, each loaded once; they stay loaded. */
+	static struct {
+		char *path;
+		const void *ops;
+	} loaded[4];
+	if (!path)
+		return NULL;
+	size_t i = 0;
+	for (; i < sizeof loaded / sizeof *loaded && loaded[i].path; i++)
+		if (!strcmp(loaded[i].path, path))
+			return loaded[i].ops;
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	const void *(*fn)(void) = h ? (const void *(*)(void))dlsym(h, symbol) : NULL;
+	const void *ops = fn ? fn() : NULL;
+	if (i < sizeof loaded / sizeof *loaded) {
+		loaded[i].path = xstrdup(path);
+		loaded[i].ops = ops;
+	}
+	return ops;
+}
+
+void compare_add_time(struct buf *out, int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	char s[32];
+	if (t > 0 && gmtime_r(&tt, &tm) && strftime(s, sizeof s, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		buf_addf(out, "%s (%lld)", s, (long long)t);
+	else
+		buf_addf(out, "%lld", (long long)t);
+}
 
 size_t first_difference(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen)
 {
@@ -207,6 +243,8 @@ int compare_contents(struct cmp_ctx *c, const char *path, const char *member, un
 		fmt = CMP_FMT_ELF;
 	else if (is_ar(a, alen) && is_ar(b, blen) && depth < CMP_MAX_NESTING)
 		fmt = CMP_FMT_AR;
+	else if (depth < CMP_MAX_NESTING && archive_is(c, a, alen) && archive_is(c, b, blen))
+		fmt = CMP_FMT_ARCHIVE;
 	else if (is_text(a, alen) && is_text(b, blen))
 		fmt = CMP_FMT_TEXT;
 	size_t entry = report_add_entry(c->rep, path, member, depth, fmt);
@@ -215,6 +253,8 @@ int compare_contents(struct cmp_ctx *c, const char *path, const char *member, un
 		rc = elf_compare(c, entry, a, alen, b, blen);
 	} else if (fmt == CMP_FMT_AR) {
 		rc = ar_compare(c, entry, a, alen, b, blen);
+	} else if (fmt == CMP_FMT_ARCHIVE) {
+		rc = archive_compare(c, entry, a, alen, b, blen);
 	} else if (fmt == CMP_FMT_TEXT) {
 		char *la = label(c->rep->label_a, path, member);
 		char *lb = label(c->rep->label_b, path, member);
@@ -223,18 +263,41 @@ int compare_contents(struct cmp_ctx *c, const char *path, const char *member, un
 		free(lb);
 	}
 	/* Re-fetch: members' entries may have moved the array. */
-	if (rc < 0)
+	const char *name = member ? member : *path ? path : c->rep->label_a;
+	if (rc < 0) {
 		compare_bytes(c, entry, "", a, alen, b, blen);
-	else if (!c->rep->entries[entry].nitems)
+	} else if (fmt == CMP_FMT_BINARY && pyc_is(name, a, alen) && pyc_is(name, b, blen)) {
+		struct buf header;
+		buf_init(&header);
+		pyc_header_differs(a, alen, b, blen, &header);
+		compare_bytes(c, entry, header.data ? header.data : "", a, alen, b, blen);
+		buf_free(&header);
+	} else if (!c->rep->entries[entry].nitems)
 		compare_bytes(c, entry,
-		              fmt == CMP_FMT_ELF  ? "no symbol or section differs; "
-		              : fmt == CMP_FMT_AR ? "no member differs; "
-		                                  : "",
+		              fmt == CMP_FMT_ELF                            ? "no symbol or section differs; "
+		              : fmt == CMP_FMT_AR || fmt == CMP_FMT_ARCHIVE ? "no member differs; "
+		                                                            : "",
 		              a, alen, b, blen);
 	report_finish_entry(c->rep, entry);
 	if (entry_out)
 		*entry_out = entry;
 	return 1;
+}
+
+void compare_member(struct cmp_ctx *c, size_t entry, const char *path, unsigned depth,
+                    const char *name, const unsigned char *a, size_t alen, const unsigned char *b,
+                    size_t blen)
+{
+	size_t sub;
+	if (!compare_contents(c, path, name, depth + 1, a, alen, b, blen, &sub))
+		return;
+	struct compare_item *it =
+	    report_add_item(c->rep, entry, CMP_MEMBER_DIFFERS, name, "member %s differs: %s", name,
+	                    c->rep->entries[sub].summary);
+	it->sub = sub;
+	it->have = CMP_HAVE_SIZE_A | CMP_HAVE_SIZE_B;
+	it->size_a = alen;
+	it->size_b = blen;
 }
 
 /* ---- files and directories ---- */
@@ -451,7 +514,16 @@ static int compare_files(struct cmp_ctx *c, const char *rel, const char *pa, con
 		                    c->rep->entries[entry].summary);
 		it->sub = entry;
 	}
-	if (c->exec_bit && (sa->st_mode & S_IXUSR) != (sb->st_mode & S_IXUSR)) {
+	if (c->modes && (sa->st_mode & 07777) != (sb->st_mode & 07777)) {
+		size_t to = c->container != SIZE_MAX ? c->container
+		            : differ                 ? entry
+		                                     : container(c, CMP_FMT_OTHER);
+		report_add_item(c->rep, to, CMP_MODE_DIFFERS, rel, "%s%smode %04o in A, %04o in B", rel,
+		                *rel ? ": " : "", (unsigned)(sa->st_mode & 07777),
+		                (unsigned)(sb->st_mode & 07777));
+		if (to == entry)
+			report_finish_entry(c->rep, entry);
+	} else if (c->exec_bit && (sa->st_mode & S_IXUSR) != (sb->st_mode & S_IXUSR)) {
 		int in_a = (sa->st_mode & S_IXUSR) != 0;
 		/* In a tree the root collects it; for two files, their own entry. */
 		size_t to = c->container != SIZE_MAX ? c->container
@@ -477,8 +549,13 @@ static int compare_node(struct cmp_ctx *c, const char *rel, const char *pa, cons
 	}
 	if (sa->st_dev == sb->st_dev && sa->st_ino == sb->st_ino)
 		return 0; /* the same file reached twice */
-	if (S_ISDIR(ta))
+	if (S_ISDIR(ta)) {
+		if (c->modes && (sa->st_mode & 07777) != (sb->st_mode & 07777))
+			report_add_item(c->rep, container(c, CMP_FMT_DIR), CMP_MODE_DIFFERS, rel,
+			                "%s%smode %04o in A, %04o in B", *rel ? rel : ".", ": ",
+			                (unsigned)(sa->st_mode & 07777), (unsigned)(sb->st_mode & 07777));
 		return compare_dirs(c, rel, pa, pb);
+	}
 	if (S_ISREG(ta))
 		return compare_files(c, rel, pa, pb, sa, sb);
 	if (S_ISLNK(ta)) {
@@ -506,6 +583,9 @@ static void init_ctx(struct cmp_ctx *c, struct compare_report *out,
 	c->rep = out;
 	c->max_diff_lines = opt && opt->max_diff_lines ? opt->max_diff_lines : 200;
 	c->exec_bit = opt ? opt->exec_bit : 0;
+	c->modes = opt ? opt->modes : 0;
+	c->archive_plugin = opt ? opt->archive_plugin : NULL;
+	c->dwarf_plugin = opt ? opt->dwarf_plugin : NULL;
 	c->container = SIZE_MAX;
 	c->e = e;
 	/* Idempotent; libelf refuses every call until it is told the version. */

@@ -6,6 +6,7 @@
 #ifndef CACHET_ELF_COMPARE_INTERNAL_H
 #define CACHET_ELF_COMPARE_INTERNAL_H
 
+#include <gelf.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "cachet/compare.h"
@@ -17,6 +18,9 @@ struct cmp_ctx {
 	struct compare_report *rep;
 	size_t max_diff_lines;
 	int exec_bit;
+	int modes;
+	const char *archive_plugin; /* libcachet-archive.so, or NULL */
+	const char *dwarf_plugin;   /* libcachet-dwarf.so, or NULL */
 	/* The entry that collects directory-level items (the root entry), or
 	 * SIZE_MAX until one is needed. */
 	size_t container;
@@ -51,6 +55,12 @@ int compare_contents(struct cmp_ctx *c, const char *path, const char *member, un
                      const unsigned char *a, size_t alen, const unsigned char *b, size_t blen,
                      size_t *entry_out);
 
+/* Compares the contents of an archive's member (depth: the archive's) and,
+ * when they differ, adds a CMP_MEMBER_DIFFERS item pointing at its entry. */
+void compare_member(struct cmp_ctx *c, size_t entry, const char *path, unsigned depth,
+                    const char *name, const unsigned char *a, size_t alen, const unsigned char *b,
+                    size_t blen);
+
 /* Adds a CMP_BYTES_DIFFER item: sizes and the first differing offset.
  * `prefix` (may be "") starts the detail. */
 void compare_bytes(struct cmp_ctx *c, size_t entry, const char *prefix, const unsigned char *a,
@@ -76,6 +86,50 @@ int elf_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t 
                 const unsigned char *b, size_t blen);
 int ar_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
                const unsigned char *b, size_t blen);
+
+/* ---- archive_compare.c ---- */
+
+/* 1 when p starts a tarball, zip, cpio, 7z or compressed stream and the
+ * archive plugin can be loaded. */
+int archive_is(const struct cmp_ctx *c, const unsigned char *p, size_t n);
+/* As ar_compare, for what archive_is accepts. */
+int archive_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
+                    const unsigned char *b, size_t blen);
+
+/* The operations a plugin's entry point `symbol` returns, loaded once per
+ * path; NULL when path is NULL or the plugin cannot be loaded. */
+const void *compare_plugin(const char *path, const char *symbol);
+
+/* Appends a unix time as "2024-03-09 00:00:00 UTC (1709942400)" (just the
+ * number when it is not a date after 1970). */
+void compare_add_time(struct buf *out, int64_t t);
+
+/* ---- elf_strings.c ---- */
+
+/* Appends to out "; strings only in A: "x", … and N more; only in B: …"
+ * for two sections of NUL-terminated strings (at most limit of each). */
+void strings_differ(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen,
+                    size_t limit, struct buf *out);
+
+/* Appends "; text there: "Dec  1 2026" in A, "Mar  9 2024" in B" when the
+ * bytes at offset at lie in a run of printable text in both (a __DATE__ in
+ * .rodata, a path in .debug_info). */
+void text_at_difference(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen,
+                        size_t at, struct buf *out);
+
+/* Appends the notes of two SHT_NOTE sections' data (libelf's, in host
+ * order) that differ, decoded: "; build-id 1a2b… in A, 3c4d… in B". */
+void elf_notes_differ(Elf_Data *a, Elf_Data *b, struct buf *out);
+
+/* ---- pyc_header.c ---- */
+
+/* 1 when path names a .pyc file and p holds a header (at least 16 bytes). */
+int pyc_is(const char *path, const unsigned char *p, size_t n);
+/* Appends what differs in the headers of two .pyc files (magic, flags,
+ * source mtime and size, or source hash), each part ending in "; ", and
+ * whether the code after them is identical. */
+void pyc_header_differs(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen,
+                        struct buf *out);
 
 /* ---- text_compare.c ---- */
 

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elf/dwarf_plugin.h"
+
 struct esec {
 	char *name;
 	GElf_Shdr sh;
@@ -233,8 +235,10 @@ static char *section_of(struct emodel *m, size_t shndx)
 	return xasprintf("#%zu", shndx);
 }
 
-/* Reads the symbols of the first section of `type`: named ones only (section
- * and file symbols say nothing a section comparison does not). */
+/* Reads the symbols of the first section of `type`: the named ones, FILE
+ * symbols (the source file an object was compiled from: nvcc's temporary
+ * tmpxft_… names differ from run to run) and SECTION symbols, named after
+ * their section. */
 static int load_symbols(struct emodel *m, uint32_t type)
 {
 	size_t symidx = 0;
@@ -263,9 +267,10 @@ static int load_symbols(struct emodel *m, uint32_t type)
 		if (!gelf_getsymshndx(data, xdata, (int)i, &sym, &xndx))
 			return fail(m, "symbol");
 		unsigned type_ = GELF_ST_TYPE(sym.st_info);
-		if (type_ == STT_SECTION || type_ == STT_FILE)
-			continue;
+		size_t shndx = sym.st_shndx == SHN_XINDEX ? xndx : sym.st_shndx;
 		const char *name = elf_strptr(m->elf, strndx, sym.st_name);
+		if (type_ == STT_SECTION && (!name || !*name) && shndx >= 1 && shndx <= m->nsecs)
+			name = m->secs[shndx - 1].name;
 		if (!name || !*name)
 			continue;
 		struct esym *s = &m->syms[m->nsyms++];
@@ -275,8 +280,7 @@ static int load_symbols(struct emodel *m, uint32_t type)
 		s->size = sym.st_size;
 		s->defined = sym.st_shndx != SHN_UNDEF;
 		if (s->defined)
-			s->section =
-			    section_of(m, sym.st_shndx == SHN_XINDEX ? xndx : sym.st_shndx);
+			s->section = section_of(m, shndx);
 	}
 	return 0;
 }
@@ -454,6 +458,23 @@ static void compare_symbols(struct cmp_ctx *c, size_t entry, const struct emodel
 	for (size_t i = 0; i < b->nsyms; i++)
 		nb[i] = b->syms[i].name, cb[i] = b->syms[i].defined;
 	match_names(na, ca, a->nsyms, nb, cb, b->nsyms, pa, pb);
+	/* A FILE symbol names the source an object was made from; one present in
+	 * each file under another name is that source renamed (nvcc's
+	 * tmpxft_0000660b_… and tmpxft_000068c7_…), not two symbols. */
+	for (size_t i = 0, j = 0; i < a->nsyms; i++) {
+		if (pa[i] != SIZE_MAX || a->syms[i].type != STT_FILE)
+			continue;
+		while (j < b->nsyms && (pb[j] != SIZE_MAX || b->syms[j].type != STT_FILE))
+			j++;
+		if (j == b->nsyms)
+			break;
+		pa[i] = j;
+		pb[j] = i;
+		struct compare_item *it =
+		    report_add_item(c->rep, entry, CMP_SYMBOL_CHANGED, a->syms[i].name,
+		                    "FILE symbol %s in A, %s in B", a->syms[i].name, b->syms[j].name);
+		it->type = xstrdup("FILE");
+	}
 	/* Defined symbols first in every list: they are what a linker misses. */
 	for (int pass = 1; pass >= 0; pass--) {
 		for (size_t i = 0; i < a->nsyms; i++) {
@@ -461,7 +482,7 @@ static void compare_symbols(struct cmp_ctx *c, size_t entry, const struct emodel
 				continue;
 			if (pa[i] == SIZE_MAX)
 				symbol_alone(c, entry, &a->syms[i], 1);
-			else
+			else if (a->syms[i].type != STT_FILE || b->syms[pa[i]].type != STT_FILE)
 				symbol_pair(c, entry, &a->syms[i], &b->syms[pa[i]]);
 		}
 		for (size_t i = 0; i < b->nsyms; i++)
@@ -487,6 +508,15 @@ static void section_alone(struct cmp_ctx *c, size_t entry, const struct esec *s,
 		it->size_a = s->sh.sh_size;
 	else
 		it->size_b = s->sh.sh_size;
+}
+
+/* Sections that hold NUL-terminated strings: string tables (.strtab,
+ * .shstrtab), merged strings (.rodata.str1.1, .debug_str, .debug_line_str)
+ * and .comment (the compilers' identification). */
+static int is_string_section(const struct esec *s)
+{
+	return s->sh.sh_type == SHT_STRTAB || (s->sh.sh_flags & SHF_STRINGS) ||
+	       !strcmp(s->name, ".comment");
 }
 
 static void section_pair(struct cmp_ctx *c, size_t entry, const struct emodel *ma,
@@ -531,6 +561,21 @@ static void section_pair(struct cmp_ctx *c, size_t entry, const struct emodel *m
 			    ndiff == 1 ? "s" : "");
 		}
 	}
+	if (d.len && a->sh.sh_type == b->sh.sh_type && a->sh.sh_type != SHT_NOBITS) {
+		/* What the bytes say: a build date, a compiler version, a path. */
+		const unsigned char *pa = ma->image + (sa ? a->sh.sh_offset : 0);
+		const unsigned char *pb = mb->image + (sb ? b->sh.sh_offset : 0);
+		if (a->sh.sh_type == SHT_NOTE) {
+			Elf_Scn *xa = elf_getscn(ma->elf, (size_t)(a - ma->secs) + 1);
+			Elf_Scn *xb = elf_getscn(mb->elf, (size_t)(b - mb->secs) + 1);
+			elf_notes_differ(xa ? elf_getdata(xa, NULL) : NULL,
+			                 xb ? elf_getdata(xb, NULL) : NULL, &d);
+		} else if (is_string_section(a) && is_string_section(b)) {
+			strings_differ(pa, sa, pb, sb, c->rep->list_limit, &d);
+		} else if (have_off) {
+			text_at_difference(pa, sa, pb, sb, off, &d);
+		}
+	}
 	if (d.len) {
 		struct compare_item *it =
 		    report_add_item(c->rep, entry, CMP_SECTION_DIFFERS, a->name,
@@ -567,6 +612,63 @@ static void compare_sections(struct cmp_ctx *c, size_t entry, const struct emode
 	free(na), free(nb), free(pa), free(pb);
 }
 
+/* ---- DWARF ---- */
+
+static int has_section(const struct emodel *m, const char *name)
+{
+	for (size_t i = 0; i < m->nsecs; i++)
+		if (!strcmp(m->secs[i].name, name))
+			return 1;
+	return 0;
+}
+
+static int same_str(const char *x, const char *y)
+{
+	return (!x && !y) || (x && y && !strcmp(x, y));
+}
+
+static void attr_differs(struct buf *d, const char *attr, const char *x, const char *y)
+{
+	if (!same_str(x, y))
+		buf_addf(d, ", %s %s in A, %s in B", attr, x ? x : "(none)", y ? y : "(none)");
+}
+
+/* The compile units of two objects with debug information, in order: their
+ * names and directories (a checkout's path in a -g object) and producers
+ * (the compiler and its options). */
+static void compare_dwarf(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
+                          const unsigned char *b, size_t blen)
+{
+	const struct dwarf_ops *ops = compare_plugin(c->dwarf_plugin, DWARF_PLUGIN_SYMBOL);
+	if (!ops)
+		return;
+	struct dwarf_unit *ua = NULL, *ub = NULL;
+	size_t na = 0, nb = 0;
+	char why[256] = "";
+	if (ops->units(a, alen, &ua, &na, why, sizeof why) == 0 &&
+	    ops->units(b, blen, &ub, &nb, why, sizeof why) == 0) {
+		for (size_t i = 0; i < na || i < nb; i++) {
+			const struct dwarf_unit *x = i < na ? &ua[i] : NULL, *y = i < nb ? &ub[i] : NULL;
+			const char *name = x && x->name ? x->name : y && y->name ? y->name : "?";
+			struct buf d;
+			buf_init(&d);
+			if (!x || !y) {
+				buf_addf(&d, ", only in %s", x ? "A" : "B");
+			} else {
+				attr_differs(&d, "DW_AT_name", x->name, y->name);
+				attr_differs(&d, "DW_AT_comp_dir", x->comp_dir, y->comp_dir);
+				attr_differs(&d, "DW_AT_producer", x->producer, y->producer);
+			}
+			if (d.len)
+				report_add_item(c->rep, entry, CMP_DWARF_UNIT_DIFFERS, name,
+				                "compile unit %zu (%s): %s", i + 1, name, d.data + 2);
+			buf_free(&d);
+		}
+	}
+	ops->free(ua, na);
+	ops->free(ub, nb);
+}
+
 int elf_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t alen,
                 const unsigned char *b, size_t blen)
 {
@@ -593,6 +695,15 @@ int elf_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t 
 		compare_header(c, entry, &ma.eh, &mb.eh);
 		compare_symbols(c, entry, &ma, &mb);
 		compare_sections(c, entry, &ma, &mb);
+		/* Only when the debug information differs: loading libdw costs
+		 * more than the rest of the comparison. */
+		size_t before = c->rep->entries[entry].nitems;
+		int debug_differs = 0;
+		for (size_t i = 0; i < before; i++)
+			debug_differs |= c->rep->entries[entry].items[i].kind == CMP_SECTION_DIFFERS &&
+			                 !strncmp(c->rep->entries[entry].items[i].name, ".debug_", 7);
+		if (debug_differs && has_section(&ma, ".debug_info") && has_section(&mb, ".debug_info"))
+			compare_dwarf(c, entry, a, alen, b, blen);
 	}
 	model_free(&ma);
 	model_free(&mb);

@@ -26,7 +26,7 @@ static const struct kind_info kinds[CMP_KIND_COUNT] = {
 	[CMP_FILE_DIFFERS] = { "file_differs",
 		"file differs", "files differ", 1 },
 	[CMP_MODE_DIFFERS] = { "mode_differs",
-		"file differs in executable bit", "files differ in executable bit", 1 },
+		"mode differs", "modes differ", 1 },
 	[CMP_MEMBER_MISSING_IN_B] = { "member_missing_in_b",
 		"member missing in B", "members missing in B", 1 },
 	[CMP_MEMBER_ONLY_IN_B] = { "member_only_in_b",
@@ -54,6 +54,8 @@ static const struct kind_info kinds[CMP_KIND_COUNT] = {
 		"section only in B", "sections only in B", 1 },
 	[CMP_SECTION_DIFFERS] = { "section_differs",
 		"section differs", "sections differ", 1 },
+	[CMP_DWARF_UNIT_DIFFERS] = { "dwarf_unit_differs",
+		"compile unit differs", "compile units differ", 1 },
 	[CMP_TEXT_DIFFERS] = { "text_differs", NULL, NULL, 0 },
 	[CMP_BYTES_DIFFER] = { "bytes_differ", NULL, NULL, 0 },
 	[CMP_UNREADABLE] = { "unreadable", NULL, NULL, 0 },
@@ -71,6 +73,7 @@ static const enum compare_kind display_order[CMP_KIND_COUNT] = {
 	CMP_SECTION_MISSING_IN_B,
 	CMP_SECTION_ONLY_IN_B,
 	CMP_SECTION_DIFFERS,
+	CMP_DWARF_UNIT_DIFFERS,
 	CMP_ENTRY_MISSING_IN_B,
 	CMP_ENTRY_ONLY_IN_B,
 	CMP_TYPE_DIFFERS,
@@ -94,6 +97,7 @@ static const char *const format_names[] = {
 	[CMP_FMT_TEXT] = "text",
 	[CMP_FMT_BINARY] = "binary",
 	[CMP_FMT_OTHER] = "other",
+	[CMP_FMT_ARCHIVE] = "archive",
 };
 /* clang-format on */
 
@@ -294,11 +298,15 @@ static void render_items(const struct compare_report *r, const struct compare_en
 		return;
 	for (size_t o = 0; o < CMP_KIND_COUNT; o++) {
 		enum compare_kind k = display_order[o];
-		if (rendered_elsewhere(k))
+		if (k == CMP_TEXT_DIFFERS)
 			continue;
-		size_t n = count_kind(en, k), shown = 0;
+		size_t n = 0, shown = 0;
+		for (size_t i = 0; i < en->nitems; i++)
+			n += en->items[i].kind == k && !(rendered_elsewhere(k) && en->items[i].sub != SIZE_MAX);
 		for (size_t i = 0; i < en->nitems && shown < r->list_limit; i++) {
-			if (en->items[i].kind != k)
+			/* A differing file or member with its own entry is shown
+			 * there; one without (an archive's symbol index), here. */
+			if (en->items[i].kind != k || (rendered_elsewhere(k) && en->items[i].sub != SIZE_MAX))
 				continue;
 			indent(out, ind);
 			buf_addstr(out, en->items[i].detail);

@@ -66,36 +66,145 @@ static size_t argc_of(char *const *argv)
 	return n;
 }
 
+/* Past this many cells, the edit distance between the differing middles of
+ * two argvs is not computed (a link line of thousands of objects): each
+ * element of the longer middle counts as one edit. */
+#define ARGV_ALIGN_MAX_CELLS (1u << 20)
+
+/* The differing middle of two argvs, after their common prefix and suffix. */
+struct argv_middle {
+	size_t p;      /* common prefix */
+	size_t nn, nr; /* lengths of the middles (now, recorded) */
+};
+
+static struct argv_middle argv_middle(char *const *now, size_t nn, char *const *rec, size_t nr)
+{
+	struct argv_middle m = { 0 };
+	while (m.p < nn && m.p < nr && !strcmp(now[m.p], rec[m.p]))
+		m.p++;
+	size_t s = 0;
+	while (s < nn - m.p && s < nr - m.p && !strcmp(now[nn - 1 - s], rec[nr - 1 - s]))
+		s++;
+	m.nn = nn - m.p - s;
+	m.nr = nr - m.p - s;
+	return m;
+}
+
+/* The edit table of the middles: d[i][j] edits turn rec[p..p+j) into
+ * now[p..p+i). NULL when it would be too large. */
+static size_t *argv_edit_table(char *const *now, char *const *rec, struct argv_middle m)
+{
+	size_t cols = m.nr + 1;
+	if ((m.nn + 1) > ARGV_ALIGN_MAX_CELLS / cols)
+		return NULL;
+	size_t *d = xcalloc((m.nn + 1) * cols, sizeof *d);
+	for (size_t i = 0; i <= m.nn; i++)
+		d[i * cols] = i;
+	for (size_t j = 0; j <= m.nr; j++)
+		d[j] = j;
+	for (size_t i = 1; i <= m.nn; i++)
+		for (size_t j = 1; j <= m.nr; j++) {
+			size_t sub = d[(i - 1) * cols + j - 1] +
+				     (strcmp(now[m.p + i - 1], rec[m.p + j - 1]) != 0);
+			size_t del = d[i * cols + j - 1] + 1, ins = d[(i - 1) * cols + j] + 1;
+			size_t best = sub < del ? sub : del;
+			d[i * cols + j] = best < ins ? best : ins;
+		}
+	return d;
+}
+
+static size_t argv_distance(char *const *now, char *const *rec)
+{
+	struct argv_middle m = argv_middle(now, argc_of(now), rec, argc_of(rec));
+	if (!m.nn || !m.nr)
+		return m.nn + m.nr;
+	size_t *d = argv_edit_table(now, rec, m);
+	if (!d)
+		return m.nn > m.nr ? m.nn : m.nr;
+	size_t dist = d[m.nn * (m.nr + 1) + m.nr];
+	free(d);
+	return dist;
+}
+
+static void argv_item(struct explain_list *out, char *const *now, size_t i, char *const *rec,
+		      size_t j, int op)
+{
+	char subject[32];
+	snprintf(subject, sizeof subject, "argv[%zu]", op == '-' ? j : i);
+	struct explain_item *it = add_item(out, "argv differs", subject);
+	it->recorded = op == '+' ? xstrdup("(none)") : shown_arg(rec, j);
+	it->now = op == '-' ? xstrdup("(none)") : shown_arg(now, i);
+	if (op == '+')
+		it->text = xasprintf("%s: %s added", subject, it->now);
+	else if (op == '-')
+		it->text = xasprintf("%s: %s removed", subject, it->recorded);
+	else
+		it->text = xasprintf("%s: %s → %s", subject, it->recorded, it->now);
+}
+
+/* Two argv elements alike enough to read as one replaced: the same option
+ * letter (-O2, -O3), or the same file name with other directories. */
+static int alike(const char *a, const char *b)
+{
+	if (a[0] == '-' && b[0] == '-')
+		return a[1] && a[1] == b[1];
+	return !strcmp(path_basename(a), path_basename(b)) || (a[0] && a[0] == b[0]);
+}
+
+/* Every element added, removed or replaced, in argv order: the fewest edits
+ * that turn the recorded argv into this one. */
 static void explain_argv(const struct step *now, const struct step *rec, struct explain_list *out)
 {
-	size_t nn = argc_of(now->argv), nr = argc_of(rec->argv);
-	size_t p = 0;
-	while (p < nn && p < nr && !strcmp(now->argv[p], rec->argv[p]))
-		p++;
-	if (p == nn && p == nr)
+	struct argv_middle m = argv_middle(now->argv, argc_of(now->argv), rec->argv,
+					   argc_of(rec->argv));
+	if (!m.nn && !m.nr)
 		return;
-	/* A common suffix too: one side has elements the other lacks. */
-	size_t s = 0;
-	while (s < nn - p && s < nr - p && !strcmp(now->argv[nn - 1 - s], rec->argv[nr - 1 - s]))
-		s++;
-	char subject[32];
-	snprintf(subject, sizeof subject, "argv[%zu]", p);
-	struct explain_item *it = add_item(out, "argv differs", subject);
-	if (nn != nr && (p + s == nn || p + s == nr)) {
-		int added = nn > nr;
-		char *const *v = added ? now->argv : rec->argv;
-		char *shown = shown_arg(v, p);
-		size_t extra = (added ? nn : nr) - p - s;
-		it->recorded = added ? xstrdup("(none)") : xstrdup(shown);
-		it->now = added ? xstrdup(shown) : xstrdup("(none)");
-		it->text = xasprintf("argv[%zu]: %s %s%s", p, shown, added ? "added" : "removed",
-				     extra > 1 ? " (and more)" : "");
-		free(shown);
-		return;
+	size_t *d = argv_edit_table(now->argv, rec->argv, m);
+	size_t cols = m.nr + 1, i = m.nn, j = m.nr;
+	/* The edits come out last first; a table too large pairs the middles
+	 * element by element. */
+	size_t cap = m.nn + m.nr, k = 0;
+	struct {
+		size_t i, j;
+		int op;
+	} *ed = xcalloc(cap ? cap : 1, sizeof *ed);
+	while (i || j) {
+		int op;
+		if (!d)
+			op = i && j && i == j ? (strcmp(now->argv[m.p + i - 1], rec->argv[m.p + j - 1]) ? '~' : '=')
+			     : i > j ? '+' : '-';
+		else {
+			const char *a = i ? now->argv[m.p + i - 1] : NULL;
+			const char *b = j ? rec->argv[m.p + j - 1] : NULL;
+			int same = a && b && !strcmp(a, b);
+			int sub = a && b && d[i * cols + j] == d[(i - 1) * cols + j - 1] + !same;
+			int ins = i && d[i * cols + j] == d[(i - 1) * cols + j] + 1;
+			int del = j && d[i * cols + j] == d[i * cols + j - 1] + 1;
+			/* Of equally few edits, a replacement reads best between
+			 * alike elements (-O2 → -O3), else an addition or removal
+			 * (-g added rather than -O2 → -g). */
+			if (sub && (same || alike(a, b) || (!ins && !del)))
+				op = same ? '=' : '~';
+			else if (ins)
+				op = '+';
+			else
+				op = '-';
+		}
+		if (op != '=') {
+			ed[k].i = m.p + i - (i > 0);
+			ed[k].j = m.p + j - (j > 0);
+			ed[k].op = op;
+			k++;
+		}
+		if (op != '-')
+			i--;
+		if (op != '+')
+			j--;
 	}
-	it->recorded = p < nr ? shown_arg(rec->argv, p) : xstrdup("(none)");
-	it->now = p < nn ? shown_arg(now->argv, p) : xstrdup("(none)");
-	it->text = xasprintf("argv[%zu]: %s → %s", p, it->recorded, it->now);
+	while (k--)
+		argv_item(out, now->argv, ed[k].i, rec->argv, ed[k].j, ed[k].op);
+	free(ed);
+	free(d);
 }
 
 static size_t name_len(const char *entry)
@@ -114,6 +223,28 @@ static char *shown_value(const char *entry)
 	return xstrdup(entry + n + 1);
 }
 
+/* Values longer than this are shortened in the one-line text (a PATH or
+ * CFLAGS of thousands of characters would bury the finding); recorded and
+ * now keep them whole. */
+#define ENV_TEXT_MAX 120
+#define ENV_TEXT_CONTEXT 40
+
+/* value as the text shows it: whole when short, else the part around
+ * offset at (where it first differs from the other value) with how long it
+ * is. malloc'd. */
+static char *text_value(const char *value, size_t at)
+{
+	size_t len = strlen(value);
+	if (len <= ENV_TEXT_MAX)
+		return xstrdup(value);
+	size_t from = at > ENV_TEXT_CONTEXT ? at - ENV_TEXT_CONTEXT : 0;
+	if (from + 2 * ENV_TEXT_CONTEXT > len)
+		from = len - 2 * ENV_TEXT_CONTEXT;
+	size_t n = 2 * ENV_TEXT_CONTEXT;
+	return xasprintf("%s%.*s%s (%zu characters)", from ? "…" : "", (int)n, value + from,
+			 from + n < len ? "…" : "", len);
+}
+
 static void env_item(struct explain_list *out, const char *now, const char *rec)
 {
 	const char *any = now ? now : rec;
@@ -122,14 +253,32 @@ static void env_item(struct explain_list *out, const char *now, const char *rec)
 	struct explain_item *it = add_item(out, "environment changed", name);
 	it->recorded = rec ? shown_value(rec) : NULL;
 	it->now = now ? shown_value(now) : NULL;
+	size_t at = 0;
 	if (rec && now)
-		it->text = xasprintf("environment changed: %s=%s → %s", name, it->recorded, it->now);
+		while (it->recorded[at] && it->recorded[at] == it->now[at])
+			at++;
+	char *r = rec ? text_value(it->recorded, at) : NULL;
+	char *v = now ? text_value(it->now, at) : NULL;
+	if (rec && now)
+		it->text = xasprintf("environment changed: %s=%s → %s", name, r, v);
 	else if (now)
-		it->text = xasprintf("environment changed: %s=%s (recorded unset)", name, it->now);
+		it->text = xasprintf("environment changed: %s=%s (recorded unset)", name, v);
 	else
-		it->text = xasprintf("environment changed: %s unset (recorded %s=%s)", name, name,
-				     it->recorded);
+		it->text = xasprintf("environment changed: %s unset (recorded %s=%s)", name, name, r);
+	free(r);
+	free(v);
 	free(name);
+}
+
+/* The order of two entries of sorted environments by name (a NULL entry,
+ * past the end of its list, comes last). */
+static int env_order(const char *a, const char *b)
+{
+	if (!a || !b)
+		return !a - !b;
+	size_t la = name_len(a), lb = name_len(b);
+	int c = strncmp(a, b, la < lb ? la : lb);
+	return c ? c : la < lb ? -1 : la > lb;
 }
 
 static void explain_env(const struct step *now, const struct step *rec, struct explain_list *out)
@@ -137,17 +286,7 @@ static void explain_env(const struct step *now, const struct step *rec, struct e
 	/* Both lists are sorted by the whole "NAME=VALUE" string; compare names. */
 	char *const *a = now->env, *const *b = rec->env;
 	while (*a || *b) {
-		int c;
-		if (!*a)
-			c = 1;
-		else if (!*b)
-			c = -1;
-		else {
-			size_t la = name_len(*a), lb = name_len(*b);
-			c = strncmp(*a, *b, la < lb ? la : lb);
-			if (!c)
-				c = la < lb ? -1 : la > lb;
-		}
+		int c = env_order(*a, *b);
 		if (c == 0) {
 			if (strcmp(*a, *b))
 				env_item(out, *a, *b);
@@ -158,6 +297,31 @@ static void explain_env(const struct step *now, const struct step *rec, struct e
 			env_item(out, NULL, *b++);
 		}
 	}
+}
+
+/* How many environment entries differ (set on one side only, or to another
+ * value). */
+static size_t env_distance(char *const *a, char *const *b)
+{
+	size_t d = 0;
+	while (*a || *b) {
+		int c = env_order(*a, *b);
+		if (c != 0 || strcmp(*a, *b))
+			d++;
+		if (c <= 0)
+			a++;
+		if (c >= 0)
+			b++;
+	}
+	return d;
+}
+
+size_t explain_step_distance(const struct step *now, const struct step *rec)
+{
+	return argv_distance(now->argv, rec->argv) + env_distance(now->env, rec->env) +
+	       (strcmp(now->cwd, rec->cwd) != 0) + (strcmp(now->exe, rec->exe) != 0) +
+	       !digest_equal(&now->exe_digest, &rec->exe_digest) +
+	       (strcmp(now->platform, rec->platform) != 0);
 }
 
 size_t explain_steps(const struct step *now, const struct step *rec, struct explain_list *out)
@@ -175,13 +339,18 @@ size_t explain_steps(const struct step *now, const struct step *rec, struct expl
 		struct buf r, n;
 		buf_init(&r);
 		buf_init(&n);
+		char rh[DIGEST_HEX_LEN + 1], nh[DIGEST_HEX_LEN + 1];
+		digest_to_hex(&rec->exe_digest, rh);
+		digest_to_hex(&now->exe_digest, nh);
+		it->recorded = xasprintf("%s sha256 %s", rec->exe, rh);
+		it->now = xasprintf("%s sha256 %s", now->exe, nh);
 		buf_addf(&r, "%s sha256 ", rec->exe);
 		explain_short_digest(rec->exe_digest.b, &r);
 		buf_addf(&n, "%s sha256 ", now->exe);
 		explain_short_digest(now->exe_digest.b, &n);
-		it->recorded = buf_detach(&r, NULL);
-		it->now = buf_detach(&n, NULL);
-		it->text = xasprintf("executable changed: %s → %s", it->recorded, it->now);
+		it->text = xasprintf("executable changed: %s → %s", r.data, n.data);
+		buf_free(&r);
+		buf_free(&n);
 	}
 	explain_env(now, rec, out);
 	if (strcmp(now->platform, rec->platform)) {
@@ -210,6 +379,22 @@ static const void *value_at(struct reader *r, size_t *len)
 static void describe(const void *v, size_t len, struct buf *out)
 {
 	observe_describe_value(v, len, out);
+}
+
+/* As describe, but a digest whole: what --json gives. */
+static void describe_whole(const unsigned char *v, size_t len, struct buf *out)
+{
+	if (len >= 1 + DIGEST_LEN && (v[0] == 'F' || v[0] == 'X' || v[0] == 'L')) {
+		struct digest d;
+		char hex[DIGEST_HEX_LEN + 1];
+		memcpy(d.b, v + 1, DIGEST_LEN);
+		digest_to_hex(&d, hex);
+		buf_addf(out, "%s %s", v[0] == 'L' ? "listing" : "sha256", hex);
+		if (v[0] == 'X' && len >= 1 + DIGEST_LEN + 2)
+			buf_addf(out, " mode %04o", v[1 + DIGEST_LEN] | v[2 + DIGEST_LEN] << 8);
+		return;
+	}
+	describe(v, len, out);
 }
 
 static int is_absent(const unsigned char *v, size_t len)
@@ -361,33 +546,69 @@ static void observation_item(const struct pathset *ps, size_t i, const struct re
 		it = add_item(out, "path changed", shown);
 		it->text = xasprintf("path changed: %s (%s → %s)", shown, r.data, n.data);
 	}
+	buf_reset(&r);
+	buf_reset(&n);
+	describe_whole(rv, rlen, &r);
+	describe_whole(nv, nlen, &n);
 	it->recorded = buf_detach(&r, NULL);
 	it->now = buf_detach(&n, NULL);
 	free(when);
 	free(shown);
 }
 
+/* 1 when the path is the user's: below the step's cwd (not "/") or a base. */
+static int is_users(const char *path, const char *cwd, const struct step_bases *b)
+{
+	if (cwd && strcmp(cwd, "/") && path_is_under(path, cwd))
+		return 1;
+	for (int i = 0; b && i < STEP_MAX_BASES; i++)
+		if (b->dir[i] && path_is_under(path, b->dir[i]))
+			return 1;
+	return 0;
+}
+
 size_t explain_pathset(const struct pathset *ps, const struct result *recorded,
-		       const void *now_values, size_t now_len, const char *cwd, int all,
-		       struct explain_list *out)
+		       const void *now_values, size_t now_len, const char *cwd,
+		       const struct step_bases *bases, int all, struct explain_list *out)
 {
 	struct reader rr, nr;
 	reader_init(&rr, recorded->values, recorded->values_len);
 	reader_init(&nr, now_values, now_len);
+	/* The differences under the step's cwd and bases come first: the
+	 * user's runlist.txt tells more than /etc/ld.so.cache. */
+	struct explain_list users = { 0 }, system = { 0 };
 	size_t differ = 0;
 	for (size_t i = 0; i < ps->nobs; i++) {
 		size_t rlen, nlen;
 		const unsigned char *rv = value_at(&rr, &rlen);
 		const unsigned char *nv = value_at(&nr, &nlen);
-		if (!rv || !nv)
-			return SIZE_MAX;
+		if (!rv || !nv) {
+			differ = SIZE_MAX;
+			break;
+		}
 		if (rlen == nlen && !memcmp(rv, nv, rlen))
 			continue;
-		if (differ == 0 || all)
-			observation_item(ps, i, recorded, rv, rlen, nv, nlen, cwd, out);
+		int mine = is_users(ps->paths[ps->obs[i].path], cwd, bases);
+		struct explain_list *to = mine ? &users : &system;
+		if (all || (mine ? users.n == 0 : system.n == 0))
+			observation_item(ps, i, recorded, rv, rlen, nv, nlen, cwd, to);
 		differ++;
 	}
-	if (rr.left || nr.left)
-		return SIZE_MAX;
+	if (differ != SIZE_MAX && (rr.left || nr.left))
+		differ = SIZE_MAX;
+	if (differ != SIZE_MAX) {
+		for (size_t k = 0; k < users.n + system.n; k++) {
+			if (!all && k)
+				break;
+			struct explain_item *from =
+				k < users.n ? &users.items[k] : &system.items[k - users.n];
+			struct explain_item *it = add_item(out, from->what, "");
+			free(it->subject);
+			*it = *from;
+			memset(from, 0, sizeof *from);
+		}
+	}
+	explain_list_free(&users);
+	explain_list_free(&system);
 	return differ;
 }

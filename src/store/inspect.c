@@ -142,6 +142,19 @@ int store_results_with_blob(struct store *s, const struct digest *blob,
 	return result_rows(s, st, out, n, e);
 }
 
+int store_results_naming(struct store *s, const void *needle, size_t len, size_t limit,
+			 struct store_result_row **out, size_t *n, struct error *e)
+{
+	sqlite3_stmt *st;
+	/* instr over a blob searches bytes: a path is stored as its plain text. */
+	if (index_prepare(s, "SELECT " RESULT_COLUMNS " FROM results r WHERE instr(r.body, ?1) > 0"
+		       " ORDER BY r.created DESC LIMIT ?2", &st, e) < 0)
+		return -1;
+	sqlite3_bind_blob(st, 1, needle, (int)len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)limit);
+	return result_rows(s, st, out, n, e);
+}
+
 void store_result_rows_free(struct store_result_row *rows, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

@@ -40,12 +40,80 @@ static void child_fail(int fd, int stage)
 	_exit(127);
 }
 
+/* Writes "a b 1" (an id map of one id) or text to a /proc file; async-
+ * signal-safe. */
+static int write_proc(const char *path, const char *text, unsigned a, unsigned b)
+{
+	char line[64];
+	size_t n = 0;
+	if (text) {
+		while (text[n] && n < sizeof line)
+			line[n] = text[n], n++;
+	} else {
+		unsigned v[2] = {a, b};
+		for (int k = 0; k < 2; k++) {
+			char digits[12];
+			size_t d = 0;
+			do
+				digits[d++] = (char)('0' + v[k] % 10);
+			while ((v[k] /= 10) && d < sizeof digits);
+			while (d)
+				line[n++] = digits[--d];
+			line[n++] = ' ';
+		}
+		line[n++] = '1';
+	}
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t w = write(fd, line, n);
+	close(fd);
+	return w == (ssize_t)n ? 0 : -1;
+}
+
+/* trace_spec.namespaces, in the child. A user namespace maps one id each
+ * way: the step's ns_uid is the caller's uid outside, so what it writes
+ * belongs to the caller. */
+int trace_enter_namespaces(const struct trace_spec *spec)
+{
+	unsigned uid = (unsigned)geteuid(), gid = (unsigned)getegid();
+	int flags = 0;
+	if (spec->namespaces & TRACE_NS_USER)
+		flags |= CLONE_NEWUSER;
+	if (spec->namespaces & TRACE_NS_UTS)
+		flags |= CLONE_NEWUTS | (uid ? CLONE_NEWUSER : 0);
+	if (!flags)
+		return 0;
+	if (unshare(flags) < 0)
+		return -1;
+	if (flags & CLONE_NEWUSER) {
+		int user = spec->namespaces & TRACE_NS_USER;
+		if (write_proc("/proc/self/setgroups", "deny", 0, 0) < 0 ||
+		    write_proc("/proc/self/uid_map", NULL, user ? spec->ns_uid : uid, uid) < 0 ||
+		    write_proc("/proc/self/gid_map", NULL, user ? spec->ns_gid : gid, gid) < 0)
+			return -1;
+	}
+	if (flags & CLONE_NEWUTS) {
+		const char *h = spec->hostname ? spec->hostname : "", *d = spec->domainname;
+		if (sethostname(h, strlen(h)) < 0 || (d && setdomainname(d, strlen(d)) < 0))
+			return -1;
+	}
+	return 0;
+}
+
 /* Runs in the forked child of a possibly multi-threaded caller: only
  * async-signal-safe calls until execve. */
 /* The variations of trace_spec, in the child only: the tracer keeps its
- * own umask, personality and CPUs. */
+ * own umask, personality, CPUs and namespaces. */
 static int apply_variations(const struct trace_spec *spec, const cpu_set_t *cpus)
 {
+	if (trace_enter_namespaces(spec) < 0)
+		return -1;
+	if (spec->uname26) {
+		int cur = personality(0xffffffff);
+		if (cur < 0 || personality((unsigned)cur | UNAME26) < 0)
+			return -1;
+	}
 	if (spec->set_umask)
 		umask((mode_t)(spec->umask & 0777));
 	if (spec->aslr) {

@@ -164,6 +164,110 @@ fi
 cp -a treeA treeA2
 expect_diff_rc 0 treeA treeA2
 
+section "what the bytes say: FILE symbols, strings, .comment, build-id, __DATE__, -g directories"
+mkdir -p nv1 nv2
+printf 'static int s(void) { return 2; }\nint f(void) { return s(); }\n' > nv1/tmpxft_0000660b.c
+cp nv1/tmpxft_0000660b.c nv2/tmpxft_000068c7.c
+(cd nv1 && gcc -O2 -c tmpxft_0000660b.c -o k.o)
+(cd nv2 && gcc -O2 -c tmpxft_000068c7.c -o k.o)
+expect_diff_rc 1 nv1/k.o nv2/k.o
+out_has "FILE symbol tmpxft_0000660b.c in A, tmpxft_000068c7.c in B"
+out_has 'strings only in A: "tmpxft_0000660b.c"; only in B: "tmpxft_000068c7.c"'
+objcopy --remove-section .comment nv1/k.o nocomment.o
+printf 'GCC: (Custom 99.0)\0' > comment.bin
+objcopy --add-section .comment=comment.bin nocomment.o custom.o
+expect_diff_rc 1 nv1/k.o custom.o
+out_has 'only in B: "GCC: (Custom 99.0)"'
+out_has 'strings only in A: "GCC: ('
+printf 'int main(void) { return 0; }\n' > m.c
+gcc -o m1 m.c -Wl,--build-id=sha1
+gcc -o m2 m.c -Wl,--build-id=md5
+expect_diff_rc 1 m1 m2
+out_has "build-id $(readelf -n m1 | sed -n 's/.*Build ID: //p') in A, $(readelf -n m2 | sed -n 's/.*Build ID: //p') in B"
+printf 'const char *built = "Nov 14 2023";\n' > d1.c
+printf 'const char *built = "Mar  9 2024";\n' > d2.c
+mkdir -p date1 date2
+cp d1.c date1/d.c
+cp d2.c date2/d.c
+(cd date1 && gcc -O0 -c d.c -o d.o)
+(cd date2 && gcc -O0 -c d.c -o d.o)
+expect_diff_rc 1 date1/d.o date2/d.o
+out_has '"Nov 14 2023" in A, "Mar  9 2024" in B'
+mkdir -p g1 g2
+cp d1.c g1/d.c
+cp d1.c g2/d.c
+(cd g1 && gcc -g -c d.c -o d.o)
+(cd g2 && gcc -g -c d.c -o d.o)
+expect_diff_rc 1 g1/d.o g2/d.o
+out_has "strings only in A: \"$W/g1\"; only in B: \"$W/g2\""
+out_has "compile unit 1 (d.c): DW_AT_comp_dir $W/g1 in A, $W/g2 in B"
+! ldd "$CACHET_BIN" | grep -q libdw || fail "cachet itself links libdw"
+
+section "ar member dates and the symbol index"
+mkdir -p arU
+cp nv1/k.o arU/k.o
+touch -d '2023-11-14 00:00:00 UTC' arU/k.o
+(cd arU && ar rcU ../dated1.a k.o)
+touch -d '2024-03-09 00:00:00 UTC' arU/k.o
+(cd arU && ar rcU ../dated2.a k.o)
+expect_diff_rc 1 dated1.a dated2.a
+out_has "member k.o header differs: date 2023-11-14 00:00:00 UTC (1699920000) in A, 2024-03-09 00:00:00 UTC (1709942400) in B"
+
+section "tarballs, gzip and zip member by member, through the plugin only"
+! ldd "$CACHET_BIN" | grep -q libarchive || fail "cachet itself links libarchive"
+mkdir -p tz1 tz2
+echo hello > tz1/f.txt
+echo hellO > tz2/f.txt
+cp nv1/k.o tz1/k.o
+cp nv2/k.o tz2/k.o
+touch -d '2023-11-14 00:00:00 UTC' tz1/f.txt tz2/f.txt tz1/k.o tz2/k.o
+tar -C tz1 -czf tz1.tgz f.txt k.o
+tar -C tz2 -czf tz2.tgz f.txt k.o
+expect_diff_rc 1 tz1.tgz tz2.tgz
+out_has "2 members differ: f.txt, k.o"
+out_has "-hello"
+out_has "+hellO"
+out_has "FILE symbol tmpxft_0000660b.c in A, tmpxft_000068c7.c in B"
+cp tz1/f.txt g1.txt
+cp tz1/f.txt g2.txt
+touch -d '2023-11-14 00:00:00 UTC' g1.txt
+touch -d '2024-03-09 00:00:00 UTC' g2.txt
+gzip -c g1.txt > g.1.gz
+gzip -c g2.txt > g.2.gz
+expect_diff_rc 1 g.1.gz g.2.gz
+out_has "mtime 2023-11-14 00:00:00 UTC (1699920000) in A, 2024-03-09 00:00:00 UTC (1709942400) in B"
+tar -C tz1 --mtime='2023-11-14 00:00:00 UTC' -cf t1.tar f.txt
+tar -C tz1 --mtime='2024-03-09 00:00:00 UTC' --mode=0755 -cf t2.tar f.txt
+expect_diff_rc 1 t1.tar t2.tar
+out_has "member f.txt header differs: mode 0644 in A, 0755 in B, mtime 2023-11-14"
+python3 - <<'PY'
+import zipfile
+for name, text in (("z1.zip", "hello\n"), ("z2.zip", "world\n")):
+    with zipfile.ZipFile(name, "w") as z:
+        z.writestr(zipfile.ZipInfo("a.txt", (2023, 11, 14, 0, 0, 0)), text)
+PY
+expect_diff_rc 1 z1.zip z2.zip
+out_has "+world"
+
+section ".pyc headers and modes in trees"
+if command -v python3 > /dev/null; then
+    mkdir -p py1 py2
+    echo 'x = 1' > py1/m.py
+    touch -d '2023-11-14 00:00:00 UTC' py1/m.py
+    python3 -c 'import py_compile; py_compile.compile("py1/m.py", "py1/m.pyc", "m.py")'
+    touch -d '2024-03-09 00:00:00 UTC' py1/m.py
+    python3 -c 'import py_compile; py_compile.compile("py1/m.py", "py2/m.pyc", "m.py")'
+    expect_diff_rc 1 py1/m.pyc py2/m.pyc
+    out_has "pyc source mtime 2023-11-14 00:00:00 UTC (1699920000) in A, 2024-03-09 00:00:00 UTC (1709942400) in B; the code is identical"
+fi
+mkdir -p modeA modeB
+echo same > modeA/run.sh
+echo same > modeB/run.sh
+chmod 644 modeA/run.sh
+chmod 755 modeB/run.sh
+expect_diff_rc 1 modeA modeB
+out_has "run.sh: mode 0644 in A, 0755 in B"
+
 section "usage errors and unreadable input: exit 2, one line on stderr"
 for args in "" "full/kernel.o" "a b c" "--bogus a.txt b.txt" "--max-lines 0 a.txt b.txt" \
     "--max-lines" "full/kernel.o no-such-file" "no-such-dir treeA"; do

@@ -54,11 +54,17 @@ run_expect miss "new step" -- ./bin/mycc src.txt artifact
 assert_content artifact "build 2
 source text"
 cp artifact artifact.from2
-cachet show artifact.from1 > show1.txt || fail "show artifact.from1 failed"
+# The first artifact's step ran the compiler since replaced: stale (exit 1).
+set +e
+cachet show artifact.from1 > show1.txt
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "show of the artifact of the replaced compiler exited $rc, expected 1 (stale)"
+grep -q "stale: program changed: bin/mycc" show1.txt || fail "show does not say the compiler changed: $(cat show1.txt)"
 cachet show artifact.from2 > show2.txt || fail "show artifact.from2 failed"
 grep -q "$(short mycc1)" show1.txt || fail "show of the first artifact does not name compiler build 1: $(cat show1.txt)"
 grep -q "$(short mycc2)" show2.txt || fail "show of the second artifact does not name compiler build 2: $(cat show2.txt)"
-! grep -q "$(short mycc2)" show1.txt || fail "show of the first artifact names build 2"
+! grep -v "(now)" show1.txt | grep -q "$(short mycc2)" || fail "show of the first artifact names build 2 as its program"
 grep -q "toolchain:" show1.txt || fail "show prints no toolchain digest"
 t1=$(grep toolchain: show1.txt) t2=$(grep toolchain: show2.txt)
 [ "$t1" != "$t2" ] || fail "the two artifacts show the same toolchain digest"
@@ -125,6 +131,56 @@ gcc -shared -fPIC -o lib/libfoo.so.new foo.c && mv lib/libfoo.so.new lib/libfoo.
 explain_says "input changed: lib/libfoo.so" ./usefoo
 run_expect miss "inputs changed" -- ./usefoo
 assert_content lib.out 2
+
+section "the nearest recorded step is the one that differs least, and every difference is named"
+printf 'int main(void) { return 0; }\n' > main.c
+printf 'int u(void) { return 0; }\n' > util.c
+run_expect miss "new step" -- gcc -O2 -c util.c -o util.o
+run_expect miss "new step" -- gcc -O2 -c main.c -o main.o
+explain_says "argv[2]: -g added" gcc -O2 -g -c main.c -o main.o
+case "$OUT" in *"nearest recorded step: gcc -O2 -c main.c -o main.o"*) ;;
+    *) fail "explain of -g added does not compare with the same file's compile: $OUT" ;; esac
+case "$OUT" in *util*) fail "explain of -g added compares with another file's compile: $OUT" ;; esac
+explain_says "argv[1]: -O2 → -O3" gcc -O3 -g -c util.c -o u2.o
+case "$OUT" in *"argv[2]: -g added"*"argv[6]: util.o → u2.o"*) ;;
+    *) fail "explain does not name every argv difference: $OUT" ;; esac
+printf '#!/bin/sh\necho hi > s.out\n' > s.sh
+chmod +x s.sh
+run_expect miss "new step" -- ./s.sh
+explain_says "no recorded step runs the same program" ls -la
+long() { python3 -c 'import sys; print("x" * 1500 + sys.argv[1] + "y" * 1500)' "$1"; }
+LONG=$(long A) run_expect miss "new step" -- ./s.sh
+LONG=$(long B) explain_says "environment changed: LONG=" ./s.sh
+case "$OUT" in *"(3001 characters)"*) ;; *) fail "a long value is not shortened: $OUT" ;; esac
+[ "${#OUT}" -lt 600 ] || fail "explain prints a 3,000-character value whole in text (${#OUT} characters)"
+{ LONG=$(long B) cachet explain --json ./s.sh || true; } | python3 -c '
+import json, sys
+o = json.load(sys.stdin)
+d = [x for x in o["differences"] if x["subject"] == "LONG"][0]
+assert len(d["now"]) == 3001 and d["now"][1500] == "B", d' || fail "--json does not give the long value whole"
+
+section "the user's files first, and --json digests whole"
+mkdir -p "$T/sys"
+echo one > "$T/sys/tool.conf"
+echo one > list.txt
+printf '#!/bin/sh\ncat %s list.txt > both.out\n' "$T/sys/tool.conf" > both.sh
+chmod +x both.sh
+run_expect miss "new step" -- ./both.sh
+echo two > "$T/sys/tool.conf"
+echo two > list.txt
+explain_says "input changed: list.txt" ./both.sh
+case "$(echo "$OUT" | head -n 1)" in *list.txt*) ;; *) fail "explain names another file before the step's own: $OUT" ;; esac
+set +e
+OUT=$(cachet explain --all ./both.sh)
+set -e
+case "$OUT" in *list.txt*tool.conf*) ;; *) fail "explain --all does not list the step's own files first: $OUT" ;; esac
+{ cachet explain --json ./both.sh || true; } | python3 -c '
+import json, sys
+o = json.load(sys.stdin)
+d = o["differences"][0]
+assert d["subject"] == "list.txt", d
+assert d["now"] == "sha256 " + sys.argv[1], d' "$(sha256sum list.txt | cut -d" " -f1)" ||
+    fail "--json does not give the digest whole"
 
 section "explain on a step that would hit does not run it"
 cat > marker.sh <<'SH'

@@ -121,7 +121,7 @@ section "a listing in directory order: reproducible without dirorder, not with i
 mkdir -p listed
 for f in alpha bravo charlie delta echo foxtrot; do echo "$f" > "listed/$f"; done
 LIST=(sh -c 'ls -U listed > listing.txt')
-expect_repro_rc 0 -n 3 -- "${LIST[@]}"
+expect_repro_rc 0 -n 3 --vary all,-dirorder -- "${LIST[@]}"
 expect_repro_rc 1 --vary dirorder -- "${LIST[@]}"
 out_has "directory order reversed"
 out_has "  listing.txt: text differs"
@@ -143,6 +143,58 @@ assert [r["variation"] for r in b if not r["same"]] == ["dirorder"], b
 # The tree holds the control run's listing: the kernel's order.
 ls -U listed > expected-listing.txt
 assert_same listing.txt expected-listing.txt
+
+section "varied by default: a step that embeds HOME, PATH, its user, host name, kernel release or clock"
+# embeds WHAT COMMAND: a step writing what the command prints; repro with no
+# options must find it not reproducible, naming the variation in run 2.
+embeds() {
+    local what=$1 cmd=$2
+    printf '#!/bin/sh\n%s > embedded.txt\n' "$cmd" > "embed-$what.sh"
+    chmod +x "embed-$what.sh"
+    expect_repro_rc 1 -- "./embed-$what.sh"
+    out_has "  embedded.txt: text differs"
+    out_has "$3"
+}
+embeds home 'echo "$HOME"' "HOME=/nonexistent/cachet-repro-home"
+embeds path 'echo "$PATH"' "PATH=…:/i_capture_the_path"
+embeds clock 'date +%Y-%m-%d' "clock +373 days"
+mkdir -p "$T/tmp"
+TMPDIR="$T/tmp" embeds buildpath 'pwd' "build path $T/tmp/cachet-repro-buildpath-"
+[ "$(cat embedded.txt)" = "$W" ] || fail "the tree holds another run's pwd: $(cat embedded.txt)"
+[ -z "$(ls -A "$T/tmp")" ] || fail "repro left its copy of the work tree: $(ls -A "$T/tmp")"
+if grep -q "user namespace may not" "$T/repro.out"; then
+    echo "user namespaces are not allowed here: user, host and kernel are not checked" >&2
+else
+    embeds user 'id -u; id -g' "uid and gid 1234 (user namespace)"
+    embeds host 'hostname' "host name i-capture-the-hostname"
+    embeds domain 'cat /proc/sys/kernel/domainname' "domain i-capture-the-domainname"
+fi
+if ! grep -q "may not set the UNAME26" "$T/repro.out"; then
+    embeds kernel 'uname -r' "kernel release 2.6.x"
+fi
+# The work tree is the control's: one plain run's output.
+[ "$(cat embedded.txt)" = "$(uname -r)" ] || [ ! -e embed-kernel.sh ] ||
+    fail "the tree holds another run's output: $(cat embedded.txt)"
+expect_repro_rc 0 --vary none -- ./embed-home.sh
+out_has "reproducible"
+
+section "which inputs differed"
+mkdir -p home
+echo "from home" > home/.reprorc
+printf '#!/bin/sh\ncat "$HOME/.reprorc" 2>/dev/null\necho done > rc.out\n' > rc.sh
+chmod +x rc.sh
+HOME="$W/home" expect_repro_rc 1 --vary home -- ./rc.sh
+out_has "it also relied on different inputs: "
+out_has "home/.reprorc (run 1 only)"
+out_has "/nonexistent/cachet-repro-home/.reprorc (this run only)"
+
+section "--bisect on a step that differs with nothing varied says so once"
+expect_repro_rc 1 --bisect -- sh -c 'echo $$ > pid.txt'
+out_has "bisect: the outputs differ even with nothing varied"
+! grep -q "bisect: the outputs differ with" "$T/repro.out" ||
+    fail "bisect blames a variation for a step that differs by itself: $(cat "$T/repro.out")"
+[ "$(grep -c '^bisect: run' "$T/repro.out")" -eq 1 ] ||
+    fail "bisect ran variations after the control differed by itself: $(cat "$T/repro.out")"
 
 section "every run starts from the same tree, and the tree ends as after one normal run"
 # A step that appends to an input, removes a file, renames a directory,
