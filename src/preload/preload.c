@@ -89,6 +89,16 @@ static int look_only(int flags)
 	return (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE)) == 0;
 }
 
+/* A path through a process's descriptors, cwd or root (/proc/self/fd/N,
+ * /dev/fd/N, /proc/PID/cwd/...): the tracer can only tell where it leads
+ * while the process and its descriptor are there, which a record drained
+ * later need not find. Such calls stop. */
+static int names_through_process(const char *p)
+{
+	return strncmp(p, "/proc/", 6) == 0 || strncmp(p, "/dev/fd/", 8) == 0 ||
+	       strncmp(p, "/dev/std", 8) == 0;
+}
+
 /* The path a fast-pathed call looks up (rc_absolute): NULL when the call
  * takes the ordinary path, as a path relative to another directory does.
  *
@@ -99,7 +109,8 @@ static const char *fast_path(int dirfd, const char *path, char *buf)
 {
 	if (!path || !path[0] || !active || (path[0] != '/' && dirfd != AT_FDCWD))
 		return NULL;
-	return rc_absolute(path, buf);
+	const char *p = rc_absolute(path, buf);
+	return p && !names_through_process(p) ? p : NULL;
 }
 
 /* A fast-pathed call's result, or -2 to retry it the ordinary way: a
