@@ -50,13 +50,50 @@
 
 /* ---- paths ---------------------------------------------------------- */
 
-static const char *const always_ignored[] = {"/proc", "/sys", "/dev"};
+static const char *const always_ignored[] = {"/proc", "/sys"};
 
-static int is_ignored(const struct tracer *tr, const char *path)
+/* Under /dev, devices are ignored by what they are, not by where: a device
+ * node, FIFO or socket (/dev/null, /dev/tty, /dev/log), and whatever lies
+ * on /dev's own file system (devtmpfs: its entries, and the absence of a
+ * device another host has), are not files of the step. A file system
+ * mounted below /dev (the tmpfs at /dev/shm, where people build for speed)
+ * holds ordinary files, inputs and outputs as anywhere else. */
+static int is_device(struct tracer *tr, const char *path)
+{
+	if (!path_is_under(path, "/dev"))
+		return 0;
+	struct stat st;
+	if (!tr->dev_fs) {
+		if (stat("/dev", &st) < 0)
+			return 1;
+		tr->dev_fs = st.st_dev;
+	}
+	if (stat(path, &st) == 0)
+		return st.st_dev == tr->dev_fs ||
+		       !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode));
+	/* Absent: decided by the nearest directory that exists. */
+	char dir[PATH_MAX];
+	size_t n = strlen(path);
+	if (n >= sizeof dir)
+		return 1;
+	memcpy(dir, path, n + 1);
+	for (;;) {
+		char *slash = strrchr(dir, '/');
+		if (!slash || slash == dir)
+			return 1;
+		*slash = '\0';
+		if (stat(dir, &st) == 0)
+			return st.st_dev == tr->dev_fs;
+	}
+}
+
+static int is_ignored(struct tracer *tr, const char *path)
 {
 	for (size_t i = 0; i < sizeof always_ignored / sizeof always_ignored[0]; i++)
 		if (path_is_under(path, always_ignored[i]))
 			return 1;
+	if (is_device(tr, path))
+		return 1;
 	/* The preload and audit libraries are the tracer's instruments, not
 	 * the step's inputs: keys must not change with cachet's own build. */
 	if ((tr->preload_path && strcmp(path, tr->preload_path) == 0) ||
