@@ -67,6 +67,9 @@ static int digest_cached_stat(const char *path, int nofollow, const struct stat 
 		errno = e.code ? e.code : EIO;
 		return -1;
 	}
+	/* Only here, where the file was read whole anyway: a hit that finds
+	 * the digest cached pays nothing. */
+	int trusted = dc && file_id_fs_trusted(fd, NULL);
 	close(fd);
 	struct file_id fid;
 	file_id_from_stat(&fst, &fid);
@@ -74,7 +77,7 @@ static int digest_cached_stat(const char *path, int nofollow, const struct stat 
 		*id_out = fid;
 	/* A file changed within the margin of now may change again in the same
 	 * clock tick without its times moving: such a digest is not cached. */
-	if (dc && file_id_equal(&fid, &id) && file_id_settled(&fid))
+	if (trusted && file_id_equal(&fid, &id) && file_id_settled(&fid))
 		dc->put(dc->ctx, path, &fid, out);
 	return 0;
 }
