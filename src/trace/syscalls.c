@@ -41,6 +41,12 @@
 #ifndef __NR_removexattrat
 #define __NR_removexattrat 466
 #endif
+#ifndef __NR_getxattrat
+#define __NR_getxattrat 464
+#endif
+#ifndef __NR_listxattrat
+#define __NR_listxattrat 465
+#endif
 #ifndef __NR_open_tree_attr
 #define __NR_open_tree_attr 467
 #endif
@@ -856,6 +862,33 @@ static enum resume entry_utimes(struct tracer *tr, struct tracee *t, int dirfd, 
 	return RESUME_CONT;
 }
 
+/* getxattr, listxattr and kin: the path's extended attributes are an
+ * input. Keyed by all of them (OBS_XATTR), whichever the step asked for:
+ * `ls -l` asks each entry for its ACL and security label, whose values
+ * stay the same as long as nobody sets them. fd >= 0 with no path: the
+ * f- forms; dirfd and at_flags: the -at forms. */
+static enum resume entry_xattr(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
+                               uint64_t at_flags, int fd_form)
+{
+	int nofollow = (at_flags & AT_SYMLINK_NOFOLLOW) != 0;
+	int rc;
+	if (fd_form) {
+		rc = fd_target(tr, t, dirfd, t->p.path);
+	} else {
+		if (read_str(t, addr, tr->raw) < 0)
+			return RESUME_CONT;
+		if (classify_is_fd_op(at_flags, 0, !tr->raw[0]))
+			rc = fd_target(tr, t, dirfd, t->p.path);
+		else if (!tr->raw[0])
+			return RESUME_CONT;
+		else
+			rc = resolve_at(tr, t, dirfd, tr->raw, !nofollow, t->p.path);
+	}
+	if (rc > 0)
+		emit(tr, t, TRACE_XATTR, nofollow ? TRACE_F_NOFOLLOW : 0, 0, t->p.path, NULL);
+	return RESUME_CONT;
+}
+
 static enum resume entry_connect(struct tracer *tr, struct tracee *t, uint64_t addr, uint64_t len)
 {
 	struct pending *p = &t->p;
@@ -1031,6 +1064,18 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 	case __NR_setxattrat:
 	case __NR_removexattrat:
 		return change_at_flags(tr, t, (int)a[0], a[1], a[2], 1);
+	case __NR_getxattr:
+	case __NR_listxattr:
+		return entry_xattr(tr, t, AT_FDCWD, a[0], 0, 0);
+	case __NR_lgetxattr:
+	case __NR_llistxattr:
+		return entry_xattr(tr, t, AT_FDCWD, a[0], AT_SYMLINK_NOFOLLOW, 0);
+	case __NR_fgetxattr:
+	case __NR_flistxattr:
+		return entry_xattr(tr, t, (int)a[0], 0, 0, 1);
+	case __NR_getxattrat:
+	case __NR_listxattrat:
+		return entry_xattr(tr, t, (int)a[0], a[1], a[2], 0);
 	case __NR_connect:
 		return entry_connect(tr, t, a[1], a[2]);
 	case __NR_sendto:
