@@ -110,6 +110,27 @@ same_as_plain exe.out "${run[@]}"
 expect miss "inputs changed"
 assert_content exe.out "data of v2"
 
+section "an identical program reached through a retargeted link loads \$ORIGIN/../lib"
+echo 'const char *which(void) { return VERSION; }' > lib.c
+printf '#include <stdio.h>\nconst char *which(void);\nint main(void) { puts(which()); return 0; }\n' > useslib.c
+for v in v1 v2; do
+    mkdir -p $v/lib
+    gcc -shared -fPIC -DVERSION="\"lib of $v\"" -o $v/lib/libwhich.so lib.c
+done
+gcc -o v1/bin/useslib useslib.c -Lv1/lib -lwhich -Wl,-rpath,'$ORIGIN/../lib'
+cp v1/bin/useslib v2/bin/useslib
+ln -sfn v1 current
+origin=(sh -c 'current/bin/useslib > origin.out')
+same_as_plain origin.out "${origin[@]}"
+expect miss "new step"
+assert_content origin.out "lib of v1"
+same_as_plain origin.out "${origin[@]}"
+expect hit
+ln -sfn v2 current
+same_as_plain origin.out "${origin[@]}"
+expect miss "inputs changed"
+assert_content origin.out "lib of v2"
+
 section "an output written through a final symlink"
 mkdir d1 d2
 ln -s d1/o.txt out
@@ -170,6 +191,7 @@ ln -sfn "$W/in.txt" abs-link
 same_as_plain o2.out sh -c './beneath abs-link > o2.out'
 expect uncacheable "openat2 resolve flags"
 assert_content o2.out refused
+cachet stats | grep -q "openat2 resolve flags" || fail "cachet stats does not name the reason"
 
 section "an ordinary compile in a directory entered by cd still hits"
 mkdir -p src
