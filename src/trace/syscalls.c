@@ -320,6 +320,17 @@ static void emit_link(struct tracer *tr, struct tracee *t, const char *path, con
 	event_log_add(&tr->log, &ev);
 }
 
+/* Cuts cur (len bytes, "" for the root) to its parent; the new length. */
+static size_t parent_len(char *cur, size_t len)
+{
+	while (len > 0 && cur[len - 1] != '/')
+		len--;
+	if (len > 0)
+		len--;
+	cur[len] = '\0';
+	return len;
+}
+
 /* Keys every symlink that the lookup of path (absolute, as the step named
  * it) crosses, the final ones included, by a READLINK of each. For the
  * lookups after which the step works from where the name led rather than
@@ -351,11 +362,7 @@ static void key_links_crossed(struct tracer *tr, struct tracee *t, const char *p
 			continue;
 		}
 		if (clen == 2 && r[0] == '.' && r[1] == '.') {
-			while (len > 0 && cur[len - 1] != '/')
-				len--;
-			if (len > 0)
-				len--;
-			cur[len] = '\0';
+			len = parent_len(cur, len);
 			r = end;
 			continue;
 		}
@@ -383,14 +390,7 @@ static void key_links_crossed(struct tracer *tr, struct tracee *t, const char *p
 		memmove(rest + n, r, left + 1);
 		memcpy(rest, target, (size_t)n);
 		r = rest;
-		if (target[0] == '/') {
-			len = 0;
-		} else {
-			while (len > 0 && cur[len - 1] != '/')
-				len--;
-			if (len > 0)
-				len--;
-		}
+		len = target[0] == '/' ? 0 : parent_len(cur, len);
 		cur[len] = '\0';
 	}
 }
