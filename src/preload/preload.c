@@ -93,10 +93,27 @@ static int look_only(int flags)
  * /dev/fd/N, /proc/PID/cwd/...): the tracer can only tell where it leads
  * while the process and its descriptor are there, which a record drained
  * later need not find. Such calls stop. */
+static int is_component(const char *s, const char *name)
+{
+	size_t n = strlen(name);
+	return strncmp(s, name, n) == 0 && (s[n] == '/' || s[n] == '\0');
+}
+
 static int names_through_process(const char *p)
 {
-	return strncmp(p, "/proc/", 6) == 0 || strncmp(p, "/dev/fd/", 8) == 0 ||
-	       strncmp(p, "/dev/std", 8) == 0;
+	if (strncmp(p, "/dev/fd/", 8) == 0 || strncmp(p, "/dev/std", 8) == 0)
+		return 1;
+	if (strncmp(p, "/proc/", 6) != 0)
+		return 0;
+	/* /proc/{self,thread-self,PID}/{fd,cwd,root,task}...: a superset of
+	 * what the tracer maps (classify_magic_path); other /proc files are
+	 * ignored there, and need no stop. */
+	const char *s = strchr(p + 6, '/');
+	if (!s)
+		return 0;
+	s++;
+	return is_component(s, "fd") || is_component(s, "cwd") || is_component(s, "root") ||
+	       is_component(s, "task");
 }
 
 /* The path a fast-pathed call looks up (rc_absolute): NULL when the call

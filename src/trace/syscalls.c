@@ -58,12 +58,25 @@
 
 static const char *const always_ignored[] = {"/proc", "/sys"};
 
+/* Cuts path (in place) to its parent directory; 0 at the root. */
+static int cut_to_parent(char *path)
+{
+	char *slash = strrchr(path, '/');
+	if (!slash || slash == path)
+		return 0;
+	*slash = '\0';
+	return 1;
+}
+
 /* Under /dev, devices are ignored by what they are, not by where: a device
  * node, FIFO or socket (/dev/null, /dev/tty, /dev/log), and whatever lies
  * on /dev's own file system (devtmpfs: its entries, and the absence of a
  * device another host has), are not files of the step. A file system
  * mounted below /dev (the tmpfs at /dev/shm, where people build for speed)
- * holds ordinary files, inputs and outputs as anywhere else. */
+ * holds ordinary files, inputs and outputs as anywhere else, except at its
+ * top: a non-directory there is an IPC object (shm_open, sem_open and
+ * mq_open names have no '/'; libfaketime and Python's multiprocessing make
+ * them with names of their pid), not a file of a build. */
 static int is_device(struct tracer *tr, const char *path)
 {
 	if (!path_is_under(path, "/dev"))
@@ -74,23 +87,33 @@ static int is_device(struct tracer *tr, const char *path)
 			return 1;
 		tr->dev_fs = st.st_dev;
 	}
-	if (stat(path, &st) == 0)
-		return st.st_dev == tr->dev_fs ||
-		       !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode));
-	/* Absent: decided by the nearest directory that exists. */
 	char dir[PATH_MAX];
 	size_t n = strlen(path);
 	if (n >= sizeof dir)
 		return 1;
 	memcpy(dir, path, n + 1);
-	for (;;) {
-		char *slash = strrchr(dir, '/');
-		if (!slash || slash == dir)
+	int exists = stat(path, &st) == 0;
+	if (exists && (st.st_dev == tr->dev_fs || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))))
+		return 1;
+	if (exists && S_ISDIR(st.st_mode))
+		return 0;
+	/* A file, or absent: where its directory lies decides (for an absent
+	 * path, the nearest directory that exists). */
+	struct stat parent;
+	int depth = 0;
+	do {
+		if (!cut_to_parent(dir))
 			return 1;
-		*slash = '\0';
-		if (stat(dir, &st) == 0)
-			return st.st_dev == tr->dev_fs;
-	}
+		depth++;
+	} while (stat(dir, &parent) < 0);
+	if (parent.st_dev == tr->dev_fs)
+		return 1;
+	if (depth > 1)
+		return 0;
+	/* Directly in a directory on another file system: is that directory
+	 * the top of it? */
+	struct stat above;
+	return !cut_to_parent(dir) || stat(dir, &above) < 0 || above.st_dev != parent.st_dev;
 }
 
 static int is_ignored(struct tracer *tr, const char *path)

@@ -9,7 +9,7 @@ command -v gcc >/dev/null || skip "gcc not installed"
 [ "$(stat -c %d /dev/shm)" != "$(stat -c %d /dev)" ] || skip "/dev/shm is not a file system of its own"
 
 S=$(mktemp -d /dev/shm/cachet-t_fs_devshm.XXXXXX)
-trap 'rc=$?; rm -rf "$S"; (exit $rc); _lib_on_exit' EXIT
+trap 'rc=$?; rm -rf "$S" "/dev/shm/cachet-t_fs_devshm-ipc.$$"; (exit $rc); _lib_on_exit' EXIT
 cd "$S"
 
 section "a compile in /dev/shm"
@@ -33,3 +33,12 @@ dev=(sh -c 'echo x > /dev/null; head -c 8 /dev/urandom > /dev/null; cat /dev/nul
 run_expect miss "new step" -- "${dev[@]}"
 run_expect hit "" -- "${dev[@]}"
 assert_content dev.out 1
+
+section "an IPC object at the top of /dev/shm is not an output"
+ipc_obj=/dev/shm/cachet-t_fs_devshm-ipc.$$
+ipc=(sh -c "echo 1 > $ipc_obj; echo built > ipc.out")
+run_expect miss "new step" -- "${ipc[@]}"
+rm -f "$ipc_obj" ipc.out
+run_expect hit "" -- "${ipc[@]}"
+assert_content ipc.out built
+assert_absent "$ipc_obj"
