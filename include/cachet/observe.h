@@ -13,6 +13,7 @@
  *   'R' target                      READLINK
  *   'E' errno[4]                    any lookup that failed
  *   'B' path                        BASE: the path itself (portable.h)
+ *   'A' digest[32]                  XATTR: sorted names, each with its value
  * observe_value never opens a FIFO, socket or device, whatever a path set says.
  */
 #ifndef CACHET_OBSERVE_H
@@ -36,6 +37,8 @@ enum obs_kind {
 	 * current checkout's; its value is that path as text, so the run
 	 * holds only where the base lies at the same real path. */
 	OBS_BASE = 6,
+	/* The extended attributes of a path: every name and value. */
+	OBS_XATTR = 7,
 };
 
 enum {

@@ -81,6 +81,10 @@ enum trace_event_kind {
 	 * cachet restoring the same output): what is found there later is the
 	 * step's output only while it still matches. */
 	TRACE_FINAL,
+	/* The step read a path's extended attributes (getxattr, listxattr and
+	 * their l-, f- and -at forms): keyed by all of them, as they are at
+	 * the end of the run. TRACE_F_NOFOLLOW for the l- forms. */
+	TRACE_XATTR,
 };
 
 /* Flags that shape a lookup, as the step made it. */

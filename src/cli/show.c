@@ -63,6 +63,7 @@ static const char *kind_name(int kind)
 	case OBS_LIST: return "list";
 	case OBS_READLINK: return "readlink";
 	case OBS_BASE: return "base";
+	case OBS_XATTR: return "xattr";
 	default: return "?";
 	}
 }

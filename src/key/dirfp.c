@@ -156,7 +156,7 @@ void dirfp_collect(const struct pathset *ps, const void *values, size_t values_l
 			if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
 				struct file_id id;
 				file_id_from_stat(&st, &id);
-				if (file_id_settled(&id)) {
+				if (file_id_settled(&id) && file_id_fs_trusted(-1, dir)) {
 					if (out->ndirs == alloc) {
 						alloc = alloc ? 2 * alloc : 16;
 						out->dirs = xrealloc(out->dirs, alloc * sizeof *out->dirs);

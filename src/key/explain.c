@@ -539,6 +539,10 @@ static void observation_item(const struct pathset *ps, size_t i, const struct re
 		it->text = xasprintf("keyed on the real path: recorded %s, now %s%s%s%s", r.data,
 				     n.data, res->pinned ? " (" : "", res->pinned ? res->pinned : "",
 				     res->pinned ? ")" : "");
+	} else if (o->kind == OBS_XATTR) {
+		it = add_item(out, "extended attributes changed", shown);
+		it->text = xasprintf("extended attributes changed: %s (%s → %s)", shown, r.data,
+				     n.data);
 	} else if (o->kind == OBS_READLINK) {
 		it = add_item(out, "symlink changed", shown);
 		it->text = xasprintf("symlink changed: %s (%s → %s)", shown, r.data, n.data);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,6 +68,9 @@ static int digest_cached_stat(const char *path, int nofollow, const struct stat 
 		errno = e.code ? e.code : EIO;
 		return -1;
 	}
+	/* Only here, where the file was read whole anyway: a hit that finds
+	 * the digest cached pays nothing. */
+	int trusted = dc && file_id_fs_trusted(fd, NULL);
 	close(fd);
 	struct file_id fid;
 	file_id_from_stat(&fst, &fid);
@@ -74,7 +78,7 @@ static int digest_cached_stat(const char *path, int nofollow, const struct stat 
 		*id_out = fid;
 	/* A file changed within the margin of now may change again in the same
 	 * clock tick without its times moving: such a digest is not cached. */
-	if (dc && file_id_equal(&fid, &id) && file_id_settled(&fid))
+	if (trusted && file_id_equal(&fid, &id) && file_id_settled(&fid))
 		dc->put(dc->ctx, path, &fid, out);
 	return 0;
 }
@@ -238,6 +242,69 @@ void observe_value_detail(enum obs_kind kind, unsigned flags, const char *path,
 	observe_value_memo(kind, flags, path, excluded, dc, NULL, out, detail);
 }
 
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* 'A' and the digest of every extended attribute of path, names sorted,
+ * each name with its NUL, the value's length (u32) and the value; or 'E'.
+ * A file system without them (ENOTSUP) has none: the same value as a file
+ * that has none. */
+static void value_of_xattrs(unsigned flags, const char *path, struct buf *out)
+{
+	int nofollow = flags & OBS_F_NOFOLLOW;
+	struct buf names, all;
+	buf_init(&names);
+	buf_init(&all);
+	ssize_t n;
+	for (size_t cap = 256;; cap *= 2) {
+		buf_reset(&names);
+		buf_grow(&names, cap);
+		n = nofollow ? llistxattr(path, names.data, cap) : listxattr(path, names.data, cap);
+		if (n >= 0 || errno != ERANGE || cap > (1u << 24))
+			break;
+	}
+	if (n < 0 && errno != ENOTSUP) {
+		put_errno(out, errno);
+		goto done;
+	}
+	size_t count = 0;
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names.data + i) + 1)
+		count++;
+	const char **sorted = xcalloc(count ? count : 1, sizeof *sorted);
+	count = 0;
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names.data + i) + 1)
+		sorted[count++] = names.data + i;
+	qsort(sorted, count, sizeof *sorted, compare_names);
+	struct buf val;
+	buf_init(&val);
+	for (size_t k = 0; k < count; k++) {
+		ssize_t v;
+		for (size_t cap = 256;; cap *= 2) {
+			buf_reset(&val);
+			buf_grow(&val, cap);
+			v = nofollow ? lgetxattr(path, sorted[k], val.data, cap)
+				     : getxattr(path, sorted[k], val.data, cap);
+			if (v >= 0 || errno != ERANGE || cap > (1u << 24))
+				break;
+		}
+		buf_add(&all, sorted[k], strlen(sorted[k]) + 1);
+		buf_put_u32(&all, v < 0 ? UINT32_MAX : (uint32_t)v);
+		if (v > 0)
+			buf_add(&all, val.data, (size_t)v);
+	}
+	buf_free(&val);
+	free(sorted);
+	struct digest d;
+	digest_bytes(all.data, all.len, &d);
+	buf_addch(out, 'A');
+	buf_add(out, d.b, DIGEST_LEN);
+done:
+	buf_free(&names);
+	buf_free(&all);
+}
+
 void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 			const char *const *excluded, struct digest_cache *dc,
 			struct observe_memo *memo, struct buf *out, struct buf *detail)
@@ -259,6 +326,9 @@ void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 	case OBS_BASE:
 		buf_addch(out, 'B');
 		buf_addstr(out, path);
+		break;
+	case OBS_XATTR:
+		value_of_xattrs(flags, path, out);
 		break;
 	default:
 		put_errno(out, EINVAL);
@@ -291,10 +361,15 @@ void observe_describe_value(const void *value, size_t len, struct buf *out)
 	case 'F':
 	case 'X':
 	case 'L':
+	case 'A':
 		if (len < 1 + DIGEST_LEN)
 			break;
 		digest_to_short_hex(v + 1, hex);
-		buf_addf(out, "%s %s", v[0] == 'L' ? "listing" : "sha256", hex);
+		buf_addf(out, "%s %s",
+			 v[0] == 'L'   ? "listing"
+			 : v[0] == 'A' ? "extended attributes"
+				       : "sha256",
+			 hex);
 		if (v[0] == 'X' && len >= 1 + DIGEST_LEN + 2)
 			buf_addf(out, " mode %04o", v[1 + DIGEST_LEN] | v[2 + DIGEST_LEN] << 8);
 		return;

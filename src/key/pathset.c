@@ -292,7 +292,7 @@ int pathset_decode(const void *data, size_t len, struct pathset *ps, struct erro
 		o->flags = reader_u8(&r);
 		o->path = reader_u32(&r);
 		ps->nobs++;
-		if (r.failed || o->kind < OBS_READ || o->kind > OBS_BASE || o->path >= np ||
+		if (r.failed || o->kind < OBS_READ || o->kind > OBS_XATTR || o->path >= np ||
 		    (o->flags & ~OBS_F_NOFOLLOW))
 			goto corrupt;
 		if (ps->paths[o->path][0] != '/')

@@ -225,6 +225,7 @@ static enum obs_kind obs_kind_of(enum trace_event_kind k)
 	case TRACE_EXEC: return OBS_EXEC;
 	case TRACE_LIST: return OBS_LIST;
 	case TRACE_READLINK: return OBS_READLINK;
+	case TRACE_XATTR: return OBS_XATTR;
 	default: return OBS_STAT;
 	}
 }

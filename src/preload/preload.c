@@ -89,6 +89,33 @@ static int look_only(int flags)
 	return (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE)) == 0;
 }
 
+/* A path through a process's descriptors, cwd or root (/proc/self/fd/N,
+ * /dev/fd/N, /proc/PID/cwd/...): the tracer can only tell where it leads
+ * while the process and its descriptor are there, which a record drained
+ * later need not find. Such calls stop. */
+static int is_component(const char *s, const char *name)
+{
+	size_t n = strlen(name);
+	return strncmp(s, name, n) == 0 && (s[n] == '/' || s[n] == '\0');
+}
+
+static int names_through_process(const char *p)
+{
+	if (strncmp(p, "/dev/fd/", 8) == 0 || strncmp(p, "/dev/std", 8) == 0)
+		return 1;
+	if (strncmp(p, "/proc/", 6) != 0)
+		return 0;
+	/* /proc/{self,thread-self,PID}/{fd,cwd,root,task}...: a superset of
+	 * what the tracer maps (classify_magic_path); other /proc files are
+	 * ignored there, and need no stop. */
+	const char *s = strchr(p + 6, '/');
+	if (!s)
+		return 0;
+	s++;
+	return is_component(s, "fd") || is_component(s, "cwd") || is_component(s, "root") ||
+	       is_component(s, "task");
+}
+
 /* The path a fast-pathed call looks up (rc_absolute): NULL when the call
  * takes the ordinary path, as a path relative to another directory does.
  *
@@ -99,7 +126,8 @@ static const char *fast_path(int dirfd, const char *path, char *buf)
 {
 	if (!path || !path[0] || !active || (path[0] != '/' && dirfd != AT_FDCWD))
 		return NULL;
-	return rc_absolute(path, buf);
+	const char *p = rc_absolute(path, buf);
+	return p && !names_through_process(p) ? p : NULL;
 }
 
 /* A fast-pathed call's result, or -2 to retry it the ordinary way: a

@@ -154,7 +154,7 @@ static int parse_num(const char **p, long *out)
 	return 0;
 }
 
-/* After the "/proc/X" prefix: "/fd/N..." or "/cwd...". */
+/* After the "/proc/X" prefix: "/fd/N...", "/cwd..." or "/root...". */
 static void parse_proc_tail(const char *s, pid_t pid, struct magic_ref *out)
 {
 	long n;
@@ -170,6 +170,10 @@ static void parse_proc_tail(const char *s, pid_t pid, struct magic_ref *out)
 		out->kind = MAGIC_CWD;
 		out->pid = pid;
 		out->rest = s + 4;
+	} else if (strncmp(s, "/root", 5) == 0 && (s[5] == '/' || s[5] == '\0')) {
+		out->kind = MAGIC_ROOT;
+		out->pid = pid;
+		out->rest = s + 5;
 	}
 }
 

@@ -82,9 +82,9 @@ enum net_class classify_sockaddr(const void *addr, size_t len);
 /* Descriptor and cwd magic links named by path text. Recognises, for a
  * tidied absolute path: /proc/self/fd/N, /proc/thread-self/fd/N,
  * /proc/PID/fd/N, /proc/PID/task/TID/fd/N, /dev/fd/N, /dev/stdin, /dev/stdout,
- * /dev/stderr (fd 0-2), and /proc/{self,thread-self,PID,PID/task/TID}/cwd,
- * each optionally followed by more components. */
-enum magic_kind { MAGIC_NONE, MAGIC_FD, MAGIC_CWD };
+ * /dev/stderr (fd 0-2), and /proc/{self,thread-self,PID,PID/task/TID}/cwd
+ * and .../root, each optionally followed by more components. */
+enum magic_kind { MAGIC_NONE, MAGIC_FD, MAGIC_CWD, MAGIC_ROOT };
 struct magic_ref {
 	enum magic_kind kind;
 	pid_t pid;        /* 0 for self / thread-self / /dev/... */

@@ -25,6 +25,12 @@
 #ifndef __NR_removexattrat
 #define __NR_removexattrat 466
 #endif
+#ifndef __NR_getxattrat
+#define __NR_getxattrat 464
+#endif
+#ifndef __NR_listxattrat
+#define __NR_listxattrat 465
+#endif
 #ifndef __NR_open_tree_attr
 #define __NR_open_tree_attr 467
 #endif
@@ -59,6 +65,9 @@ static const int always_traced[] = {
     __NR_move_mount,     __NR_fsmount,     __NR_fspick,       __NR_mount_setattr,
     __NR_open_tree_attr, __NR_ptrace,      __NR_clone3,       __NR_open_by_handle_at,
     __NR_sched_getaffinity, __NR_sched_setaffinity,
+    /* extended attributes read: inputs (OBS_XATTR) */
+    __NR_getxattr,       __NR_lgetxattr,   __NR_fgetxattr,    __NR_listxattr,
+    __NR_llistxattr,     __NR_flistxattr,  __NR_getxattrat,   __NR_listxattrat,
 };
 
 /* Reads of fd 0 (argument index of the source descriptor), traced only

@@ -41,6 +41,12 @@
 #ifndef __NR_removexattrat
 #define __NR_removexattrat 466
 #endif
+#ifndef __NR_getxattrat
+#define __NR_getxattrat 464
+#endif
+#ifndef __NR_listxattrat
+#define __NR_listxattrat 465
+#endif
 #ifndef __NR_open_tree_attr
 #define __NR_open_tree_attr 467
 #endif
@@ -50,13 +56,73 @@
 
 /* ---- paths ---------------------------------------------------------- */
 
-static const char *const always_ignored[] = {"/proc", "/sys", "/dev"};
+static const char *const always_ignored[] = {"/proc", "/sys"};
 
-static int is_ignored(const struct tracer *tr, const char *path)
+/* Cuts path (in place) to its parent directory; 0 at the root. */
+static int cut_to_parent(char *path)
+{
+	char *slash = strrchr(path, '/');
+	if (!slash || slash == path)
+		return 0;
+	*slash = '\0';
+	return 1;
+}
+
+/* Under /dev, devices are ignored by what they are, not by where: a device
+ * node, FIFO or socket (/dev/null, /dev/tty, /dev/log), and whatever lies
+ * on /dev's own file system (devtmpfs: its entries, and the absence of a
+ * device another host has), are not files of the step. A file system
+ * mounted below /dev (the tmpfs at /dev/shm, where people build for speed)
+ * holds ordinary files, inputs and outputs as anywhere else, except at its
+ * top: a non-directory there is an IPC object (shm_open, sem_open and
+ * mq_open names have no '/'; libfaketime and Python's multiprocessing make
+ * them with names of their pid), not a file of a build. */
+static int is_device(struct tracer *tr, const char *path)
+{
+	if (!path_is_under(path, "/dev"))
+		return 0;
+	struct stat st;
+	if (!tr->dev_fs) {
+		if (stat("/dev", &st) < 0)
+			return 1;
+		tr->dev_fs = st.st_dev;
+	}
+	char dir[PATH_MAX];
+	size_t n = strlen(path);
+	if (n >= sizeof dir)
+		return 1;
+	memcpy(dir, path, n + 1);
+	int exists = stat(path, &st) == 0;
+	if (exists && (st.st_dev == tr->dev_fs || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))))
+		return 1;
+	if (exists && S_ISDIR(st.st_mode))
+		return 0;
+	/* A file, or absent: where its directory lies decides (for an absent
+	 * path, the nearest directory that exists). */
+	struct stat parent;
+	int depth = 0;
+	do {
+		if (!cut_to_parent(dir))
+			return 1;
+		depth++;
+	} while (stat(dir, &parent) < 0);
+	if (parent.st_dev == tr->dev_fs)
+		return 1;
+	if (depth > 1)
+		return 0;
+	/* Directly in a directory on another file system: is that directory
+	 * the top of it? */
+	struct stat above;
+	return !cut_to_parent(dir) || stat(dir, &above) < 0 || above.st_dev != parent.st_dev;
+}
+
+static int is_ignored(struct tracer *tr, const char *path)
 {
 	for (size_t i = 0; i < sizeof always_ignored / sizeof always_ignored[0]; i++)
 		if (path_is_under(path, always_ignored[i]))
 			return 1;
+	if (is_device(tr, path))
+		return 1;
 	/* The preload and audit libraries are the tracer's instruments, not
 	 * the step's inputs: keys must not change with cachet's own build. */
 	if ((tr->preload_path && strcmp(path, tr->preload_path) == 0) ||
@@ -121,11 +187,15 @@ static int demagic(struct tracer *tr, struct tracee *t, char *path, int follow_l
 	 * or /dev: ignored below. */
 	if (m.kind != MAGIC_NONE && (m.rest[0] || follow_last)) {
 		pid_t pid = m.pid ? m.pid : t->tid;
-		if (tracee_fd_path(pid, m.kind == MAGIC_FD ? m.fd : -1, tr->tmp, sizeof tr->tmp) <
-		        0 ||
-		    tr->tmp[0] != '/')
+		int fd = m.kind == MAGIC_FD     ? m.fd
+		         : m.kind == MAGIC_ROOT ? TRACEE_FD_ROOT
+		                                : TRACEE_FD_CWD;
+		if (tracee_fd_path(pid, fd, tr->tmp, sizeof tr->tmp) < 0 || tr->tmp[0] != '/')
 			return -1;
 		size_t a = strlen(tr->tmp), b = strlen(m.rest);
+		/* A root of "/" adds nothing before the rest. */
+		if (a == 1 && b)
+			a = 0;
 		if (a + b + 1 > TRACE_PATHBUF)
 			return -1;
 		memcpy(tr->tmp2, tr->tmp, a);
@@ -167,10 +237,15 @@ static int fd_target(struct tracer *tr, struct tracee *t, int fd, char *out)
 	return is_ignored(tr, out) ? 0 : 1;
 }
 
+static void emit_link(struct tracer *tr, struct tracee *t, const char *path, const char *target,
+                      size_t n);
+
 /* Replaces path by the file that its final-component symlinks lead to: an
  * open without O_NOFOLLOW writes (or creates) the target, and the target is
- * the output. Same return values as demagic. */
-static int follow_final(struct tracer *tr, char *path)
+ * the output. Each link crossed is keyed (a READLINK): retargeted, it sends
+ * the write elsewhere, which a hit restoring the old target would not.
+ * Same return values as demagic. */
+static int follow_final(struct tracer *tr, struct tracee *t, char *path)
 {
 	for (int i = 0; i < 40; i++) {
 		struct stat st;
@@ -180,6 +255,7 @@ static int follow_final(struct tracer *tr, char *path)
 		if (n <= 0)
 			break;
 		tr->tmp[n] = '\0';
+		emit_link(tr, t, path, tr->tmp, (size_t)n);
 		if (tr->tmp[0] == '/') {
 			memcpy(tr->tmp2, tr->tmp, (size_t)n + 1);
 		} else {
@@ -248,6 +324,106 @@ static void emit_found(struct tracer *tr, struct tracee *t, unsigned flags, cons
 		ev.has_seen = 1;
 	}
 	event_log_add(&tr->log, &ev);
+}
+
+/* A READLINK of path that found target (n bytes), unless path is ignored. */
+static void emit_link(struct tracer *tr, struct tracee *t, const char *path, const char *target,
+                      size_t n)
+{
+	if (is_ignored(tr, path))
+		return;
+	struct trace_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.kind = TRACE_READLINK;
+	ev.flags = TRACE_F_NOFOLLOW;
+	ev.pid = t->tid;
+	ev.path = (char *)path;
+	digest_bytes(target, n, &ev.seen);
+	ev.has_seen = 1;
+	event_log_add(&tr->log, &ev);
+}
+
+/* Cuts cur (len bytes, "" for the root) to its parent; the new length. */
+static size_t parent_len(char *cur, size_t len)
+{
+	while (len > 0 && cur[len - 1] != '/')
+		len--;
+	if (len > 0)
+		len--;
+	cur[len] = '\0';
+	return len;
+}
+
+/* Keys every symlink that the lookup of path (absolute, as the step named
+ * it) crosses, the final ones included, by a READLINK of each. For the
+ * lookups after which the step works from where the name led rather than
+ * from the name: a chdir (later lookups are recorded at the physical cwd),
+ * an exec (/proc/self/exe and $ORIGIN are the resolved program's) and a
+ * directory opened as a base for *at calls. Without them, `build ->
+ * build-debug` retargeted to build-release would still hit. One lstat per
+ * component, for these few lookups only; nothing is recorded where no
+ * symlink is crossed. Resolves as the kernel does: ".." applies to the
+ * directory reached so far. */
+static void key_links_crossed(struct tracer *tr, struct tracee *t, const char *path)
+{
+	char cur[PATH_MAX], rest[PATH_MAX], target[PATH_MAX];
+	size_t len = 0, restlen = strlen(path);
+	if (path[0] != '/' || restlen >= sizeof rest)
+		return;
+	memcpy(rest, path, restlen + 1);
+	cur[0] = '\0';
+	const char *r = rest;
+	for (int links = 0;;) {
+		while (*r == '/')
+			r++;
+		if (!*r)
+			return;
+		const char *end = strchrnul(r, '/');
+		size_t clen = (size_t)(end - r);
+		if (clen == 1 && r[0] == '.') {
+			r = end;
+			continue;
+		}
+		if (clen == 2 && r[0] == '.' && r[1] == '.') {
+			len = parent_len(cur, len);
+			r = end;
+			continue;
+		}
+		if (len + 1 + clen >= sizeof cur)
+			return;
+		cur[len] = '/';
+		memcpy(cur + len + 1, r, clen);
+		len += 1 + clen;
+		cur[len] = '\0';
+		r = end;
+		struct stat st;
+		if (lstat(cur, &st) < 0)
+			return;
+		if (!S_ISLNK(st.st_mode))
+			continue;
+		ssize_t n = readlink(cur, target, sizeof target - 1);
+		if (n <= 0 || ++links > 40)
+			return;
+		target[n] = '\0';
+		emit_link(tr, t, cur, target, (size_t)n);
+		/* The rest of the name now follows the target. */
+		size_t left = strlen(r);
+		if ((size_t)n + left + 1 >= sizeof rest)
+			return;
+		memmove(rest + n, r, left + 1);
+		memcpy(rest, target, (size_t)n);
+		r = rest;
+		len = target[0] == '/' ? 0 : parent_len(cur, len);
+		cur[len] = '\0';
+	}
+}
+
+/* An open of a directory: its descriptor can be the base of *at lookups,
+ * which are recorded at the directory's physical path. */
+static void key_dir_base(struct tracer *tr, struct tracee *t, const struct stat *st)
+{
+	if (S_ISDIR(st->st_mode))
+		key_links_crossed(tr, t, t->p.path);
 }
 
 /* The stat a preload record's call reported (ring.h), as a struct stat
@@ -356,6 +532,11 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
 	case OPEN_KIND_READ:
 		return outcome_open_read(tr, t, &c);
 	case OPEN_KIND_PATH:
+		/* An O_PATH descriptor of a directory is a base too. */
+		if (t->rec_res ? reported_stat(t->rec_res, &st) == 0
+		               : (c.follow_last ? stat(p->path, &st) : lstat(p->path, &st)) == 0)
+			key_dir_base(tr, t, &st);
+		return outcome_probe(tr, t, c.follow_last, -1, 0);
 	case OPEN_KIND_TMPFILE:
 		/* O_TMPFILE names no file until linkat gives it one (a TOUCH
 		 * then); the directory is a lookup. */
@@ -368,7 +549,7 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
 		__attribute__((fallthrough));
 	case OPEN_KIND_WRITE:
 		strcpy(tr->path2, p->path);
-		if (!c.follow_last || follow_final(tr, tr->path2) > 0)
+		if (!c.follow_last || follow_final(tr, t, tr->path2) > 0)
 			touch(tr, t, tr->path2, c.kind == OPEN_KIND_WRITE && c.keeps_content);
 		p->what = PEND_OPEN_WRITE;
 		break;
@@ -437,16 +618,20 @@ static enum resume outcome_open_read(struct tracer *tr, struct tracee *t,
 			emit(tr, t, TRACE_READ, p->flags, 0, p->path, &st);
 		else
 			emit_found(tr, t, p->flags, p->path, &st);
+		if (!err)
+			key_dir_base(tr, t, &st);
 		return RESUME_CONT;
 	}
-	if ((c->follow_last ? stat(p->path, &st) : lstat(p->path, &st)) < 0)
+	if ((c->follow_last ? stat(p->path, &st) : lstat(p->path, &st)) < 0) {
 		emit(tr, t, TRACE_PROBE, p->flags, errno, p->path, NULL);
-	else if (S_ISREG(st.st_mode))
+	} else if (S_ISREG(st.st_mode)) {
 		emit(tr, t, TRACE_READ, p->flags, 0, p->path, &st);
-	else if (S_ISLNK(st.st_mode)) /* the symlink that O_NOFOLLOW refuses */
+	} else if (S_ISLNK(st.st_mode)) { /* the symlink that O_NOFOLLOW refuses */
 		emit(tr, t, TRACE_PROBE, p->flags, ELOOP, p->path, NULL);
-	else /* a directory (listed through getdents), FIFO, device */
+	} else { /* a directory (listed through getdents), FIFO, device */
 		emit_found(tr, t, p->flags, p->path, &st);
+		key_dir_base(tr, t, &st);
+	}
 	return RESUME_CONT;
 }
 
@@ -642,7 +827,7 @@ static enum resume change_at(struct tracer *tr, struct tracee *t, int dirfd, uin
 		return RESUME_CONT;
 	if (resolve_at(tr, t, dirfd, tr->raw, follow, t->p.path) <= 0)
 		return RESUME_CONT;
-	if (follow && follow_final(tr, t->p.path) <= 0)
+	if (follow && follow_final(tr, t, t->p.path) <= 0)
 		return RESUME_CONT;
 	touch(tr, t, t->p.path, keeps);
 	return RESUME_CONT;
@@ -690,13 +875,40 @@ static enum resume entry_utimes(struct tracer *tr, struct tracee *t, int dirfd, 
 		int follow = !(at_flags & AT_SYMLINK_NOFOLLOW);
 		rc = resolve_at(tr, t, dirfd, tr->raw, follow, t->p.path);
 		if (rc > 0 && follow)
-			rc = follow_final(tr, t->p.path);
+			rc = follow_final(tr, t, t->p.path);
 	}
 	if (rc <= 0)
 		return RESUME_CONT;
 	touch(tr, t, t->p.path, 1);
 	if (sets)
 		emit(tr, t, TRACE_SET_MTIME, 0, 0, t->p.path, NULL);
+	return RESUME_CONT;
+}
+
+/* getxattr, listxattr and kin: the path's extended attributes are an
+ * input. Keyed by all of them (OBS_XATTR), whichever the step asked for:
+ * `ls -l` asks each entry for its ACL and security label, whose values
+ * stay the same as long as nobody sets them. fd >= 0 with no path: the
+ * f- forms; dirfd and at_flags: the -at forms. */
+static enum resume entry_xattr(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
+                               uint64_t at_flags, int fd_form)
+{
+	int nofollow = (at_flags & AT_SYMLINK_NOFOLLOW) != 0;
+	int rc;
+	if (fd_form) {
+		rc = fd_target(tr, t, dirfd, t->p.path);
+	} else {
+		if (read_str(t, addr, tr->raw) < 0)
+			return RESUME_CONT;
+		if (classify_is_fd_op(at_flags, 0, !tr->raw[0]))
+			rc = fd_target(tr, t, dirfd, t->p.path);
+		else if (!tr->raw[0])
+			return RESUME_CONT;
+		else
+			rc = resolve_at(tr, t, dirfd, tr->raw, !nofollow, t->p.path);
+	}
+	if (rc > 0)
+		emit(tr, t, TRACE_XATTR, nofollow ? TRACE_F_NOFOLLOW : 0, 0, t->p.path, NULL);
 	return RESUME_CONT;
 }
 
@@ -780,6 +992,14 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 		size_t n = a[3] < sizeof how ? (size_t)a[3] : sizeof how;
 		if (n < sizeof how.flags || tracee_read(t->tid, a[2], &how, n) < 0)
 			return RESUME_CONT;
+		/* These confine the lookup to a base or refuse some links: its
+		 * outcome is not that of the ordinary lookup that a path set
+		 * repeats, whether it succeeds or fails. */
+		if (how.resolve & (RESOLVE_IN_ROOT | RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+		                   RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS)) {
+			tracer_mark_uncacheable(tr, "openat2 resolve flags");
+			return RESUME_CONT;
+		}
 		return entry_open(tr, t, (int)a[0], a[1], how.flags, how.resolve);
 	}
 	case __NR_stat:
@@ -867,6 +1087,18 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 	case __NR_setxattrat:
 	case __NR_removexattrat:
 		return change_at_flags(tr, t, (int)a[0], a[1], a[2], 1);
+	case __NR_getxattr:
+	case __NR_listxattr:
+		return entry_xattr(tr, t, AT_FDCWD, a[0], 0, 0);
+	case __NR_lgetxattr:
+	case __NR_llistxattr:
+		return entry_xattr(tr, t, AT_FDCWD, a[0], AT_SYMLINK_NOFOLLOW, 0);
+	case __NR_fgetxattr:
+	case __NR_flistxattr:
+		return entry_xattr(tr, t, (int)a[0], 0, 0, 1);
+	case __NR_getxattrat:
+	case __NR_listxattrat:
+		return entry_xattr(tr, t, (int)a[0], a[1], a[2], 0);
 	case __NR_connect:
 		return entry_connect(tr, t, a[1], a[2]);
 	case __NR_sendto:
@@ -1043,6 +1275,8 @@ void syscall_exit(struct tracer *tr, struct tracee *t, const struct __ptrace_sys
 	case PEND_CHDIR:
 		if (p->has_path)
 			emit(tr, t, TRACE_PROBE, p->flags, err, p->path, NULL);
+		if (p->has_path && !err)
+			key_links_crossed(tr, t, p->path);
 		if (!err)
 			tr->cwd_gen++;
 		break;
@@ -1091,8 +1325,10 @@ static void exec_scripts(struct tracer *tr, struct tracee *t, const char *path, 
 		if (rc < 0)
 			break;
 		record = rc > 0;
-		if (record)
+		if (record) {
 			emit_stat(tr, t, TRACE_EXEC, tr->path3);
+			key_links_crossed(tr, t, tr->path3);
+		}
 		strcpy(tr->path2, tr->path3);
 		cur = tr->path2;
 	}
@@ -1131,6 +1367,8 @@ void syscall_exec_done(struct tracer *tr, struct tracee *t)
 			emit(tr, t, TRACE_EXEC, 0, 0, p->path, &exe_st);
 		else if (stat(p->path, &st) == 0)
 			emit(tr, t, TRACE_EXEC, 0, 0, p->path, &st);
+		/* /proc/self/exe and $ORIGIN are where the name led. */
+		key_links_crossed(tr, t, p->path);
 	}
 	exec_scripts(tr, t, p->path, record);
 	/* The ELF interpreter (ld.so) of the final program. */

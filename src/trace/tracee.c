@@ -208,7 +208,9 @@ int tracee_read_string(pid_t tid, uint64_t addr, char *out, size_t cap)
 int tracee_fd_path(pid_t tid, int fd, char *out, size_t cap)
 {
 	char p[64];
-	if (fd < 0)
+	if (fd == TRACEE_FD_ROOT)
+		snprintf(p, sizeof p, "/proc/%d/root", (int)tid);
+	else if (fd < 0)
 		snprintf(p, sizeof p, "/proc/%d/cwd", (int)tid);
 	else
 		snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)tid, fd);

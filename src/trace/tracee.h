@@ -91,8 +91,12 @@ int tracee_write(pid_t tid, uint64_t addr, const void *data, size_t len);
  * page boundary, so a string ending just before an unmapped page reads. */
 int tracee_read_string(pid_t tid, uint64_t addr, char *out, size_t cap);
 
-/* readlink of /proc/<tid>/fd/<fd> (or /proc/<tid>/cwd when fd < 0) into
- * out. 0, or -1 (closed descriptor, gone process, too long). */
+/* readlink of /proc/<tid>/fd/<fd> (or /proc/<tid>/cwd when fd is
+ * TRACEE_FD_CWD or any other negative, /proc/<tid>/root when
+ * TRACEE_FD_ROOT) into out. 0, or -1 (closed descriptor, gone process,
+ * too long). */
+#define TRACEE_FD_CWD (-1)
+#define TRACEE_FD_ROOT (-2)
 int tracee_fd_path(pid_t tid, int fd, char *out, size_t cap);
 /* stat of /proc/<tid>/fd/<fd>: the file behind the descriptor. */
 int tracee_fd_stat(pid_t tid, int fd, void *statbuf);

@@ -23,6 +23,9 @@ struct tracer {
 	size_t nstops;
 	size_t nexit_stops;
 	size_t nrecords; /* calls reported by the preload library instead of a stop */
+	/* st_dev of /dev (0: not known yet): paths under /dev on its own
+	 * file system are devices, not files (syscalls.c, is_ignored). */
+	dev_t dev_fs;
 	/* Bumped by every chdir/fchdir exit: each tracee re-reads its cwd on
 	 * its next relative lookup. */
 	unsigned cwd_gen;

@@ -1,5 +1,14 @@
 #include "cachet/fileid.h"
 
+#include <sys/statfs.h>
+
+/* statfs f_type of the read-only image file systems (linux/magic.h). */
+#define FS_SQUASHFS 0x73717368
+#define FS_EROFS 0xE0F5E1E2
+#define FS_ISO9660 0x9660
+#define FS_CRAMFS 0x28cd3d45
+#define FS_CRAMFS_WEND 0x453dcd28
+
 void file_id_from_stat(const struct stat *st, struct file_id *out)
 {
 	out->dev = st->st_dev;
@@ -42,4 +51,21 @@ int file_id_stat_equal(const struct stat *a, const struct stat *b)
 	file_id_from_stat(a, &x);
 	file_id_from_stat(b, &y);
 	return file_id_equal(&x, &y);
+}
+
+int file_id_fs_trusted(int fd, const char *path)
+{
+	struct statfs sfs;
+	if ((fd >= 0 ? fstatfs(fd, &sfs) : statfs(path, &sfs)) < 0)
+		return 0;
+	switch ((unsigned long)sfs.f_type) {
+	case FS_SQUASHFS:
+	case FS_EROFS:
+	case FS_ISO9660:
+	case FS_CRAMFS:
+	case FS_CRAMFS_WEND:
+		return 0;
+	default:
+		return 1;
+	}
 }

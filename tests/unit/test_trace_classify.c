@@ -220,6 +220,16 @@ static void descriptor_magic_links(void **state)
 	classify_magic_path("/proc/self/cwd/src/a.c", &m);
 	assert_int_equal(m.kind, MAGIC_CWD);
 	assert_string_equal(m.rest, "/src/a.c");
+	classify_magic_path("/proc/thread-self/root/etc/x", &m);
+	assert_int_equal(m.kind, MAGIC_ROOT);
+	assert_int_equal(m.pid, 0);
+	assert_string_equal(m.rest, "/etc/x");
+	classify_magic_path("/proc/77/root", &m);
+	assert_int_equal(m.kind, MAGIC_ROOT);
+	assert_int_equal(m.pid, 77);
+	assert_string_equal(m.rest, "");
+	classify_magic_path("/proc/self/rootfs/x", &m);
+	assert_int_equal(m.kind, MAGIC_NONE);
 
 	/* Not magic: other /proc entries, names that only start alike. */
 	classify_magic_path("/proc/self/exe", &m);
