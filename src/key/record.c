@@ -31,6 +31,7 @@ struct recorder {
 	struct strmap dir_names; /* directory -> struct buf of NUL-separated names */
 	struct strmap outputs;   /* path -> (void *)1, outputs already added */
 	struct strmap finals;    /* path -> its TRACE_FINAL: the state the step left */
+	struct strmap physical;  /* directory -> its real path (malloc'd), for outputs */
 	/* path -> struct observe_memo: the lookups that found an observation
 	 * still holding, from which its value is then computed (one stat
 	 * where there were two, and the value is that of the state checked). */
@@ -561,8 +562,8 @@ static int capture_moved_in(struct recorder *rc, const char *path, const struct 
 	return 0;
 }
 
-static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
-			struct error *e)
+static int capture_entry(struct recorder *rc, const char *path, const struct touch *t,
+			 struct error *e)
 {
 	if (strmap_get(&rc->outputs, path) || ignored(rc, path))
 		return 0;
@@ -618,6 +619,58 @@ static int capture_path(struct recorder *rc, const char *path, const struct touc
 	return 0;
 }
 
+/* path with its directory as the kernel resolved it (realpath), or path
+ * itself where the directory is gone; malloc'd. The tracer records the
+ * text the step wrote ("link/f" where link -> real): a restore walks
+ * without following symlinks, so an output is kept where it really is. */
+static char *physical_path(struct recorder *rc, const char *path)
+{
+	char *dir = path_dirname(path);
+	char *real = strmap_get(&rc->physical, dir);
+	if (!real) {
+		real = realpath(dir, NULL);
+		if (!real)
+			real = xstrdup(dir);
+		strmap_put(&rc->physical, dir, real);
+	}
+	free(dir);
+	const char *name = path_basename(path);
+	return strcmp(real, "/") ? xasprintf("%s/%s", real, name) : xasprintf("/%s", name);
+}
+
+static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
+			struct error *e)
+{
+	struct result *res = &rc->rec->result;
+	size_t before = res->noutputs;
+	if (capture_entry(rc, path, t, e) < 0)
+		return -1;
+	for (size_t i = before; i < res->noutputs; i++) {
+		struct output *o = &res->outputs[i];
+		if (strcmp(o->path, path) != 0)
+			continue;
+		char *real = physical_path(rc, path);
+		if (!strcmp(real, path)) {
+			free(real);
+			continue;
+		}
+		if (strmap_get(&rc->outputs, real)) {
+			/* The same file, written under both names. */
+			free(real);
+			free(o->path);
+			free(o->target);
+			memmove(o, o + 1, (res->noutputs - i - 1) * sizeof *o);
+			res->noutputs--;
+			i--;
+			continue;
+		}
+		strmap_put(&rc->outputs, real, (void *)1);
+		free(o->path);
+		o->path = real;
+	}
+	return 0;
+}
+
 static int cmp_touch_index(const void *a, const void *b)
 {
 	size_t x = (*(const struct touch *const *)a)->index;
@@ -658,6 +711,7 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_init(&rc.outputs);
 	strmap_init(&rc.finals);
 	strmap_init(&rc.lookups);
+	strmap_init(&rc.physical);
 
 	collect_touches(&rc);
 	collect_observations(&rc);
@@ -686,6 +740,9 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	for (size_t i = 0; i < rc.lookups.cap; i++)
 		free(rc.lookups.slots[i].value);
 	strmap_free(&rc.lookups);
+	for (size_t i = 0; i < rc.physical.cap; i++)
+		free(rc.physical.slots[i].value);
+	strmap_free(&rc.physical);
 	for (size_t i = 0; i < rc.nobs; i++) {
 		buf_free(&rc.forced[i]);
 		buf_free(&rc.detail[i]);
