@@ -390,6 +390,10 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 	res.values = xmalloc(values.len + 1);
 	memcpy(res.values, values.data, values.len);
 	res.values_len = values.len;
+	/* Stored as restored: setuid, setgid and sticky bits dropped, or the
+	 * next hit, a local one, would restore them. */
+	for (size_t i = 0; i < res.noutputs; i++)
+		res.outputs[i].mode &= 0777;
 	result_encode(&res, &result_body);
 	if (portable_localise_result(&res, &step->bases) < 0)
 		goto out;
