@@ -19,6 +19,14 @@ enum output_kind {
 	OUT_SYMLINK = 2,  /* symlink: target */
 	OUT_DIR = 3,      /* directory created: mode */
 	OUT_DELETE = 4,   /* a path that existed before the run and is gone */
+	/* Kinds 5 to 7 came later: an entry without them encodes as it
+	 * always did, and a cachet that predates them decodes one that has
+	 * them as damaged (a miss). Each follows the output it is about. */
+	OUT_HARDLINK = 5, /* another name of the OUT_FILE output named by target */
+	OUT_XATTR = 6,    /* an extended attribute (user.*) of the output at path:
+			   * target is its name, value its bytes */
+	OUT_OWNER = 7,    /* the owner of the output at path (uid, gid), where it
+			   * is not the one a file the step made would get */
 };
 
 struct output {
@@ -28,7 +36,10 @@ struct output {
 	struct blob_ref blob;   /* OUT_FILE */
 	int has_mtime;          /* OUT_FILE: the step set its times on purpose */
 	int64_t mtime_ns;
-	char *target;           /* OUT_SYMLINK; owned */
+	char *target;           /* OUT_SYMLINK, OUT_HARDLINK, OUT_XATTR; owned */
+	void *value;            /* OUT_XATTR; owned */
+	size_t value_len;
+	uint32_t uid, gid;      /* OUT_OWNER */
 };
 
 struct result {
@@ -57,6 +68,11 @@ struct result {
 void result_init(struct result *r);
 void result_free(struct result *r);
 struct output *result_add_output(struct result *r, enum output_kind kind, const char *path);
+/* Adds a copy of o (every field, target and value copied) at path. */
+struct output *result_copy_output(struct result *r, const struct output *o, const char *path);
+/* Whether o's target is a path of the same tree (an absolute symlink's, a
+ * hard link's): made portable and localised as paths are. */
+int output_target_is_path(const struct output *o);
 
 /* pinned is written only when set, so results without it encode as they
  * always did. */

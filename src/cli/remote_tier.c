@@ -498,14 +498,8 @@ static void make_job(const struct step *step, const struct record *rec, struct s
 	result_init(&pr);
 	for (size_t i = 0; i < res->noutputs; i++) {
 		const struct output *o = &res->outputs[i];
-		struct output *q = result_add_output(&pr, (enum output_kind)o->kind, o->path);
-		q->mode = o->mode;
-		q->blob = o->blob;
+		struct output *q = result_copy_output(&pr, o, o->path);
 		q->blob.form = BLOB_RAW; /* how a store keeps it is its own business */
-		q->has_mtime = o->has_mtime;
-		q->mtime_ns = o->mtime_ns;
-		if (o->kind == OUT_SYMLINK)
-			q->target = xstrdup(o->target ? o->target : "");
 	}
 	pr.out = res->out;
 	pr.err = res->err;

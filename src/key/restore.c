@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cachet/path.h"
@@ -166,12 +167,18 @@ static int beneath_a_root(const char *path, const char *const *roots)
 	return root && strcmp(root, path) != 0;
 }
 
-static int is_entry_symlink(const struct result *r, const char *path)
+static const struct output *find_output(const struct result *r, enum output_kind kind,
+				       const char *path)
 {
 	for (size_t i = 0; i < r->noutputs; i++)
-		if (r->outputs[i].kind == OUT_SYMLINK && !strcmp(r->outputs[i].path, path))
-			return 1;
-	return 0;
+		if (r->outputs[i].kind == kind && !strcmp(r->outputs[i].path, path))
+			return &r->outputs[i];
+	return NULL;
+}
+
+static int is_entry_symlink(const struct result *r, const char *path)
+{
+	return find_output(r, OUT_SYMLINK, path) != NULL;
 }
 
 /* Where a symlink's target leads, as the kernel will resolve it once the
@@ -245,6 +252,13 @@ static int check_outputs(const struct result *r, const char *const *roots, int c
 			return refuse(e, o->path, "not a clean absolute path");
 		if (!beneath_a_root(o->path, roots))
 			return refuse(e, o->path, "outside the output roots");
+		if (o->kind == OUT_HARDLINK && !find_output(r, OUT_FILE, o->target))
+			return refuse(e, o->path, "a hard link to no file of the entry");
+		if ((o->kind == OUT_XATTR || o->kind == OUT_OWNER) &&
+		    !find_output(r, OUT_FILE, o->path) && !find_output(r, OUT_DIR, o->path))
+			return refuse(e, o->path, "an attribute of no output of the entry");
+		if (o->kind == OUT_XATTR && (!o->target || strncmp(o->target, "user.", 5) != 0))
+			return refuse(e, o->path, "an extended attribute outside user.*");
 		if (o->kind != OUT_SYMLINK)
 			continue;
 		if (!o->target || !o->target[0])
@@ -583,6 +597,64 @@ static int txn_symlink(struct txn *t, int dirfd, const char *dir, const char *na
 	return 0;
 }
 
+struct link_source {
+	int dirfd;
+	const char *name;
+};
+
+static int make_hardlink(int dirfd, const char *name, void *source)
+{
+	const struct link_source *src = source;
+	return linkat(src->dirfd, src->name, dirfd, name, 0);
+}
+
+/* Another name of a file the entry placed: a link to it, under a temporary
+ * name, then put in place. */
+static int txn_hardlink(struct txn *t, int dirfd, const char *dir, const char *name,
+			const struct output *o, struct error *e)
+{
+	char *first_dir = path_dirname(o->target);
+	int owned;
+	struct link_source src = { txn_dir(t, first_dir, 0, &owned, e), path_basename(o->target) };
+	free(first_dir);
+	if (src.dirfd < 0)
+		return src.dirfd == -2 ? error_set(e, "%s: its first name is gone", o->path) : -1;
+	struct stat st;
+	int exists = fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode);
+	char *tmp = make_under_temp_name(dirfd, ".", make_hardlink, &src);
+	int rc = 0;
+	if (!tmp)
+		rc = error_errno(e, "cannot link %s to %s", o->path, o->target);
+	else if (put_in_place(t, dirfd, dir, name, tmp, exists) < 0)
+		rc = error_errno(e, "cannot put %s in place", o->path);
+	if (owned)
+		close(src.dirfd);
+	return rc;
+}
+
+/* An extended attribute or the owner of an output the entry placed.
+ * Where the output was left in place (same content), the change is not
+ * undone by a rollback: it is what the entry's run left there. */
+static int txn_attribute(struct txn *t, int dirfd, const char *name, const struct output *o,
+			 struct error *e)
+{
+	if (o->kind == OUT_OWNER && t->mode_mask != 07777)
+		return 0; /* another's word: files stay the restorer's own */
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return error_errno(e, "%s", o->path);
+	int rc = 0;
+	if (o->kind == OUT_XATTR && fsetxattr(fd, o->target, o->value, o->value_len, 0) < 0) {
+		rc = error_errno(e, "cannot set %s of %s", o->target, o->path);
+	} else if (o->kind == OUT_OWNER && fchown(fd, o->uid, o->gid) < 0) {
+		/* Not a refusal: this user cannot give another the file. */
+		rc = error_set(e, "cannot give %s to %u:%u: %s", o->path, o->uid, o->gid,
+			       strerror(errno));
+	}
+	close(fd);
+	return rc;
+}
+
 static int txn_output(struct txn *t, const struct output *o, struct error *e)
 {
 	char *dir = path_dirname(o->path);
@@ -595,6 +667,9 @@ static int txn_output(struct txn *t, const struct output *o, struct error *e)
 		case OUT_DELETE: rc = txn_delete(t, dirfd, dir, name, o, e); break;
 		case OUT_DIR: rc = txn_dir_output(t, dirfd, dir, name, o, e); break;
 		case OUT_FILE: rc = txn_file(t, dirfd, dir, name, o, e); break;
+		case OUT_HARDLINK: rc = txn_hardlink(t, dirfd, dir, name, o, e); break;
+		case OUT_XATTR:
+		case OUT_OWNER: rc = txn_attribute(t, dirfd, name, o, e); break;
 		default: rc = txn_symlink(t, dirfd, dir, name, o, e); break;
 		}
 		if (owned)
@@ -668,9 +743,11 @@ static int restore_outputs(const struct result *r, struct store *s, const char *
 	for (size_t i = r->noutputs; rc == 0 && i-- > 0;)
 		if (sorted[i]->kind == OUT_DELETE)
 			rc = txn_output(&t, sorted[i], e);
-	/* Directories (parents first), files, and the entry's symlinks last:
-	 * an entry's own links must not redirect its other writes. */
-	static const uint8_t order[] = { OUT_DIR, OUT_FILE, OUT_SYMLINK };
+	/* Directories (parents first), files, their other names, attributes,
+	 * and the entry's symlinks last: an entry's own links must not
+	 * redirect its other writes. */
+	static const uint8_t order[] = { OUT_DIR, OUT_FILE, OUT_HARDLINK, OUT_XATTR, OUT_OWNER,
+					 OUT_SYMLINK };
 	for (size_t k = 0; k < sizeof order; k++)
 		for (size_t i = 0; rc == 0 && i < r->noutputs; i++)
 			if (sorted[i]->kind == order[k])
