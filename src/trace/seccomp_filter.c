@@ -59,6 +59,7 @@ static const int always_traced[] = {
     __NR_move_mount,     __NR_fsmount,     __NR_fspick,       __NR_mount_setattr,
     __NR_open_tree_attr, __NR_ptrace,      __NR_clone3,       __NR_open_by_handle_at,
     __NR_sched_getaffinity, __NR_sched_setaffinity,
+    __NR_chown,          __NR_fchown,      __NR_lchown,       __NR_fchownat,
 };
 
 /* Reads of fd 0 (argument index of the source descriptor), traced only
