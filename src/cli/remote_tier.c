@@ -390,10 +390,18 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 	res.values = xmalloc(values.len + 1);
 	memcpy(res.values, values.data, values.len);
 	res.values_len = values.len;
-	/* Stored as restored: setuid, setgid and sticky bits dropped, or the
-	 * next hit, a local one, would restore them. */
-	for (size_t i = 0; i < res.noutputs; i++)
-		res.outputs[i].mode &= 0777;
+	/* Stored as restored: setuid, setgid and sticky bits and owners
+	 * dropped, or the next hit, a local one, would restore them. */
+	size_t kept = 0;
+	for (size_t i = 0; i < res.noutputs; i++) {
+		struct output *o = &res.outputs[i];
+		o->mode &= 0777;
+		if (o->kind == OUT_OWNER)
+			free(o->path);
+		else
+			res.outputs[kept++] = *o;
+	}
+	res.noutputs = kept;
 	result_encode(&res, &result_body);
 	if (portable_localise_result(&res, &step->bases) < 0)
 		goto out;

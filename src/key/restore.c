@@ -303,6 +303,7 @@ struct undo {
 #define TXN_MAX_OPEN_DIRS 256
 
 struct txn {
+	const struct result *r;
 	struct store *s;
 	const char *const *roots;
 	mode_t mode_mask;
@@ -650,6 +651,13 @@ static int txn_attribute(struct txn *t, int dirfd, const char *name, const struc
 		/* Not a refusal: this user cannot give another the file. */
 		rc = error_set(e, "cannot give %s to %u:%u: %s", o->path, o->uid, o->gid,
 			       strerror(errno));
+	} else if (o->kind == OUT_OWNER) {
+		/* chown clears setuid and setgid: the mode again, after it. */
+		const struct output *f = find_output(t->r, OUT_FILE, o->path);
+		if (!f)
+			f = find_output(t->r, OUT_DIR, o->path);
+		if (f && fchmod(fd, f->mode & t->mode_mask) < 0)
+			rc = error_errno(e, "%s", o->path);
 	}
 	close(fd);
 	return rc;
@@ -731,7 +739,7 @@ static int restore_outputs(const struct result *r, struct store *s, const char *
 {
 	if (check_outputs(r, roots, untrusted, e) < 0)
 		return -1;
-	struct txn t = { .s = s, .roots = roots, .mode_mask = untrusted ? 0777 : 07777 };
+	struct txn t = { .r = r, .s = s, .roots = roots, .mode_mask = untrusted ? 0777 : 07777 };
 	strmap_init(&t.dirs);
 	const struct output **sorted = xmalloc((r->noutputs + 1) * sizeof *sorted);
 	for (size_t i = 0; i < r->noutputs; i++)
