@@ -329,8 +329,11 @@ static struct undo *txn_note(struct txn *t, enum undo_kind kind, const char *dir
 static int open_beneath(int rootfd, const char *rel)
 {
 	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-					   RESOLVE_NO_MAGICLINKS };
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	/* Beneath "/" is everywhere: an absolute path from no descriptor
+	 * spares opening "/" (the usual case of a local hit). */
+	if (rootfd != AT_FDCWD)
+		how.resolve |= RESOLVE_BENEATH;
 	return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
 }
 
@@ -404,6 +407,17 @@ static int txn_dir(struct txn *t, const char *dir, int create, int *owned, struc
 	const char *root = root_of(dir, t->roots);
 	if (!root)
 		return refuse(e, dir, "outside the output roots");
+	if (!strcmp(root, "/") && strcmp(dir, "/") != 0) {
+		int fd = open_beneath(AT_FDCWD, dir);
+		if (fd >= 0) {
+			if (t->dirs.count < TXN_MAX_OPEN_DIRS)
+				strmap_put(&t->dirs, dir, (void *)(intptr_t)(fd + 1));
+			else
+				*owned = 1;
+			return fd;
+		}
+		/* Else walked from a descriptor of "/", as any root. */
+	}
 	intptr_t rootfd = (intptr_t)strmap_get(&t->dirs, root) - 1;
 	if (rootfd < 0) {
 		rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
