@@ -551,7 +551,8 @@ static void check_link_groups(struct recorder *rc)
 	for (size_t i = 0; i < rc->inodes.cap && !rc->rec->not_storable; i++) {
 		const struct link_group *g = rc->inodes.slots[i].value;
 		if (rc->inodes.slots[i].key && g->names < g->nlink)
-			rc->rec->not_storable = "writes a file with a hard link that is not its output";
+			rc->rec->not_storable =
+				"writes a file with a hard link that is not its output";
 	}
 }
 

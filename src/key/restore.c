@@ -326,6 +326,8 @@ static struct undo *txn_note(struct txn *t, enum undo_kind kind, const char *dir
 	return u;
 }
 
+static const char SYMLINK_ON_THE_WAY[] = "a component on its way is a symlink or not a directory";
+
 static int open_beneath(int rootfd, const char *rel)
 {
 	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -349,7 +351,7 @@ static int walk_to(struct txn *t, int rootfd, const char *dir, const char *rel, 
 	if (fd >= 0)
 		return fd;
 	if (errno == ELOOP || errno == ENOTDIR || errno == EXDEV)
-		return refuse(e, dir, "a component on its way is a symlink or not a directory");
+		return refuse(e, dir, SYMLINK_ON_THE_WAY);
 	if (errno != ENOENT && errno != ENOSYS && errno != EPERM && errno != EINVAL)
 		return error_errno(e, "cannot open directory %s", dir);
 	if (errno == ENOENT && !create)
@@ -380,7 +382,7 @@ static int walk_to(struct txn *t, int rootfd, const char *dir, const char *rel, 
 			return -2;
 		if (fd < 0) {
 			if (err == ELOOP || err == ENOTDIR)
-				return refuse(e, dir, "a component on its way is a symlink or not a directory");
+				return refuse(e, dir, SYMLINK_ON_THE_WAY);
 			if (!e || !e->msg[0]) {
 				errno = err;
 				error_errno(e, "cannot open directory %s", dir);
@@ -709,7 +711,8 @@ static void txn_end(struct txn *t, int commit)
 	for (size_t i = t->nundo; i-- > 0;) {
 		struct undo *u = &t->undo[i];
 		int owned = 0;
-		int dirfd = commit && u->kind != UNDO_PUT_BACK ? -1 : txn_dir(t, u->dir, 0, &owned, NULL);
+		int dirfd = commit && u->kind != UNDO_PUT_BACK ? -1
+								: txn_dir(t, u->dir, 0, &owned, NULL);
 		if (dirfd >= 0 && commit) {
 			remove_at(dirfd, u->aside);
 		} else if (dirfd >= 0) {
