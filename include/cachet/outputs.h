@@ -2,8 +2,8 @@
  * Results: what a step left behind (its outputs by final state), its stdout,
  * stderr and exit status, and where it came from. Capturing turns the final
  * state of the paths a run touched into blobs in the store; restoring puts
- * them back atomically (temporary file, then rename or an exchange of
- * names), and leaves a file that already holds the content in place.
+ * them back all or nothing (temporary files, then exchanges of names, undone
+ * at a failure), and leaves a file that already holds the content in place.
  */
 #ifndef CACHET_OUTPUTS_H
 #define CACHET_OUTPUTS_H
@@ -19,6 +19,14 @@ enum output_kind {
 	OUT_SYMLINK = 2,  /* symlink: target */
 	OUT_DIR = 3,      /* directory created: mode */
 	OUT_DELETE = 4,   /* a path that existed before the run and is gone */
+	/* Kinds 5 to 7 came later: an entry without them encodes as it
+	 * always did, and a cachet that predates them decodes one that has
+	 * them as damaged (a miss). Each follows the output it is about. */
+	OUT_HARDLINK = 5, /* another name of the OUT_FILE output named by target */
+	OUT_XATTR = 6,    /* an extended attribute (user.*) of the output at path:
+			   * target is its name, value its bytes */
+	OUT_OWNER = 7,    /* the owner of the output at path (uid, gid), where it
+			   * is not the one a file the step made would get */
 };
 
 struct output {
@@ -28,7 +36,10 @@ struct output {
 	struct blob_ref blob;   /* OUT_FILE */
 	int has_mtime;          /* OUT_FILE: the step set its times on purpose */
 	int64_t mtime_ns;
-	char *target;           /* OUT_SYMLINK; owned */
+	char *target;           /* OUT_SYMLINK, OUT_HARDLINK, OUT_XATTR; owned */
+	void *value;            /* OUT_XATTR; owned */
+	size_t value_len;
+	uint32_t uid, gid;      /* OUT_OWNER */
 };
 
 struct result {
@@ -57,6 +68,11 @@ struct result {
 void result_init(struct result *r);
 void result_free(struct result *r);
 struct output *result_add_output(struct result *r, enum output_kind kind, const char *path);
+/* Adds a copy of o (every field, target and value copied) at path. */
+struct output *result_copy_output(struct result *r, const struct output *o, const char *path);
+/* Whether o's target is a path of the same tree (an absolute symlink's, a
+ * hard link's): made portable and localised as paths are. */
+int output_target_is_path(const struct output *o);
 
 /* pinned is written only when set, so results without it encode as they
  * always did. */
@@ -65,22 +81,31 @@ void result_encode(const struct result *r, struct buf *out);
  * writes, then every length, kind and path (absolute, no NUL). */
 int result_decode(const void *data, size_t len, struct result *r, struct error *e);
 
-/* Puts the outputs back, deletions first, then directories (parents before
- * children), files, and symlinks last. Each file is written to a temporary
- * name in its directory and renamed into place; mode and (where recorded)
- * mtime are set before the rename. Returns -1 at the first failure; what was
- * restored before stays (every piece is a complete, correct output). */
+/* Puts the outputs back as one transaction: deletions first (deepest
+ * first), then directories (parents before children), files, their other
+ * names (OUT_HARDLINK), attributes, and symlinks last. Each file is written
+ * to an unnamed or temporary file in its directory, with mode and (where
+ * recorded) mtime, and exchanged with what the path held, which waits under
+ * a temporary name, as does a deleted entry, until everything is in place;
+ * at the first failure every change is undone (what was replaced or
+ * deleted back, what was made removed) and -1 returned, so that the step
+ * runs in the tree as it was. Every directory is opened beneath "/"
+ * without following a symlink (openat2 RESOLVE_NO_SYMLINKS, or one
+ * component at a time with O_NOFOLLOW): outputs are recorded at their real
+ * paths, and a symlink on the way now is someone else's, not followed (a
+ * refusal: error code EPERM, nothing left written). No output may lie
+ * beneath a symlink the entry creates. */
 int result_restore(const struct result *r, struct store *s, struct error *e);
 
-/* result_restore for an entry that came from a remote cache: every output
- * must lie strictly beneath one of roots (canonical absolute directories,
- * NULL-terminated) with no "." or ".." component, symlink targets must stay
- * inside the roots, and no output may lie beneath a symlink the entry
- * creates. Every path component below the root is walked with O_NOFOLLOW,
- * so an existing symlink on the way is refused, not followed; the entry's
- * own symlinks are created last; setuid, setgid and sticky bits are
- * dropped. Everything is checked before anything is written: a refused
- * entry (error code EPERM) writes nothing. */
+/* result_restore for an entry that is another's word (a remote's, or a
+ * cache others can write): every output must lie strictly beneath one of
+ * roots (canonical absolute directories, NULL-terminated) with no "." or
+ * ".." component, each directory is walked from its root without
+ * following symlinks, symlink targets must lead inside the roots as the
+ * kernel will resolve them (a ".." after a symlink, the entry's or one on
+ * disk, refuses: "d -> ." makes "d/../x" the parent's x), setuid, setgid
+ * and sticky bits are dropped and owners not given. A refused entry (error
+ * code EPERM) leaves nothing written. */
 int result_restore_beneath(const struct result *r, struct store *s, const char *const *roots,
 			   struct error *e);
 

@@ -396,6 +396,18 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 	res.values = xmalloc(values.len + 1);
 	memcpy(res.values, values.data, values.len);
 	res.values_len = values.len;
+	/* Stored as restored: setuid, setgid and sticky bits and owners
+	 * dropped, or the next hit, a local one, would restore them. */
+	size_t kept = 0;
+	for (size_t i = 0; i < res.noutputs; i++) {
+		struct output *o = &res.outputs[i];
+		o->mode &= 0777;
+		if (o->kind == OUT_OWNER)
+			free(o->path);
+		else
+			res.outputs[kept++] = *o;
+	}
+	res.noutputs = kept;
 	result_encode(&res, &result_body);
 	if (portable_localise_result(&res, &step->bases) < 0)
 		goto out;
@@ -500,14 +512,8 @@ static void make_job(const struct step *step, const struct record *rec, struct s
 	result_init(&pr);
 	for (size_t i = 0; i < res->noutputs; i++) {
 		const struct output *o = &res->outputs[i];
-		struct output *q = result_add_output(&pr, (enum output_kind)o->kind, o->path);
-		q->mode = o->mode;
-		q->blob = o->blob;
+		struct output *q = result_copy_output(&pr, o, o->path);
 		q->blob.form = BLOB_RAW; /* how a store keeps it is its own business */
-		q->has_mtime = o->has_mtime;
-		q->mtime_ns = o->mtime_ns;
-		if (o->kind == OUT_SYMLINK)
-			q->target = xstrdup(o->target ? o->target : "");
 	}
 	pr.out = res->out;
 	pr.err = res->err;

@@ -35,6 +35,7 @@
 #include "cli/remote_tier.h"
 #include "cli/gc.h"
 #include "cli/settings.h"
+#include "cli/shared_cache.h"
 #include "cli/statslog.h"
 #include "cli/step_env.h"
 #include "cli/tee.h"
@@ -245,7 +246,21 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 		free(out_data);
 		return 0;
 	}
-	if (result_restore(res, r->store, &e) < 0) {
+	/* In a cache others can write, the index and memos are another's word:
+	 * outputs only beneath the step's roots, as for a remote entry. */
+	const char *roots[3] = { r->step.cwd, r->step.bases.dir[STEP_BASE_DIR], NULL };
+	int restored = cache_others_can_write(store_dir(r->store))
+			       ? result_restore_beneath(res, r->store, roots, &e)
+			       : result_restore(res, r->store, &e);
+	if (restored < 0 && e.code == EPERM) {
+		count(r, "restore_refused", 1);
+		if (r->verbose)
+			cli_warn("entry refused: %s", e.msg);
+		free(out_data);
+		free(err_data);
+		return 0;
+	}
+	if (restored < 0) {
 		count_error(r, "cannot restore outputs", &e);
 		free(out_data);
 		free(err_data);

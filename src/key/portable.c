@@ -208,8 +208,7 @@ int portable_localise_result(struct result *r, const struct step_bases *b)
 		struct output *o = &r->outputs[i];
 		if (localise(&o->path, b) < 0)
 			return -1;
-		if (o->kind == OUT_SYMLINK && o->target && o->target[0] == '/' &&
-		    localise(&o->target, b) < 0)
+		if (output_target_is_path(o) && localise(&o->target, b) < 0)
 			return -1;
 	}
 	return 0;
@@ -426,21 +425,19 @@ static int portable_outputs(const struct result *res, const struct step_bases *b
 	for (size_t i = 0; i < res->noutputs; i++) {
 		const struct output *o = &res->outputs[i];
 		char *p = portable_path(o->path, b);
-		int abs_target = o->kind == OUT_SYMLINK && o->target && o->target[0] == '/';
+		int abs_target = output_target_is_path(o);
 		char *t = abs_target ? portable_path(o->target, b) : NULL;
 		if (!p || (abs_target && !t)) {
 			free(p);
 			free(t);
 			return -1;
 		}
-		struct output *q = result_add_output(out, (enum output_kind)o->kind, p);
+		struct output *q = result_copy_output(out, o, p);
 		free(p);
-		q->mode = o->mode;
-		q->blob = o->blob;
-		q->has_mtime = o->has_mtime;
-		q->mtime_ns = o->mtime_ns;
-		if (o->kind == OUT_SYMLINK)
-			q->target = t ? t : xstrdup(o->target ? o->target : "");
+		if (t) {
+			free(q->target);
+			q->target = t;
+		}
 	}
 	return 0;
 }
@@ -503,6 +500,7 @@ int portable_record(struct record *rec, const struct step_bases *b)
 	for (size_t i = 0; i < res->noutputs; i++) {
 		free(res->outputs[i].path);
 		free(res->outputs[i].target);
+		free(res->outputs[i].value);
 	}
 	free(res->outputs);
 	res->outputs = outs.outputs;

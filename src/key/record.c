@@ -5,7 +5,9 @@
 #include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cachet/find.h"
@@ -31,6 +33,8 @@ struct recorder {
 	struct strmap dir_names; /* directory -> struct buf of NUL-separated names */
 	struct strmap outputs;   /* path -> (void *)1, outputs already added */
 	struct strmap finals;    /* path -> its TRACE_FINAL: the state the step left */
+	struct strmap physical;  /* directory -> its real path (malloc'd), for outputs */
+	struct strmap inodes;    /* "dev:ino" -> struct link_group, files with several names */
 	/* path -> struct observe_memo: the lookups that found an observation
 	 * still holding, from which its value is then computed (one stat
 	 * where there were two, and the value is that of the state checked). */
@@ -448,6 +452,10 @@ static int modified(struct recorder *rc)
 	return 0;
 }
 
+static int capture_xattrs(struct recorder *rc, int fd, const char *path, struct error *e);
+static void capture_owner(struct recorder *rc, const char *path, const struct stat *st);
+static char *physical_path(struct recorder *rc, const char *path);
+
 static int capture_file(struct recorder *rc, const char *path, const struct stat *st, int set_mtime,
 			struct error *e)
 {
@@ -488,9 +496,13 @@ static int capture_file(struct recorder *rc, const char *path, const struct stat
 		return -1;
 	}
 	int same = unchanged(fd, path, st) && unchanged(-1, path, st);
+	int xattrs = same ? capture_xattrs(rc, fd, path, e) : 0;
 	close(fd);
 	if (!same)
 		return modified(rc);
+	if (xattrs < 0)
+		return -1;
+	capture_owner(rc, path, st);
 	struct output *o = result_add_output(&rc->rec->result, OUT_FILE, path);
 	o->mode = st->st_mode & 07777;
 	o->blob = ref;
@@ -499,6 +511,114 @@ static int capture_file(struct recorder *rc, const char *path, const struct stat
 		o->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 	}
 	return 0;
+}
+
+/* One inode with several names: which output names it first, and how many
+ * of its names are outputs. */
+struct link_group {
+	char *first; /* the path of its OUT_FILE, as the output keeps it */
+	nlink_t nlink;
+	nlink_t names;
+};
+
+/* A file with other names: the first one met is captured as a file, the
+ * others as links to it. 1 when path was added as a link, 0 to capture it
+ * as a file (the group then starts with it), -1 when it cannot be kept. */
+static int capture_link(struct recorder *rc, const char *path, const struct stat *st)
+{
+	char key[48];
+	snprintf(key, sizeof key, "%llx:%llx", (unsigned long long)st->st_dev,
+		 (unsigned long long)st->st_ino);
+	int added;
+	struct link_group *g = strmap_get_or_new(&rc->inodes, key, sizeof *g, &added);
+	if (added) {
+		g->first = physical_path(rc, path);
+		g->nlink = st->st_nlink;
+		g->names = 1;
+		return 0;
+	}
+	g->names++;
+	struct output *o = result_add_output(&rc->rec->result, OUT_HARDLINK, path);
+	o->target = xstrdup(g->first);
+	return 1;
+}
+
+/* Every file with hard links has all its names among the outputs, or the
+ * step wrote through a name a hit cannot know (a file linked elsewhere,
+ * written in place: the plain run changes both names), or linked an input:
+ * not storable. */
+static void check_link_groups(struct recorder *rc)
+{
+	for (size_t i = 0; i < rc->inodes.cap && !rc->rec->not_storable; i++) {
+		const struct link_group *g = rc->inodes.slots[i].value;
+		if (rc->inodes.slots[i].key && g->names < g->nlink)
+			rc->rec->not_storable =
+				"writes a file with a hard link that is not its output";
+	}
+}
+
+/* The user.* extended attributes of the output at path (open as fd), as
+ * OUT_XATTR outputs after it. Other namespaces are the system's (SELinux
+ * labels, ACLs, capabilities) and are not carried. */
+static int capture_xattrs(struct recorder *rc, int fd, const char *path, struct error *e)
+{
+	char names[4096];
+	ssize_t n = flistxattr(fd, names, sizeof names);
+	if (n < 0 && (errno == ENOTSUP || errno == EOPNOTSUPP))
+		return 0;
+	if (n < 0)
+		return error_errno(e, "cannot list the extended attributes of %s", path);
+	for (const char *name = names; name < names + n; name += strlen(name) + 1) {
+		if (strncmp(name, "user.", 5) != 0)
+			continue;
+		char value[65536];
+		ssize_t len = fgetxattr(fd, name, value, sizeof value);
+		if (len < 0)
+			return error_errno(e, "cannot read %s of %s", name, path);
+		struct output *o = result_add_output(&rc->rec->result, OUT_XATTR, path);
+		o->target = xstrdup(name);
+		o->value = xmalloc(len ? (size_t)len : 1);
+		memcpy(o->value, value, (size_t)len);
+		o->value_len = (size_t)len;
+	}
+	return 0;
+}
+
+/* The owner of the output at path, when it is not the one a file the
+ * step made gets (chown, tar x as root): the caller's uid, and its gid or
+ * that of a setgid parent directory. */
+static void capture_owner(struct recorder *rc, const char *path, const struct stat *st)
+{
+	int usual = st->st_uid == geteuid() && st->st_gid == getegid();
+	if (!usual && st->st_uid == geteuid()) {
+		char *dir = path_dirname(path);
+		struct stat parent;
+		usual = stat(dir, &parent) == 0 && (parent.st_mode & S_ISGID) &&
+			parent.st_gid == st->st_gid;
+		free(dir);
+	}
+	if (usual)
+		return;
+	struct output *o = result_add_output(&rc->rec->result, OUT_OWNER, path);
+	o->uid = st->st_uid;
+	o->gid = st->st_gid;
+}
+
+/* What else an output directory carries: its user.* attributes, its
+ * owner. */
+static int capture_attributes(struct recorder *rc, const char *path, const struct stat *st,
+			      struct error *e)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && (errno == ENOENT || errno == ELOOP))
+		return modified(rc);
+	if (fd < 0)
+		return error_errno(e, "cannot read output %s", path);
+	int rc2 = capture_xattrs(rc, fd, path, e);
+	close(fd);
+	if (rc2 == 0)
+		capture_owner(rc, path, st);
+	return rc2;
 }
 
 static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
@@ -562,8 +682,8 @@ static int capture_moved_in(struct recorder *rc, const char *path, const struct 
 	return 0;
 }
 
-static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
-			struct error *e)
+static int capture_entry(struct recorder *rc, const char *path, const struct touch *t,
+			 struct error *e)
 {
 	if (strmap_get(&rc->outputs, path) || ignored(rc, path))
 		return 0;
@@ -589,8 +709,12 @@ static int capture_path(struct recorder *rc, const char *path, const struct touc
 	}
 	if (!as_the_step_left_it(fin, &st))
 		return modified(rc);
-	if (S_ISREG(st.st_mode))
+	if (S_ISREG(st.st_mode)) {
+		int linked = st.st_nlink > 1 ? capture_link(rc, path, &st) : 0;
+		if (linked)
+			return 0;
 		return capture_file(rc, path, &st, t && t->set_mtime, e);
+	}
 	if (S_ISLNK(st.st_mode)) {
 		char target[4096];
 		ssize_t n = readlink(path, target, sizeof target - 1);
@@ -611,11 +735,69 @@ static int capture_path(struct recorder *rc, const char *path, const struct touc
 			return 0;
 		struct output *o = result_add_output(&rc->rec->result, OUT_DIR, path);
 		o->mode = st.st_mode & 07777;
+		if (capture_attributes(rc, path, &st, e) < 0)
+			return -1;
 		/* Made by mkdir, it holds what the step wrote into it by name
 		 * (captured on their own) and whatever others put beside. */
 		return moved_in ? capture_moved_in(rc, path, &st, e) : 0;
 	}
 	rc->rec->not_storable = "creates a special file";
+	return 0;
+}
+
+/* path with its directory as the kernel resolved it (realpath), or path
+ * itself where the directory is gone; malloc'd. The tracer records the
+ * text the step wrote ("link/f" where link -> real): a restore walks
+ * without following symlinks, so an output is kept where it really is. */
+static char *physical_path(struct recorder *rc, const char *path)
+{
+	char *dir = path_dirname(path);
+	char *real = strmap_get(&rc->physical, dir);
+	if (!real) {
+		real = realpath(dir, NULL);
+		if (!real)
+			real = xstrdup(dir);
+		strmap_put(&rc->physical, dir, real);
+	}
+	free(dir);
+	const char *name = path_basename(path);
+	return strcmp(real, "/") ? xasprintf("%s/%s", real, name) : xasprintf("/%s", name);
+}
+
+static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
+			struct error *e)
+{
+	struct result *res = &rc->rec->result;
+	size_t before = res->noutputs;
+	if (capture_entry(rc, path, t, e) < 0)
+		return -1;
+	if (res->noutputs == before)
+		return 0;
+	char *real = physical_path(rc, path);
+	if (!strcmp(real, path)) {
+		free(real);
+		return 0;
+	}
+	/* The same file, written under both names: kept once. */
+	int seen = strmap_get(&rc->outputs, real) != NULL;
+	strmap_put(&rc->outputs, real, (void *)1);
+	size_t k = before;
+	for (size_t i = before; i < res->noutputs; i++) {
+		struct output *o = &res->outputs[i];
+		if (strcmp(o->path, path) != 0) {
+			res->outputs[k++] = *o;
+		} else if (seen) {
+			free(o->path);
+			free(o->target);
+			free(o->value);
+		} else {
+			free(o->path);
+			o->path = xstrdup(real);
+			res->outputs[k++] = *o;
+		}
+	}
+	res->noutputs = k;
+	free(real);
 	return 0;
 }
 
@@ -637,6 +819,8 @@ static int capture_outputs(struct recorder *rc, struct error *e)
 	int rc2 = 0;
 	for (size_t i = 0; i < k && rc2 == 0 && !rc->rec->not_storable; i++)
 		rc2 = capture_path(rc, order[i]->ev->path, order[i], e);
+	if (rc2 == 0)
+		check_link_groups(rc);
 	free(order);
 	return rc2;
 }
@@ -659,6 +843,8 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_init(&rc.outputs);
 	strmap_init(&rc.finals);
 	strmap_init(&rc.lookups);
+	strmap_init(&rc.physical);
+	strmap_init(&rc.inodes);
 
 	collect_touches(&rc);
 	collect_observations(&rc);
@@ -687,6 +873,15 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	for (size_t i = 0; i < rc.lookups.cap; i++)
 		free(rc.lookups.slots[i].value);
 	strmap_free(&rc.lookups);
+	for (size_t i = 0; i < rc.physical.cap; i++)
+		free(rc.physical.slots[i].value);
+	strmap_free(&rc.physical);
+	for (size_t i = 0; i < rc.inodes.cap; i++)
+		if (rc.inodes.slots[i].key) {
+			free(((struct link_group *)rc.inodes.slots[i].value)->first);
+			free(rc.inodes.slots[i].value);
+		}
+	strmap_free(&rc.inodes);
 	for (size_t i = 0; i < rc.nobs; i++) {
 		buf_free(&rc.forced[i]);
 		buf_free(&rc.detail[i]);

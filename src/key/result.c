@@ -16,6 +16,7 @@ void result_free(struct result *r)
 	for (size_t i = 0; i < r->noutputs; i++) {
 		free(r->outputs[i].path);
 		free(r->outputs[i].target);
+		free(r->outputs[i].value);
 	}
 	free(r->outputs);
 	free(r->host);
@@ -37,6 +38,26 @@ struct output *result_add_output(struct result *r, enum output_kind kind, const 
 	o->kind = (uint8_t)kind;
 	o->path = xstrdup(path);
 	return o;
+}
+
+struct output *result_copy_output(struct result *r, const struct output *o, const char *path)
+{
+	struct output *q = result_add_output(r, (enum output_kind)o->kind, path);
+	char *qpath = q->path;
+	*q = *o;
+	q->path = qpath;
+	q->target = o->target ? xstrdup(o->target) : NULL;
+	if (o->value) {
+		q->value = xmalloc(o->value_len ? o->value_len : 1);
+		memcpy(q->value, o->value, o->value_len);
+	}
+	return q;
+}
+
+int output_target_is_path(const struct output *o)
+{
+	return o->target && ((o->kind == OUT_SYMLINK && o->target[0] == '/') ||
+			     o->kind == OUT_HARDLINK);
 }
 
 static void put_blob(struct buf *b, const struct blob_ref *ref)
@@ -75,8 +96,14 @@ void result_encode(const struct result *r, struct buf *out)
 			put_blob(out, &o->blob);
 			buf_put_u8(out, (uint8_t)o->has_mtime);
 			buf_put_u64(out, (uint64_t)o->mtime_ns);
-		} else if (o->kind == OUT_SYMLINK) {
+		} else if (o->kind == OUT_SYMLINK || o->kind == OUT_HARDLINK) {
 			buf_put_str(out, o->target);
+		} else if (o->kind == OUT_XATTR) {
+			buf_put_str(out, o->target);
+			buf_put_bytes(out, o->value, o->value_len);
+		} else if (o->kind == OUT_OWNER) {
+			buf_put_u32(out, o->uid);
+			buf_put_u32(out, o->gid);
 		}
 	}
 	put_blob(out, &r->out);
@@ -120,7 +147,7 @@ int result_decode(const void *data, size_t len, struct result *r, struct error *
 	for (uint32_t i = 0; i < n; i++) {
 		uint8_t kind = reader_u8(&rd);
 		char *path = reader_strdup(&rd);
-		if (!valid_output_path(path) || kind < OUT_FILE || kind > OUT_DELETE) {
+		if (!valid_output_path(path) || kind < OUT_FILE || kind > OUT_OWNER) {
 			free(path);
 			goto corrupt;
 		}
@@ -132,10 +159,22 @@ int result_decode(const void *data, size_t len, struct result *r, struct error *
 				goto corrupt;
 			o->has_mtime = reader_u8(&rd) != 0;
 			o->mtime_ns = (int64_t)reader_u64(&rd);
-		} else if (kind == OUT_SYMLINK) {
+		} else if (kind == OUT_SYMLINK || kind == OUT_HARDLINK || kind == OUT_XATTR) {
 			o->target = reader_strdup(&rd);
-			if (!o->target)
+			if (!o->target || (kind == OUT_HARDLINK && !valid_output_path(o->target)))
 				goto corrupt;
+			if (kind == OUT_XATTR) {
+				size_t vlen;
+				const void *v = reader_bytes(&rd, &vlen);
+				if (!v)
+					goto corrupt;
+				o->value = xmalloc(vlen ? vlen : 1);
+				memcpy(o->value, v, vlen);
+				o->value_len = vlen;
+			}
+		} else if (kind == OUT_OWNER) {
+			o->uid = reader_u32(&rd);
+			o->gid = reader_u32(&rd);
 		}
 		if (rd.failed)
 			goto corrupt;

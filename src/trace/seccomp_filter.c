@@ -68,6 +68,7 @@ static const int always_traced[] = {
     /* extended attributes read: inputs (OBS_XATTR) */
     __NR_getxattr,       __NR_lgetxattr,   __NR_fgetxattr,    __NR_listxattr,
     __NR_llistxattr,     __NR_flistxattr,  __NR_getxattrat,   __NR_listxattrat,
+    __NR_chown,          __NR_fchown,      __NR_lchown,       __NR_fchownat,
 };
 
 /* Reads of fd 0 (argument index of the source descriptor), traced only

@@ -1099,6 +1099,15 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 	case __NR_getxattrat:
 	case __NR_listxattrat:
 		return entry_xattr(tr, t, (int)a[0], a[1], a[2], 0);
+	/* A new owner keeps the content: the output then records the owner. */
+	case __NR_chown:
+		return change_at(tr, t, AT_FDCWD, a[0], 1, 1);
+	case __NR_lchown:
+		return change_at(tr, t, AT_FDCWD, a[0], 0, 1);
+	case __NR_fchownat:
+		return change_at_flags(tr, t, (int)a[0], a[1], a[4], 1);
+	case __NR_fchown:
+		return change_fd(tr, t, (int)a[0], 1);
 	case __NR_connect:
 		return entry_connect(tr, t, a[1], a[2]);
 	case __NR_sendto:

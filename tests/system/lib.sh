@@ -280,3 +280,72 @@ workdir() {
     mkdir -p "$d"
     echo "$d"
 }
+
+# ---- the whole resulting tree --------------------------------------------
+
+# tree_state DIR: one line per entry beneath DIR (sorted, DIR itself
+# excluded): path, type, mode, link count, owner, extended attributes, and
+# the content's digest or the symlink's target. Times are left out: a hit
+# sets them to now where the step did not choose them. Two trees that a
+# step left alike print the same.
+tree_state() {
+    python3 - "$1" <<'EOF_TREE'
+import hashlib, os, stat, sys
+top = sys.argv[1]
+lines = []
+for root, dirs, files in os.walk(top):
+    for n in dirs + files:
+        p = os.path.join(root, n)
+        st = os.lstat(p)
+        try:
+            xattrs = sorted((a, os.getxattr(p, a, follow_symlinks=False).hex())
+                            for a in os.listxattr(p, follow_symlinks=False))
+        except OSError:
+            xattrs = []
+        if stat.S_ISLNK(st.st_mode):
+            what = "-> " + os.readlink(p)
+        elif stat.S_ISREG(st.st_mode):
+            what = hashlib.sha256(open(p, "rb").read()).hexdigest()[:16]
+        else:
+            what = ""
+        nlink = "" if stat.S_ISDIR(st.st_mode) else st.st_nlink
+        lines.append("%s %s %o %s %d:%d %s %s" % (os.path.relpath(p, top), stat.filemode(st.st_mode)[0],
+                     stat.S_IMODE(st.st_mode), nlink, st.st_uid, st.st_gid,
+                     ",".join("%s=%s" % x for x in xattrs), what))
+print("\n".join(sorted(lines)))
+EOF_TREE
+}
+
+# assert_same_tree NAME EXPECTED ACTUAL: two tree_state outputs agree.
+assert_same_tree() {
+    [ "$2" = "$3" ] || fail "$1: the tree differs from the plain run's:
+$(diff <(echo "$2") <(echo "$3") || true)"
+}
+
+# plain_and_cached SETUP CMD...: runs CMD plainly, through cachet (a miss)
+# and again (expected a hit), each in $PWD made afresh by the shell code
+# SETUP (run in an emptied $PWD); compares exit status, stdout, stderr and
+# the whole tree (tree_state) of the cached runs with the plain run's.
+# Leaves the hit's tree in place; sets RC.
+plain_and_cached() {
+    local setup=$1
+    shift
+    local dir=$PWD plain_rc plain_tree plain_out plain_err pass
+    find "$dir" -mindepth 1 -delete
+    eval "$setup"
+    set +e
+    "$@" > "$T/plain.out" 2> "$T/plain.err"
+    plain_rc=$?
+    set -e
+    plain_tree=$(tree_state "$dir")
+    for pass in miss hit; do
+        find "$dir" -mindepth 1 -delete
+        eval "$setup"
+        step "$@" > "$T/cached.out" 2> "$T/cached.err"
+        [ "$RC" -eq "$plain_rc" ] || fail "$pass of $*: exit status $RC, plainly $plain_rc"
+        cmp -s "$T/plain.out" "$T/cached.out" || fail "$pass of $*: stdout differs"
+        cmp -s "$T/plain.err" "$T/cached.err" || fail "$pass of $*: stderr differs"
+        assert_same_tree "$pass of $*" "$plain_tree" "$(tree_state "$dir")"
+        expect "$pass"
+    done
+}

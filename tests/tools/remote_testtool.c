@@ -6,6 +6,8 @@
  *   cachet-remote-testtool paths FILE              the output paths of an entry
  *   cachet-remote-testtool set-path FILE OLD NEW   rename an output (the
  *                                                  signature, if any, stays)
+ *   cachet-remote-testtool set-target FILE PATH T  point the symlink output
+ *                                                  PATH at T
  *   cachet-remote-testtool unsign FILE             drop the signature
  *   cachet-remote-testtool signed FILE             prints 1 or 0
  */
@@ -48,7 +50,7 @@ static int die(const char *msg)
 int main(int argc, char **argv)
 {
 	if (argc < 3)
-		return die("usage: kind|paths|set-path|unsign|signed FILE [ARGS]");
+		return die("usage: kind|paths|set-path|set-target|unsign|signed FILE [ARGS]");
 	const char *cmd = argv[1], *file = argv[2];
 	struct buf in;
 	buf_init(&in);
@@ -93,6 +95,16 @@ int main(int argc, char **argv)
 			}
 		if (!found)
 			return die("no such output");
+	} else if (!strcmp(cmd, "set-target") && argc == 5) {
+		int found = 0;
+		for (size_t i = 0; i < res.noutputs; i++)
+			if (res.outputs[i].kind == OUT_SYMLINK && !strcmp(res.outputs[i].path, argv[3])) {
+				free(res.outputs[i].target);
+				res.outputs[i].target = strdup(argv[4]);
+				found = 1;
+			}
+		if (!found)
+			return die("no such symlink output");
 	} else if (!strcmp(cmd, "unsign")) {
 		en.is_signed = 0;
 	} else {
