@@ -53,7 +53,7 @@ as() {
 
 section "the directories cachet makes keep the setgid bit"
 as "$alice" run -- sh -c 'echo alice > a.out'
-as "$bob" run -- sh -c 'echo alice > a.out' # a hit through alice's blob directory
+as "$bob" run -- sh -c 'echo alice > a.out' # his own entry, on the blob alice stored
 as "$bob" run -- sh -c 'echo bob > b.out'
 for d in blobs tmp memo; do
     [ -d "$cache/$d" ] || continue
@@ -133,3 +133,24 @@ unswap index.db
 section "the cache still works for both"
 as "$bob" run -- sh -c 'echo bob > b.out' 2> /dev/null
 tail -n 1 "$S/$bob/status" | grep -q '"result": "\(hit\|miss\)"' || fail "bob's step: $(tail -n 1 "$S/$bob/status")"
+
+section "a zstd blob replaced by another valid frame of the same size is no hit"
+python3 -c "print('the real content ' * 2000)" > "$S/$alice/work/gen.txt"
+chown "$alice" "$S/$alice/work/gen.txt"
+cp "$S/$alice/work/gen.txt" "$S/$bob/work/gen.txt"
+chown "$bob" "$S/$bob/work/gen.txt"
+as "$alice" run -- cp gen.txt copied.txt
+# bob's own entry (his HOME and USER are keyed) on the blob alice stored.
+as "$bob" run -- cp gen.txt copied.txt
+rm "$S/$bob/work/copied.txt"
+hex=$(sha256sum < "$S/$alice/work/gen.txt" | cut -c 1-64)
+zst="$cache/blobs/${hex:0:2}/$hex.zst"
+[ -f "$zst" ] || fail "no compressed blob stored"
+real_size=$(wc -c < "$S/$alice/work/gen.txt")
+python3 -c "import sys; sys.stdout.write(('the fake content ' * 2000 + '\n')[:$real_size])" > "$S/fake.txt"
+zstd -q -c "$S/fake.txt" > "$S/fake.zst"
+setpriv --reuid="$alice" --regid="$alice" --init-groups sh -c \
+    "cp '$S/fake.zst' '$zst.new' && mv -f '$zst.new' '$zst'" || fail "alice could not replace a blob"
+as "$bob" run -- cp gen.txt copied.txt 2> /dev/null
+cmp -s "$S/$bob/work/gen.txt" "$S/$bob/work/copied.txt" || fail "bob's hit restored another content"
+tail -n 1 "$S/$bob/status" | grep -q '"result": "miss"' || fail "a swapped blob still hit: $(tail -n 1 "$S/$bob/status")"
