@@ -117,7 +117,7 @@ int remote_pathsets_decode(const void *data, size_t len, struct remote_pathsets 
 		reader_raw(&r, ps->digest.b, DIGEST_LEN);
 		size_t blen;
 		const void *body = reader_bytes(&r, &blen);
-		if (!body)
+		if (!body || blen > REMOTE_MAX_PATHSET_BYTES)
 			goto corrupt;
 		struct digest check;
 		digest_bytes(body, blen, &check);
