@@ -74,6 +74,12 @@ void remote_config_free(struct remote_config *c);
 /* url with any user:password@ and secret-looking query values replaced by
  * "***" (malloc'd). */
 char *remote_redact_url(const char *url);
+/* A whole `remote` setting (comma-separated URLs with attributes) as shown:
+ * every URL through remote_redact_url, bearer-token= and other secret
+ * attributes as "***". malloc'd. */
+char *remote_redact_setting(const char *text);
+/* 1 when the setting holds a credential (what remote_redact_setting hides). */
+int remote_setting_has_credentials(const char *text);
 
 /* ---- the client: tiers of servers, tried in order ---- */
 
