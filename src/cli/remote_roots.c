@@ -25,17 +25,32 @@
 #include "cli/remote_tier.h"
 
 static const char *const system_roots[] = {
-	"/usr",	 "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/opt", "/nix/store",
-	"/gnu/store", "/etc", "/dev/null", "/dev/zero", "/dev/urandom",
-	"/dev/random", "/proc/cpuinfo", "/sys/devices/system/cpu", NULL,
+    "/usr",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/bin",
+    "/sbin",
+    "/opt",
+    "/nix/store",
+    "/gnu/store",
+    "/etc",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/random",
+    "/proc/cpuinfo",
+    "/sys/devices/system/cpu",
+    NULL,
 };
 
 /* Under /etc, which programs read for their configuration (the loader's,
  * libselinux's, nsswitch's...), what holds secrets. */
 static const char *const secret_dirs[] = {
-	"/etc/shadow",	 "/etc/shadow-",     "/etc/gshadow", "/etc/gshadow-",   "/etc/ssh",
-	"/etc/ssl/private", "/etc/sudoers", "/etc/sudoers.d", "/etc/cachet", "/etc/krb5.keytab",
-	"/etc/security", NULL,
+    "/etc/shadow", "/etc/shadow-",     "/etc/gshadow",  "/etc/gshadow-",
+    "/etc/ssh",    "/etc/ssl/private", "/etc/sudoers",  "/etc/sudoers.d",
+    "/etc/cachet", "/etc/krb5.keytab", "/etc/security", NULL,
 };
 
 struct roots {

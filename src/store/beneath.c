@@ -52,9 +52,9 @@ static int open_by_components(int root, const char *rel, int flags, mode_t mode)
 		*slash = '\0';
 		if (!*part || !strcmp(part, "."))
 			continue;
-		int next = strcmp(part, "..") ? openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW |
-								   O_CLOEXEC)
-					      : (errno = EXDEV, -1);
+		int next = strcmp(part, "..")
+		               ? openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+		               : (errno = EXDEV, -1);
 		int err = errno;
 		close(dir);
 		errno = err;
@@ -63,7 +63,7 @@ static int open_by_components(int root, const char *rel, int flags, mode_t mode)
 	int fd = -1;
 	if (dir >= 0) {
 		fd = strcmp(part, "..") ? openat(dir, *part ? part : ".", flags | O_NOFOLLOW, mode)
-				       : (errno = EXDEV, -1);
+		                        : (errno = EXDEV, -1);
 		int err = errno;
 		close(dir);
 		errno = err;
@@ -86,9 +86,9 @@ int store_openat(const struct store *s, const char *path, int flags, mode_t mode
 	static int no_openat2;
 	if (!no_openat2) {
 		struct open_how how = {
-			.flags = (uint64_t)flags,
-			.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		    .flags = (uint64_t)flags,
+		    .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 		};
 		int fd = (int)syscall(SYS_openat2, s->root_fd, rel, &how, sizeof how);
 		if (fd >= 0 || errno != ENOSYS)
@@ -136,7 +136,7 @@ int store_rename(const struct store *s, const char *from, const char *to, unsign
 	int rc = -1;
 	if (to_dir >= 0)
 		rc = flags ? renameat2(from_dir, from_leaf, to_dir, to_leaf, flags)
-			   : renameat(from_dir, from_leaf, to_dir, to_leaf);
+		           : renameat(from_dir, from_leaf, to_dir, to_leaf);
 	int err = errno;
 	close(from_dir);
 	if (to_dir >= 0)
@@ -198,7 +198,8 @@ int store_mkstemp(const struct store *s, char *tmpl)
 		errno = EINVAL;
 		return -1;
 	}
-	static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	static const char chars[] =
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 	for (int attempt = 0; attempt < 100; attempt++) {
 		unsigned char r[6];
 		if (getentropy(r, sizeof r) < 0)

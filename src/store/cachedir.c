@@ -23,20 +23,26 @@
 #include "cachet/fdio.h"
 #include "store/store_internal.h"
 
-#define TAG_NAME "CACHEDIR.TAG"
+#define TAG_NAME      "CACHEDIR.TAG"
 #define TAG_SIGNATURE "Signature: 8a477f597d28d172789f06886806bc55"
-#define TAG_TEXT                                                                          \
-	TAG_SIGNATURE "\n"                                                                \
-		      "# This file is a cache directory tag created by cachet.\n"         \
-		      "# For information about cache directory tags, see:\n"              \
-		      "#\thttps://bford.info/cachedir/\n"
+#define TAG_TEXT                                                                                   \
+	TAG_SIGNATURE "\n"                                                                         \
+	              "# This file is a cache directory tag created by cachet.\n"                  \
+	              "# For information about cache directory tags, see:\n"                       \
+	              "#\thttps://bford.info/cachedir/\n"
 
 /* The names cachet (any version) writes at the root of a cache. */
 static const char *const own_names[] = {
-	"index.db",	 "index.db-wal",     "index.db-shm", "index.db-journal", "index.db.check",
-	"index.db.corrupt-*", "blobs",	     "tmp",	     "memo",		 "remote",
-	"stats",	 "steplog",	     "steplog.1",    "touches",		 "gc.stamp",
-	"evict.lock",	 "cachet.conf",	     TAG_NAME,	     TAG_NAME ".*",
+    "index.db",       "index.db-wal",
+    "index.db-shm",   "index.db-journal",
+    "index.db.check", "index.db.corrupt-*",
+    "blobs",          "tmp",
+    "memo",           "remote",
+    "stats",          "steplog",
+    "steplog.1",      "touches",
+    "gc.stamp",       "evict.lock",
+    "cachet.conf",    TAG_NAME,
+    TAG_NAME ".*",
 };
 
 static int own_name(const char *name)
@@ -65,9 +71,9 @@ static int write_tag(const struct store *s)
 	char tmp[64];
 	snprintf(tmp, sizeof tmp, TAG_NAME ".%ld", (long)getpid());
 	unlinkat(s->root_fd, tmp, 0);
-	int fd = store_create_mode(
-		s, openat(s->root_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			  s->file_mode));
+	int fd = store_create_mode(s, openat(s->root_fd, tmp,
+	                                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	                                     s->file_mode));
 	if (fd < 0)
 		return -1;
 	int rc = write_all(fd, TAG_TEXT, strlen(TAG_TEXT));
@@ -87,14 +93,15 @@ static int index_is_cachets(const struct store *s)
 	sqlite3 *db = NULL;
 	int ok = 0;
 	if (sqlite3_open_v2(s->index_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW,
-			    NULL) == SQLITE_OK) {
+	                    NULL) == SQLITE_OK) {
 		sqlite3_stmt *st = NULL;
-		if (sqlite3_prepare_v2(db,
-				       "SELECT (SELECT user_version FROM pragma_user_version) BETWEEN 1"
-				       " AND ?1 AND (SELECT count(*) FROM sqlite_master WHERE type ="
-				       " 'table' AND name IN ('steps', 'pathsets', 'results',"
-				       " 'result_blobs', 'blobs', 'fingerprints')) = 6",
-				       -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_prepare_v2(
+		        db,
+		        "SELECT (SELECT user_version FROM pragma_user_version) BETWEEN 1"
+		        " AND ?1 AND (SELECT count(*) FROM sqlite_master WHERE type ="
+		        " 'table' AND name IN ('steps', 'pathsets', 'results',"
+		        " 'result_blobs', 'blobs', 'fingerprints')) = 6",
+		        -1, &st, NULL) == SQLITE_OK) {
 			sqlite3_bind_int(st, 1, STORE_SCHEMA_VERSION);
 			ok = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
 		}
@@ -126,7 +133,7 @@ static int looks_like_old_cache(const struct store *s)
 		else if (!strcmp(de->d_name, "index.db"))
 			index = 1;
 		else if (strncmp(de->d_name, TAG_NAME, strlen(TAG_NAME)) != 0 &&
-			 strcmp(de->d_name, "cachet.conf") != 0)
+		         strcmp(de->d_name, "cachet.conf") != 0)
 			other = 1;
 	}
 	closedir(d);
@@ -144,13 +151,13 @@ int store_claim_dir(struct store *s, struct error *e)
 	if (has_tag(s))
 		return 0;
 	if (!looks_like_old_cache(s))
-		return error_set(e, "%s is not empty and has no " TAG_NAME
-				    ": not a cachet cache (set CACHET_DIR or dir to a cache, or to"
-				    " an empty directory)",
-				 s->dir);
+		return error_set(e,
+		                 "%s is not empty and has no " TAG_NAME
+		                 ": not a cachet cache (set CACHET_DIR or dir to a cache, or to"
+		                 " an empty directory)",
+		                 s->dir);
 	/* A read-only cache of an older cachet stays usable, untagged. */
-	if (!s->readonly && write_tag(s) < 0 && errno != EACCES && errno != EPERM &&
-	    errno != EROFS)
+	if (!s->readonly && write_tag(s) < 0 && errno != EACCES && errno != EPERM && errno != EROFS)
 		return error_errno(e, "marking %s as a cache (" TAG_NAME ")", s->dir);
 	return 0;
 }
@@ -186,7 +193,8 @@ int store_digest_name(const char *name)
 int store_blob_name(const char *name)
 {
 	size_t len = strlen(name);
-	if (len != DIGEST_HEX_LEN && (len != DIGEST_HEX_LEN + 4 || strcmp(name + DIGEST_HEX_LEN, ".zst")))
+	if (len != DIGEST_HEX_LEN &&
+	    (len != DIGEST_HEX_LEN + 4 || strcmp(name + DIGEST_HEX_LEN, ".zst")))
 		return 0;
 	return all_hex(name, DIGEST_HEX_LEN);
 }

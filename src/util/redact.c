@@ -9,14 +9,14 @@
 /* PASS covers PASSWORD, PASSWD and DB_PASS; PWD alone is the working
  * directory, not a password, and is left alone. */
 static const char *const secret_words[] = {
-	"KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL", "AUTH", "BEARER", "COOKIE", "SESSION", NULL,
+    "KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL", "AUTH", "BEARER", "COOKIE", "SESSION", NULL,
 };
 
 /* Programs whose -pVALUE (no space) is a password. */
 static const char *const dash_p_password_tools[] = {
-	"mysql",      "mysqldump",   "mysqladmin",    "mysqlimport", "mysqlshow",
-	"mysqlcheck", "mysqlpump",   "mysqlbinlog",   "mariadb",     "mariadb-dump",
-	"mariadb-admin", "mariadb-import", "mariadb-check", "mariadb-show", NULL,
+    "mysql",         "mysqldump",      "mysqladmin",    "mysqlimport",  "mysqlshow",
+    "mysqlcheck",    "mysqlpump",      "mysqlbinlog",   "mariadb",      "mariadb-dump",
+    "mariadb-admin", "mariadb-import", "mariadb-check", "mariadb-show", NULL,
 };
 
 int redact_is_secret_name(const char *name, size_t len)
@@ -90,11 +90,13 @@ char *redact_argv(char *const *argv, size_t i)
 {
 	const char *arg = argv[i];
 	const char *prev = i ? argv[i - 1] : NULL;
-	if (prev && prev[0] == '-' && !strchr(prev, '=') && redact_is_secret_name(prev, strlen(prev)))
+	if (prev && prev[0] == '-' && !strchr(prev, '=') &&
+	    redact_is_secret_name(prev, strlen(prev)))
 		return xstrdup("***");
 	/* curl -u user:password, --user user:password, -uuser:password. */
-	if (prev && (!strcmp(prev, "-u") || !strcmp(prev, "--user") ||
-		     !strcmp(prev, "--proxy-user") || !strcmp(prev, "-U")) &&
+	if (prev &&
+	    (!strcmp(prev, "-u") || !strcmp(prev, "--user") || !strcmp(prev, "--proxy-user") ||
+	     !strcmp(prev, "-U")) &&
 	    strchr(arg, ':'))
 		return xasprintf("%.*s:***", (int)(strchr(arg, ':') - arg), arg);
 	if (i && !strncmp(arg, "-u", 2) && arg[2] && strchr(arg + 2, ':') && arg[2] != '-')
@@ -117,6 +119,6 @@ char *redact_argv(char *const *argv, size_t i)
 
 char *redact_arg(const char *arg, const char *prev)
 {
-	char *const argv[] = { (char *)prev, (char *)arg, NULL };
+	char *const argv[] = {(char *)prev, (char *)arg, NULL};
 	return prev ? redact_argv(argv, 1) : redact_argv(argv + 1, 0);
 }
