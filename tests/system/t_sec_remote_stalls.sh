@@ -11,6 +11,8 @@ source "$(dirname "$0")/remote_lib.sh"
 W=$(workdir)
 cd "$W"
 OP_MS=2000
+# What the step itself and cachet take beside the lookup, on a loaded machine.
+SLACK_MS=3000
 LOG="$T/requests.log"
 
 # A server on a free port; its mode in $T/mode; each request a line in $LOG.
@@ -99,13 +101,13 @@ for mode in trickle huge nested; do
     : > "$LOG"
     timed "redis $mode, first step" sh -c "echo $mode > $mode.out"
     expect miss
-    [ "$MS" -lt $((OP_MS + 1500)) ] || fail "redis $mode: the step took $MS ms (op-timeout $OP_MS ms)"
+    [ "$MS" -lt $((OP_MS + SLACK_MS)) ] || fail "redis $mode: the step took $MS ms (op-timeout $OP_MS ms)"
     [ $(($(remote_counter remote_errors) + $(remote_counter remote_corrupt))) -ge 1 ] ||
         fail "redis $mode: neither an error nor a corrupt answer counted"
     before=$(requests)
     timed "redis $mode, next step" sh -c "echo $mode again > $mode.2.out"
     [ "$(requests)" -eq "$before" ] || fail "redis $mode: the next step asked the server again"
-    [ "$MS" -lt 1000 ] || fail "redis $mode: the next step took $MS ms"
+    [ "$MS" -lt "$OP_MS" ] || fail "redis $mode: the next step took $MS ms"
     [ "$(remote_counter remote_skipped)" -ge 1 ] || fail "redis $mode: not skipped"
 done
 
@@ -132,7 +134,7 @@ export CACHET_DIR="$T/reader"
 timed "http 1.9 s per request, 16 path sets" sh -c 'cat "$(cat sel)"'
 expect miss
 echo "figure: requests: $(requests)"
-[ "$MS" -lt $((OP_MS + 1500)) ] || fail "slow HTTP: the lookup took $MS ms (op-timeout $OP_MS ms)"
+[ "$MS" -lt $((OP_MS + SLACK_MS)) ] || fail "slow HTTP: the lookup took $MS ms (op-timeout $OP_MS ms)"
 before=$(requests)
 echo f16 > sel
 timed "http slow, next step" sh -c 'cat "$(cat sel)"'
