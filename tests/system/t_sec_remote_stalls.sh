@@ -94,7 +94,9 @@ timed() {
 section "hostile Redis servers: one lookup stays within op-timeout, then the server is skipped"
 for mode in trickle huge nested; do
     port=$(free_port)
-    python3 "$T/hostile_redis.py" "$port" "$mode" "$LOG" &
+    # $PY, not the python3 function of remote_lib.sh: $! must be the server itself,
+    # for the exit trap to stop it.
+    "$PY" "$T/hostile_redis.py" "$port" "$mode" "$LOG" &
     track_pid $!
     wait_port "$port"
     export CACHET_DIR="$T/cache-$mode" CACHET_REMOTE="redis://127.0.0.1:$port op-timeout=${OP_MS}ms"
@@ -114,7 +116,7 @@ done
 section "an HTTP server answering each request in 1.9 s, with 16 path sets to try"
 port=$(free_port)
 mkdir -p "$T/web"
-python3 "$T/hostile_http.py" "$port" "$T/web" "$LOG" "$T/mode" &
+"$PY" "$T/hostile_http.py" "$port" "$T/web" "$LOG" "$T/mode" &
 track_pid $!
 wait_port "$port"
 export CACHET_REMOTE="http://127.0.0.1:$port op-timeout=${OP_MS}ms"
