@@ -8,9 +8,9 @@
 
 #include <stddef.h>
 
-/* 1 when a variable or option name looks like it names a secret: it
- * contains KEY, TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL or AUTH (any
- * case). */
+/* 1 when a variable, option or header name looks like it names a secret:
+ * it contains KEY, TOKEN, SECRET, PASS (PASSWORD, PASSWD, DB_PASS),
+ * CREDENTIAL, AUTH, COOKIE or SESSION (any case). */
 int redact_is_secret_name(const char *name, size_t len);
 
 /* A malloc'd copy of one argv element or NAME=VALUE string with the value
@@ -19,5 +19,11 @@ int redact_is_secret_name(const char *name, size_t len);
  * before it (or NULL): after a bare "--password" or "--token" the whole
  * element is hidden. */
 char *redact_arg(const char *arg, const char *prev);
+
+/* The same for argv[i], which also hides what only the command line as a
+ * whole shows: "-pPASSWORD" of mysql and its kin (argv[0]), the password of
+ * "-u user:password" (curl), "user:password@" in URLs, "Authorization:" and
+ * other secret-named headers, "Bearer TOKEN". */
+char *redact_argv(char *const *argv, size_t i);
 
 #endif

@@ -77,6 +77,12 @@ void remote_config_free(struct remote_config *c);
 /* url with any user:password@ and secret-looking query values replaced by
  * "***" (malloc'd). */
 char *remote_redact_url(const char *url);
+/* A whole `remote` setting (comma-separated URLs with attributes) as shown:
+ * every URL through remote_redact_url, bearer-token= and other secret
+ * attributes as "***". malloc'd. */
+char *remote_redact_setting(const char *text);
+/* 1 when the setting holds a credential (what remote_redact_setting hides). */
+int remote_setting_has_credentials(const char *text);
 
 /* ---- the client: tiers of servers, tried in order ---- */
 
@@ -111,6 +117,16 @@ int remote_tier_is_read_only(const struct remote_client *c, size_t tier);
 int remote_tier_is_resting(const struct remote_client *c, size_t tier);
 /* Ignore the breakers (cachet remote flush tries anyway). */
 void remote_client_ignore_breakers(struct remote_client *c, int ignore);
+/* Between these, op-timeout is the budget of all the requests to a server
+ * together (one lookup), not of each. */
+void remote_client_lookup_begin(struct remote_client *c);
+void remote_client_lookup_end(struct remote_client *c);
+/* The server that holds key answered garbage (a record that does not
+ * decode, a blob that does not match its digest): it is skipped, by every
+ * process on this cache, as one that is down (the circuit breaker), with
+ * why as its last error. */
+void remote_client_fault(struct remote_client *c, size_t tier, const struct digest *key,
+			 const char *why);
 
 /* ns is "ac" or "cas". get: REMOTE_FOUND with *data (malloc'd, at most max
  * bytes), REMOTE_ABSENT, or a failure code with e set. A failing server
@@ -155,6 +171,10 @@ void remote_key_entry(const struct digest *s, struct digest *out);
 
 #define REMOTE_MAX_PATHSETS 16           /* kept per weak key, newest first */
 #define REMOTE_MAX_PATHSETS_BYTES (8u << 20)
+/* Largest path set a reader decodes (some 170,000 observations): a hostile
+ * record of millions of observations costs every step seconds of CPU. A
+ * real build step's is tens of kilobytes. */
+#define REMOTE_MAX_PATHSET_BYTES (1u << 20)
 #define REMOTE_MAX_RECORD (64u << 20)    /* largest path-set list or entry accepted */
 
 #define REMOTE_PUBKEY_LEN 32

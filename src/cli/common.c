@@ -255,7 +255,7 @@ char *cli_command_line(char *const *argv)
 	struct buf b;
 	buf_init(&b);
 	for (size_t i = 0; argv[i]; i++) {
-		char *shown = redact_arg(argv[i], i ? argv[i - 1] : NULL);
+		char *shown = redact_argv(argv, i);
 		if (i)
 			buf_addch(&b, ' ');
 		if (!needs_quotes(shown)) {

@@ -14,7 +14,7 @@ static char *shown_value(const char *key, const char *text)
 		return xstrdup("");
 	if (strcmp(key, "remote") != 0)
 		return xstrdup(text);
-	return remote_redact_url(text);
+	return remote_redact_setting(text);
 }
 
 static int list_all(const struct settings *st)

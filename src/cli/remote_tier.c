@@ -273,6 +273,8 @@ static int fetch_blobs(struct ctx *x, size_t tier, struct result *res)
 			if (len != refs[i].size || !digest_equal(&d, &refs[i].digest)) {
 				count(x, "remote_corrupt");
 				note(x, "a blob does not match its digest", NULL);
+				remote_client_fault(x->client, tier, &refs[i].digest,
+						    "a blob does not match its digest");
 				rc = 1;
 			} else if (store_put_blob_mem(x->store, data, len, &got, &e) < 0) {
 				count(x, "errors");
@@ -340,11 +342,32 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 	if (pathset_decode(set->body, set->len, &ps, &e) < 0) {
 		count(x, "remote_corrupt");
 		note(x, "corrupt path set", &e);
+		struct digest kw;
+		remote_key_pathsets(w, &kw);
+		remote_client_fault(x->client, tier, &kw, "corrupt path set");
 		return 0;
 	}
 	if (portable_localise_pathset(&ps, &step->bases) < 0) {
 		pathset_free(&ps);
 		return 0; /* recorded under a base that is not set here */
+	}
+	/* A step observes at least its program: an entry that depends on
+	 * nothing would be stored locally and hit for ever, whatever the
+	 * sources hold. */
+	if (ps.nobs == 0) {
+		count(x, "remote_refused");
+		note(x, "path set with no observation refused", NULL);
+		pathset_free(&ps);
+		return 0;
+	}
+	const char *outside = trust_required(x) == 0 ? remote_pathset_outside(&ps, step) : NULL;
+	if (outside) {
+		count(x, "remote_refused");
+		struct error why = { 0 };
+		error_set(&why, "%s", outside);
+		note(x, "unsigned path set naming a path outside the step's roots refused", &why);
+		pathset_free(&ps);
+		return 0;
 	}
 	struct buf values, result_body;
 	buf_init(&values);
@@ -375,6 +398,8 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 		/* Garbage, or an entry stored under another key than it names. */
 		count(x, "remote_corrupt");
 		note(x, "corrupt entry", &e);
+		remote_client_fault(x->client, tier, &key, "corrupt entry");
+		rc = -1;
 		goto out;
 	}
 	if (!entry_trusted(x, &en)) {
@@ -386,6 +411,8 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 	if (result_decode(en.result, en.result_len, &res, &e) < 0) {
 		count(x, "remote_corrupt");
 		note(x, "corrupt result", &e);
+		remote_client_fault(x->client, tier, &key, "corrupt result");
+		rc = -1;
 		goto out;
 	}
 	/* The local copy keeps the portable form, with the values found
@@ -449,6 +476,7 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 	struct digest kw;
 	int hit = 0, asked = 0;
 	remote_key_pathsets(w, &kw);
+	remote_client_lookup_begin(x.client);
 	for (size_t t = 0; t < remote_client_tiers(x.client) && !hit; t++) {
 		void *data = NULL;
 		size_t len = 0;
@@ -474,6 +502,7 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 		if (remote_pathsets_decode(data, len, &list, &e) < 0) {
 			count(&x, "remote_corrupt");
 			note(&x, "corrupt path-set list", &e);
+			remote_client_fault(x.client, t, &kw, "corrupt path-set list");
 		} else {
 			for (size_t i = 0; i < list.n && !hit; i++) {
 				int r = try_pathset(&x, t, step, dc, w, &list.sets[i], exit_code);
@@ -485,6 +514,7 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 		}
 		free(data);
 	}
+	remote_client_lookup_end(x.client);
 	if (hit) {
 		store_count(s, "hits", 1);
 		count(&x, "remote_hits");

@@ -38,6 +38,12 @@ const char *remote_tier_home(void);
 int remote_tier_lookup(struct store *s, const struct step *step, struct digest_cache *dc,
 		       int *exit_code);
 
+/* The first path of an untrusted remote path set (localised) that lies
+ * outside the step's roots and toolchain (remote_roots.c), or NULL when
+ * every one is inside. */
+struct pathset;
+const char *remote_pathset_outside(const struct pathset *ps, const struct step *step);
+
 /* After a miss stored its entry: writes an upload job to the spool and
  * starts a background drainer if none runs. Never waits for the network.
  * rec is in the stored, portable form (portable_record). */

@@ -688,9 +688,10 @@ static int save(const char *path, const struct buf *page)
 		free(tmp);
 		return -1;
 	}
-	mode_t mask = umask(0);
-	umask(mask);
-	int ok = write_all_fd(fd, page->data, page->len) == 0 && fchmod(fd, 0666 & ~mask) == 0;
+	/* 0600, whatever the umask: the page holds command lines, and their
+	 * redaction (util/redact.c) is a heuristic. Shared on purpose, it is
+	 * one chmod away. */
+	int ok = write_all_fd(fd, page->data, page->len) == 0 && fchmod(fd, 0600) == 0;
 	ok = close(fd) == 0 && ok;
 	if (!ok || rename(tmp, path) < 0) {
 		cli_error("report: cannot write %s: %s", path, strerror(errno));

@@ -301,7 +301,7 @@ void repro_render_json(const struct repro *r, struct buf *out)
 	for (size_t i = 0; r->argv[i]; i++) {
 		if (i)
 			buf_addstr(out, ", ");
-		char *shown = redact_arg(r->argv[i], i ? r->argv[i - 1] : NULL);
+		char *shown = redact_argv(r->argv, i);
 		json_str(out, shown);
 		free(shown);
 	}

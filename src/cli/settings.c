@@ -14,6 +14,7 @@
 #include "cachet/buf.h"
 #include "cachet/path.h"
 #include "cachet/remote.h"
+#include "cli/cli.h"
 
 const struct setting_def setting_defs[] = {
 	{ "dir", SETTING_STRING, NULL, 0, 0,
@@ -292,12 +293,57 @@ static int load_stream(struct settings *s, FILE *f, const char *path, struct err
 	return rc;
 }
 
+/* 1 when a configuration file's text holds a credential: a `remote` line
+ * with a password in a URL or a bearer token. Such a file is written 0600. */
+static int holds_credentials(const char *text, size_t len)
+{
+	int found = 0;
+	for (const char *p = text, *end = text + len; p < end && !found;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char *line = xstrndup(p, n);
+		char *k = trim(line);
+		char *eq = strchr(k, '=');
+		if (*k != '#' && eq) {
+			*eq = '\0';
+			found = !strcmp(trim(k), "remote") && remote_setting_has_credentials(trim(eq + 1));
+		}
+		free(line);
+		p += n + 1;
+	}
+	return found;
+}
+
+/* A credential in a file others can read: said once per process, since
+ * every command reads the configuration. */
+static void warn_if_exposed(FILE *f, const char *path)
+{
+	static int warned;
+	struct stat st;
+	if (warned || fstat(fileno(f), &st) < 0 || !(st.st_mode & 077) || st.st_size > (1 << 20))
+		return;
+	struct buf text;
+	buf_init(&text);
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		buf_add(&text, chunk, n);
+	rewind(f);
+	if (holds_credentials(text.data ? text.data : "", text.len)) {
+		warned = 1;
+		cli_warn("%s holds a credential and is readable by others (mode %04o): chmod 600 it",
+			 path, (unsigned)(st.st_mode & 07777));
+	}
+	buf_free(&text);
+}
+
 /* Applies the file's settings; a missing file is no error. */
 static int load_file(struct settings *s, const char *path, struct error *e)
 {
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : error_errno(e, "%s", path);
+	warn_if_exposed(f, path);
 	int rc = load_stream(s, f, path, e);
 	fclose(f);
 	return rc;
@@ -527,7 +573,8 @@ int settings_write(const char *file, const char *key, const char *value, struct 
 	int rc = -1;
 	if (fd < 0) {
 		error_errno(e, "%s", dir);
-	} else if (write(fd, out.data, out.len) != (ssize_t)out.len || fchmod(fd, 0644) < 0) {
+	} else if (write(fd, out.data, out.len) != (ssize_t)out.len ||
+		   fchmod(fd, holds_credentials(out.data, out.len) ? 0600 : 0644) < 0) {
 		error_errno(e, "%s", tmp);
 		close(fd);
 		unlink(tmp);

@@ -55,7 +55,7 @@ char *explain_display_path(const char *path, const char *cwd)
 
 static char *shown_arg(char *const *argv, size_t i)
 {
-	return redact_arg(argv[i], i ? argv[i - 1] : NULL);
+	return redact_argv(argv, i);
 }
 
 static size_t argc_of(char *const *argv)

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#define REMOTE_PLUGIN_ABI 1
+#define REMOTE_PLUGIN_ABI 2
 #define REMOTE_PLUGIN_SYMBOL "cachet_remote_plugin_v1"
 
 struct remote_backend_spec {
@@ -43,6 +43,9 @@ struct remote_backend {
 	int (*put)(void *conn, const char *ns, const char *hex, const void *data, size_t len,
 		   char *err, size_t errlen);
 	void (*close)(void *conn);
+	/* The time the next request may take in all (connection, sending,
+	 * waiting, receiving), in ms: what is left of a lookup's budget. */
+	void (*set_timeout)(void *conn, long ms);
 };
 
 /* A plugin's one exported function, REMOTE_PLUGIN_SYMBOL: its backend when

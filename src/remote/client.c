@@ -51,6 +51,7 @@ struct remote_client {
 	struct tier *tiers;
 	size_t ntiers;
 	int ignore_breakers;
+	int64_t lookup_start_ms; /* CLOCK_MONOTONIC; 0 outside a lookup */
 };
 
 char *remote_plugin_dir(const char *self_exe)
@@ -252,6 +253,53 @@ static void guard_end(struct pipe_guard *g)
 	sigprocmask(SIG_SETMASK, &g->old, NULL);
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void remote_client_lookup_begin(struct remote_client *c)
+{
+	c->lookup_start_ms = mono_ms();
+}
+
+void remote_client_lookup_end(struct remote_client *c)
+{
+	c->lookup_start_ms = 0;
+}
+
+/* What the next request to sh may take: op-timeout, or within a lookup what
+ * is left of it since the lookup began (a server answering each request
+ * just under op-timeout would otherwise hold a step for one op-timeout per
+ * path set it lists). 0 when nothing is left. */
+static long budget_ms(const struct remote_client *c, const struct shard *sh)
+{
+	long op = sh->spec->op_timeout_ms;
+	if (!c->lookup_start_ms)
+		return op;
+	int64_t left = (int64_t)op - (mono_ms() - c->lookup_start_ms);
+	return left > 0 ? (long)left : 0;
+}
+
+/* sh, its next request given what is left of the budget; NULL (the server
+ * failed: too slow) when nothing is. */
+static struct shard *with_budget(struct remote_client *c, struct shard *sh, int *code,
+				 struct error *e)
+{
+	long ms = budget_ms(c, sh);
+	if (ms <= 0) {
+		fail_shard(c, sh, "the lookup took longer than op-timeout");
+		*code = REMOTE_ERROR;
+		error_set(e, "%s: the lookup took longer than op-timeout (%ld ms)", sh->spec->shown,
+			  sh->spec->op_timeout_ms);
+		return NULL;
+	}
+	backend_of(c, sh)->set_timeout(sh->conn, ms);
+	return sh;
+}
+
 /* The server for key, connected; or NULL with *code set. */
 static struct shard *ready(struct remote_client *c, size_t tier, const struct digest *key,
 			   int *code, struct error *e)
@@ -274,7 +322,7 @@ static struct shard *ready(struct remote_client *c, size_t tier, const struct di
 		return NULL;
 	}
 	if (sh->conn)
-		return sh;
+		return with_budget(c, sh, code, e);
 	const struct remote_spec *s = sh->spec;
 	struct remote_backend_spec bs = {
 		.base_url = s->base_url,
@@ -307,7 +355,7 @@ static struct shard *ready(struct remote_client *c, size_t tier, const struct di
 		error_set(e, "%s: %s", s->shown, err);
 		return NULL;
 	}
-	return sh;
+	return with_budget(c, sh, code, e);
 }
 
 static void hex_of(const struct digest *key, char *hex)
@@ -333,10 +381,17 @@ int remote_get(struct remote_client *c, size_t tier, const char *ns, const struc
 	if (rc == 0)
 		return REMOTE_ABSENT;
 	error_set(e, "%s: %s", sh->spec->shown, err);
-	if (rc == -3)
-		return REMOTE_TOO_LARGE;
+	/* Too much is garbage: the server is skipped as if it were down. */
 	fail_shard(c, sh, err);
-	return REMOTE_ERROR;
+	return rc == -3 ? REMOTE_TOO_LARGE : REMOTE_ERROR;
+}
+
+void remote_client_fault(struct remote_client *c, size_t tier, const struct digest *key,
+			 const char *why)
+{
+	struct shard *sh = pick(c, tier, key);
+	if (!sh->dead)
+		fail_shard(c, sh, why);
 }
 
 int remote_exists(struct remote_client *c, size_t tier, const char *ns, const struct digest *key,

@@ -118,6 +118,66 @@ char *remote_redact_url(const char *url)
 	return buf_detach(&b, NULL);
 }
 
+/* One attribute as shown: bearer-token= and any other secret-named one
+ * lose their value (bearer-token-file= and auth-file= name files). */
+static void add_attribute_shown(struct buf *b, const char *attr, size_t n)
+{
+	const char *eq = memchr(attr, '=', n);
+	size_t name = eq ? (size_t)(eq - attr) : n;
+	int is_file = name > 5 && !strncmp(attr + name - 5, "-file", 5);
+	if (eq && !is_file && redact_is_secret_name(attr, name)) {
+		buf_add(b, attr, name + 1);
+		buf_addstr(b, "***");
+	} else {
+		buf_add(b, attr, n);
+	}
+}
+
+char *remote_redact_setting(const char *text)
+{
+	struct buf b;
+	buf_init(&b);
+	for (const char *item = text;;) {
+		size_t n = strcspn(item, ",");
+		/* Each word: the URL, then its attributes, spacing kept. */
+		int first = 1;
+		for (size_t i = 0; i < n;) {
+			size_t sp = strspn(item + i, " \t");
+			buf_add(&b, item + i, sp);
+			i += sp;
+			size_t w = strcspn(item + i, " \t,");
+			if (w > n - i)
+				w = n - i;
+			if (!w)
+				break;
+			char *word = xstrndup(item + i, w);
+			if (first && strstr(word, "://")) {
+				char *shown = remote_redact_url(word);
+				buf_addstr(&b, shown);
+				free(shown);
+			} else {
+				add_attribute_shown(&b, word, w);
+			}
+			free(word);
+			first = 0;
+			i += w;
+		}
+		if (!item[n])
+			break;
+		buf_addch(&b, ',');
+		item += n + 1;
+	}
+	return buf_detach(&b, NULL);
+}
+
+int remote_setting_has_credentials(const char *text)
+{
+	char *shown = remote_redact_setting(text);
+	int differs = strcmp(shown, text) != 0;
+	free(shown);
+	return differs;
+}
+
 /* "250", "250ms", "2s", "1.5s" -> milliseconds. */
 static int parse_ms(const char *v, long *out)
 {

@@ -98,8 +98,10 @@ int remote_pathsets_decode(const void *data, size_t len, struct remote_pathsets 
 	if (reader_u32(&r) != PATHSETS_MAGIC || reader_u32(&r) != WIRE_VERSION || r.failed)
 		return error_set(e, "remote path sets: bad magic or version");
 	unsigned long long size = ZSTD_getFrameContentSize(r.p, r.left);
+	/* Writers keep the list under REMOTE_MAX_PATHSETS_BYTES: more is a
+	 * hostile record, refused before it is decompressed. */
 	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN ||
-	    size > REMOTE_MAX_RECORD)
+	    size > REMOTE_MAX_RECORD || size > REMOTE_MAX_PATHSETS_BYTES + (1u << 20))
 		return error_set(e, "remote path sets: bad compressed frame");
 	void *plain = xmalloc(size ? size : 1);
 	size_t got = ZSTD_decompress(plain, size, r.p, r.left);
@@ -117,7 +119,7 @@ int remote_pathsets_decode(const void *data, size_t len, struct remote_pathsets 
 		reader_raw(&r, ps->digest.b, DIGEST_LEN);
 		size_t blen;
 		const void *body = reader_bytes(&r, &blen);
-		if (!body)
+		if (!body || blen > REMOTE_MAX_PATHSET_BYTES)
 			goto corrupt;
 		struct digest check;
 		digest_bytes(body, blen, &check);

@@ -20,6 +20,7 @@ struct http_conn {
 	long connect_ms, op_ms;
 	struct curl_slist *headers;
 	char errbuf[CURL_ERROR_SIZE];
+	CURLcode curl_rc; /* of the last request */
 };
 
 struct sink {
@@ -155,6 +156,7 @@ static void prepare(struct http_conn *c, const char *ns, const char *hex)
 static int perform(struct http_conn *c, long *status, char *err, size_t errlen)
 {
 	CURLcode rc = curl_easy_perform(c->h);
+	c->curl_rc = rc;
 	if (rc != CURLE_OK) {
 		snprintf(err, errlen, "%s", c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
 		return -1;
@@ -169,13 +171,16 @@ static int http_get(void *conn, const char *ns, const char *hex, size_t max, voi
 	struct http_conn *c = conn;
 	struct sink s = { .max = max };
 	prepare(c, ns, hex);
+	/* A Content-Length over max fails before a byte of the body is read
+	 * (on_body bounds a body sent without one). */
+	curl_easy_setopt(c->h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
 	curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c->h, CURLOPT_WRITEDATA, &s);
 	long status = 0;
 	int rc = perform(c, &status, err, errlen);
 	if (rc < 0 || status != 200) {
 		free(s.data);
-		if (s.too_large) {
+		if (s.too_large || c->curl_rc == CURLE_FILESIZE_EXCEEDED) {
 			snprintf(err, errlen, "answer larger than %zu bytes", max);
 			return -3;
 		}
@@ -236,6 +241,11 @@ static int http_put(void *conn, const char *ns, const char *hex, const void *dat
 	return 0;
 }
 
+static void http_set_timeout(void *conn, long ms)
+{
+	((struct http_conn *)conn)->op_ms = ms > 0 ? ms : 1;
+}
+
 static const struct remote_backend http_backend = {
 	.abi = REMOTE_PLUGIN_ABI,
 	.open = http_open,
@@ -243,6 +253,7 @@ static const struct remote_backend http_backend = {
 	.exists = http_exists,
 	.put = http_put,
 	.close = http_close,
+	.set_timeout = http_set_timeout,
 };
 
 /* The plugin's entry point (libcachet-remote-http.so). */

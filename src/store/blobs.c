@@ -156,11 +156,14 @@ static int tmp_create(struct store *s, struct tmpfile *t, struct error *e)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
 		t->path = NULL;
-		t->fd = unnamed_open(AT_FDCWD, s->tmp_dir, O_RDWR | O_CLOEXEC);
+		int dir = store_openat(s, s->tmp_dir, O_PATH | O_DIRECTORY, 0);
+		t->fd = dir >= 0 ? unnamed_open(dir, ".", O_RDWR | O_CLOEXEC) : -1;
+		if (dir >= 0)
+			close(dir);
 		if (t->fd >= 0)
 			return 0;
 		t->path = xasprintf("%s/blob.XXXXXX", s->tmp_dir);
-		t->fd = mkostemp(t->path, O_CLOEXEC);
+		t->fd = store_mkstemp(s, t->path);
 		if (t->fd >= 0)
 			return 0;
 		int err = errno;
@@ -175,12 +178,12 @@ static int tmp_create(struct store *s, struct tmpfile *t, struct error *e)
 	return error_errno(e, "creating a temporary file in %s", s->tmp_dir);
 }
 
-static void tmp_discard(struct tmpfile *t)
+static void tmp_discard(const struct store *s, struct tmpfile *t)
 {
 	if (t->fd >= 0)
 		close(t->fd);
 	if (t->path)
-		unlink(t->path);
+		store_unlink(s, t->path);
 	free(t->path);
 	t->fd = -1;
 	t->path = NULL;
@@ -194,29 +197,41 @@ static int tmp_install(struct store *s, struct tmpfile *t, const struct digest *
 {
 	if (fchmod(t->fd, 0444) < 0) {
 		error_errno(e, "chmod of a temporary file in %s", s->tmp_dir);
-		tmp_discard(t);
+		tmp_discard(s, t);
 		return -1;
 	}
 	char *dest = blob_path(s, d, form);
 	int rc = -1;
 	for (int attempt = 0; attempt < 3; attempt++) {
-		if (!t->path) {
+		const char *leaf;
+		int parent = store_parent(s, dest, &leaf);
+		if (parent < 0) {
+			rc = -1;
+		} else if (!t->path) {
 			/* A link never replaces what is there, as RENAME_NOREPLACE. */
-			rc = unnamed_link(t->fd, AT_FDCWD, dest);
+			rc = unnamed_link(t->fd, parent, leaf);
 		} else {
-			rc = renameat2(AT_FDCWD, t->path, AT_FDCWD, dest, RENAME_NOREPLACE);
+			rc = store_rename(s, t->path, dest, RENAME_NOREPLACE);
 			if (rc < 0 && errno == EINVAL)
-				rc = rename(t->path, dest); /* file system without RENAME_NOREPLACE */
+				rc = store_rename(s, t->path, dest, 0); /* file system without RENAME_NOREPLACE */
 		}
+		int err = errno;
 		struct stat there;
-		if (rc < 0 && errno == EEXIST && lstat(dest, &there) == 0 && !S_ISREG(there.st_mode)) {
+		if (rc < 0 && err == EEXIST &&
+		    fstatat(parent, leaf, &there, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(there.st_mode)) {
 			/* A directory or symlink where the blob belongs is no blob
 			 * (readers skip it): kept, it would block this content for
 			 * good. */
-			if (unlink(dest) < 0 && rmdir(dest) < 0)
+			int gone = unlinkat(parent, leaf, 0) == 0 ||
+				   unlinkat(parent, leaf, AT_REMOVEDIR) == 0;
+			close(parent);
+			if (!gone)
 				break;
 			continue;
 		}
+		if (parent >= 0)
+			close(parent);
+		errno = err;
 		if (rc == 0 || errno != ENOENT)
 			break;
 		char *dir = xstrndup(dest, strlen(s->blobs_dir) + 3);
@@ -230,13 +245,13 @@ static int tmp_install(struct store *s, struct tmpfile *t, const struct digest *
 		}
 	}
 	if (rc < 0 && errno == EEXIST) {
-		tmp_discard(t);
+		tmp_discard(s, t);
 		free(dest);
 		return 0;
 	}
 	if (rc < 0) {
 		error_errno(e, "storing blob %s", dest);
-		tmp_discard(t);
+		tmp_discard(s, t);
 		free(dest);
 		return -1;
 	}
@@ -421,7 +436,7 @@ static int put_fd_small(struct store *s, int fd, uint64_t size, const struct dig
 		hasher_abort(&h);
 	}
 	if (rc < 0 || changed) {
-		tmp_discard(&z);
+		tmp_discard(s, &z);
 		return rc < 0 ? -1 : changed_error(e);
 	}
 	out->digest = *expected;
@@ -433,11 +448,11 @@ static int put_fd_small(struct store *s, int fd, uint64_t size, const struct dig
 	}
 	struct tmpfile r = {-1, NULL};
 	if (tmp_create(s, &r, e) < 0 || unpack(s, z.fd, r.fd, e) < 0) {
-		tmp_discard(&z);
-		tmp_discard(&r);
+		tmp_discard(s, &z);
+		tmp_discard(s, &r);
 		return -1;
 	}
-	tmp_discard(&z);
+	tmp_discard(s, &z);
 	out->form = BLOB_RAW;
 	return tmp_install(s, &r, expected, BLOB_RAW, e);
 }
@@ -453,11 +468,11 @@ static int put_fd_large(struct store *s, int fd, const struct digest *expected,
 	uint64_t copied = 0, hashed = 0;
 	struct digest got;
 	if (copy_file_data(fd, r.fd, &copied, e) < 0 || digest_fd(r.fd, &got, &hashed, e) < 0) {
-		tmp_discard(&r);
+		tmp_discard(s, &r);
 		return error_wrap(e, "storing content");
 	}
 	if (!digest_equal(&got, expected)) {
-		tmp_discard(&r);
+		tmp_discard(s, &r);
 		return changed_error(e);
 	}
 	out->digest = *expected;
@@ -467,9 +482,9 @@ static int put_fd_large(struct store *s, int fd, const struct digest *expected,
 }
 
 /* The uncompressed size of a stored .zst blob, from its frame header. */
-static int zstd_blob_size(const char *path, uint64_t *size)
+static int zstd_blob_size(const struct store *s, const char *path, uint64_t *size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = store_openat(s, path, O_RDONLY, 0);
 	if (fd < 0)
 		return -1;
 	unsigned char head[18]; /* ZSTD_FRAMEHEADERSIZE_MAX */
@@ -495,9 +510,9 @@ static int reuse_existing(struct store *s, const struct digest *d, struct blob_r
 	if (found <= 0)
 		return found;
 	uint64_t size = (uint64_t)st.st_size;
-	if (form == BLOB_ZSTD && zstd_blob_size(path, &size) < 0) {
+	if (form == BLOB_ZSTD && zstd_blob_size(s, path, &size) < 0) {
 		/* Unreadable header: this copy is damaged; store a new one. */
-		unlink(path);
+		store_unlink(s, path);
 		store_count(s, "corrupt_blobs", 1);
 		free(path);
 		return 0;
@@ -539,7 +554,7 @@ static int write_tmp_blob(struct store *s, const void *data, size_t len,
 		return -1;
 	if (pwrite_all(t.fd, data, len, 0) < 0) {
 		error_errno(e, "writing a temporary file");
-		tmp_discard(&t);
+		tmp_discard(s, &t);
 		return -1;
 	}
 	return tmp_install(s, &t, d, form, e);
@@ -580,13 +595,13 @@ int store_put_blob_mem(struct store *s, const void *data, size_t len, struct blo
 
 int blobs_remove_all(struct store *s, struct error *e)
 {
-	DIR *top = opendir(s->blobs_dir);
+	DIR *top = store_opendir(s, s->blobs_dir);
 	if (!top)
 		return errno == ENOENT ? 0 : error_errno(e, "%s", s->blobs_dir);
 	int rc = 0;
 	struct dirent *de;
 	while ((de = readdir(top))) {
-		if (de->d_name[0] == '.')
+		if (!store_blob_dir_name(de->d_name))
 			continue;
 		int sub = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0)
@@ -598,7 +613,8 @@ int blobs_remove_all(struct store *s, struct error *e)
 		}
 		struct dirent *f;
 		while ((f = readdir(d))) {
-			if (f->d_name[0] == '.')
+			/* Only blobs: whatever else is there is not cachet's. */
+			if (!store_blob_name(f->d_name))
 				continue;
 			if (unlinkat(dirfd(d), f->d_name, 0) < 0 && errno != ENOENT && rc == 0)
 				rc = error_errno(e, "removing %s/%s/%s", s->blobs_dir, de->d_name,

@@ -38,10 +38,10 @@ static int counters_map(struct store *s)
 	int writable = !s->readonly;
 	int fd = -1;
 	if (writable)
-		fd = store_create_mode(s, open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s->file_mode));
+		fd = store_create_mode(s, store_openat(s, path, O_RDWR | O_CREAT, s->file_mode));
 	if (fd < 0) {
 		writable = 0;
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		fd = store_openat(s, path, O_RDONLY, 0);
 	}
 	free(path);
 	if (fd < 0)

@@ -209,14 +209,14 @@ static void moved_push(struct evict *ev, char *from, char *to)
 static int remove_in_txn(struct evict *ev, const char *path)
 {
 	char *to = xasprintf("%s/evict.%ld.%lu", ev->s->tmp_dir, (long)getpid(), ev->seq++);
-	if (rename(path, to) == 0) {
+	if (store_rename(ev->s, path, to, 0) == 0) {
 		moved_push(ev, xstrdup(path), to);
 		return 1;
 	}
 	free(to);
 	/* tmp/ missing or elsewhere: delete now. A failed commit then leaves
 	 * an entry without its blob, which a lookup treats as a miss. */
-	if (unlink(path) == 0)
+	if (errno != ELOOP && errno != EXDEV && store_unlink(ev->s, path) == 0)
 		return 1;
 	return 0;
 }
@@ -225,9 +225,9 @@ static void moved_finish(struct evict *ev, int committed)
 {
 	for (size_t i = 0; i < ev->nmoved; i++) {
 		if (committed)
-			unlink(ev->moved[i].to);
+			store_unlink(ev->s, ev->moved[i].to);
 		else
-			rename(ev->moved[i].to, ev->moved[i].from);
+			store_rename(ev->s, ev->moved[i].to, ev->moved[i].from, 0);
 		free(ev->moved[i].from);
 		free(ev->moved[i].to);
 	}
@@ -507,13 +507,16 @@ static int64_t file_age_s(const struct stat *st)
 /* Files in tmp/ left by crashed processes (and by a crashed eviction). */
 static void sweep_tmp(struct evict *ev)
 {
-	DIR *d = opendir(ev->s->tmp_dir);
+	DIR *d = store_opendir(ev->s, ev->s->tmp_dir);
 	if (!d)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		struct stat st;
-		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		/* Only what cachet itself names there: a cache directory set by
+		 * mistake, or a member of a group cache, may have put others. */
+		if (!store_tmp_name(de->d_name) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		/* mtime only: a rename into tmp/ (evict.*) keeps the blob's old
 		 * mtime, and writes in progress keep it fresh. */
@@ -537,13 +540,13 @@ static void list_old_blob_files(struct evict *ev, struct loose_blob **out, size_
 	*out = NULL;
 	*n = 0;
 	size_t alloc = 0;
-	DIR *top = opendir(ev->s->blobs_dir);
+	DIR *top = store_opendir(ev->s, ev->s->blobs_dir);
 	if (!top)
 		return;
 	struct dirent *de;
 	uint64_t dirs = 0;
 	while ((de = readdir(top))) {
-		if (strlen(de->d_name) != 2 || de->d_name[0] == '.')
+		if (!store_blob_dir_name(de->d_name))
 			continue;
 		progress(ev, "gc: listing blob directories", dirs++, 256);
 		int fd = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -599,7 +602,7 @@ static int sweep_blob_files(struct evict *ev, struct error *e)
 			rc = -1;
 		if (row == 0) {
 			rc = del_fp(ev, b[i].path, e);
-			if (rc == 0 && (ev->dry || unlink(b[i].path) == 0)) {
+			if (rc == 0 && (ev->dry || store_unlink(ev->s, b[i].path) == 0)) {
 				ev->pend.blobs++;
 				ev->pend.bytes_freed += b[i].size;
 			}
@@ -703,7 +706,7 @@ static char *stamp_path(const struct store *s)
 static void stamp_touch(const struct store *s)
 {
 	char *p = stamp_path(s);
-	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+	int fd = store_openat(s, p, O_WRONLY | O_CREAT, 0666);
 	if (fd >= 0) {
 		futimens(fd, NULL);
 		close(fd);
@@ -754,7 +757,7 @@ static int take_lock(struct store *s, int nowait, struct error *e)
 {
 	char *p = xasprintf("%s/%s", s->dir, LOCK_FILE);
 	/* Read-only is enough for flock: users sharing the cache can all lock. */
-	int fd = open(p, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+	int fd = store_openat(s, p, O_RDONLY | O_CREAT, 0666);
 	if (fd < 0) {
 		error_errno(e, "evicting: %s", p);
 		free(p);

@@ -126,7 +126,7 @@ static void mark_for_check(struct store *s)
 	if (s->readonly)
 		return;
 	char *marker = xasprintf("%s.check", s->index_path);
-	int fd = store_create_mode(s, open(marker, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s->file_mode));
+	int fd = store_create_mode(s, store_openat(s, marker, O_WRONLY | O_CREAT, s->file_mode));
 	if (fd >= 0)
 		close(fd);
 	free(marker);

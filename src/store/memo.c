@@ -29,7 +29,6 @@
 
 #include "cachet/buf.h"
 #include "cachet/fdio.h"
-#include "cachet/replace.h"
 #include "store/store_internal.h"
 
 #define MEMO_DIR "memo"
@@ -128,11 +127,11 @@ int store_memo_read(struct store *s, const struct digest *name, struct store_mem
 	if (s->network_fs)
 		return 0;
 	char *path = memo_path(s, name);
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int fd = store_openat(s, path, O_RDONLY | O_NONBLOCK, 0);
 	if (fd < 0) {
 		int err = errno;
 		if (err == ELOOP && !s->readonly)
-			unlink(path); /* a symlink where a memo belongs */
+			store_unlink(s, path); /* a symlink where a memo belongs */
 		free(path);
 		if (err == ENOENT)
 			return 0;
@@ -144,8 +143,14 @@ int store_memo_read(struct store *s, const struct digest *name, struct store_mem
 	int rc = -1;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > MEMO_MAX_BYTES) {
 		error_set(e, "memo %s: not a memo file", path);
-		if (!s->readonly && (unlink(path) < 0 && errno == EISDIR))
-			rmdir(path);
+		if (!s->readonly && (store_unlink(s, path) < 0 && errno == EISDIR)) {
+			const char *leaf;
+			int dir = store_parent(s, path, &leaf);
+			if (dir >= 0) {
+				unlinkat(dir, leaf, AT_REMOVEDIR);
+				close(dir);
+			}
+		}
 		goto out;
 	}
 	size_t len = (size_t)st.st_size;
@@ -155,7 +160,7 @@ int store_memo_read(struct store *s, const struct digest *name, struct store_mem
 		/* Damaged (or cut short by a crash of a file system without
 		 * ordered renames): drop it, the index still has the entry. */
 		if (!s->readonly)
-			unlink(path);
+			store_unlink(s, path);
 		error_set(e, "memo %s: damaged", path);
 		goto out;
 	}
@@ -181,7 +186,7 @@ int store_memo_write(struct store *s, const struct digest *name, const struct st
 	char *path = memo_path(s, name);
 	char *tmp = xasprintf("%s/memo.XXXXXX", s->tmp_dir);
 	int rc = -1;
-	int fd = store_create_mode(s, mkostemp(tmp, O_CLOEXEC));
+	int fd = store_create_mode(s, store_mkstemp(s, tmp));
 	if (fd < 0) {
 		error_errno(e, "writing a memo");
 		goto out;
@@ -189,14 +194,14 @@ int store_memo_write(struct store *s, const struct digest *name, const struct st
 	int wrote = write_all(fd, b.data, b.len);
 	if (close(fd) < 0 || wrote < 0) {
 		error_errno(e, "writing a memo");
-		unlink(tmp);
+		store_unlink(s, tmp);
 		goto out;
 	}
 	/* The step's memo is there from its last run, as a rule. */
-	if (replace_file(tmp, path, 1) < 0 &&
-	    (errno != ENOENT || store_mkdir(s, dir) < 0 || replace_file(tmp, path, 0) < 0)) {
+	if (store_replace(s, tmp, path, 1) < 0 &&
+	    (errno != ENOENT || store_mkdir(s, dir) < 0 || store_replace(s, tmp, path, 0) < 0)) {
 		error_errno(e, "writing a memo");
-		unlink(tmp);
+		store_unlink(s, tmp);
 		goto out;
 	}
 	rc = 0;
@@ -224,12 +229,12 @@ void store_memo_drop_all(struct store *s)
 	if (s->readonly)
 		return;
 	char *dir = memo_dir(s);
-	DIR *d = opendir(dir);
+	DIR *d = store_opendir(s, dir);
 	if (d) {
 		int dfd = dirfd(d);
 		struct dirent *de;
 		while ((de = readdir(d)) != NULL)
-			if (de->d_name[0] != '.')
+			if (store_digest_name(de->d_name))
 				unlinkat(dfd, de->d_name, 0);
 		closedir(d);
 	}

@@ -150,6 +150,16 @@ static int read_all(int fd, char *buf, size_t len)
 	return 0;
 }
 
+/* The frame's checksum is the writer's: another member of a group cache,
+ * or anyone who can write the cache, can put any valid frame of the right
+ * size in its place. The decompressed bytes are hashed as they come. */
+static int content_matches(const void *data, size_t len, const struct blob_ref *ref)
+{
+	struct digest d;
+	digest_bytes(data, len, &d);
+	return digest_equal(&d, &ref->digest);
+}
+
 static int decompress_whole(struct store *s, int fd, const char *path, uint64_t csize,
 			    const struct blob_ref *ref, struct sink *k, struct error *e)
 {
@@ -173,6 +183,8 @@ static int decompress_whole(struct store *s, int fd, const char *path, uint64_t 
 			rc = blob_corrupt(s, path, e, ZSTD_getErrorName(n));
 		else if (n != ref->size)
 			rc = size_mismatch(path, ref->size, n, e);
+		else if (!content_matches(out, n, ref))
+			rc = blob_corrupt(s, path, e, "content does not match its name");
 		else if (k->mem)
 			k->len = n;
 		else
@@ -199,6 +211,8 @@ static int decompress(struct store *s, int fd, const char *path, uint64_t csize,
 	char *outb = xmalloc(outcap);
 	size_t ret = 1; /* 0 once a whole frame, checksum included, was decoded */
 	int rc = 0;
+	struct hasher h;
+	hasher_init(&h, NULL);
 	for (;;) {
 		ssize_t n = read(fd, in, CHUNK);
 		if (n < 0 && errno == EINTR)
@@ -229,6 +243,7 @@ static int decompress(struct store *s, int fd, const char *path, uint64_t csize,
 				rc = size_mismatch(path, ref->size, k->len + ob.pos, e);
 				break;
 			}
+			hasher_update(&h, outb, ob.pos);
 			rc = sink_write(k, outb, ob.pos, e);
 		}
 		if (rc < 0)
@@ -236,12 +251,16 @@ static int decompress(struct store *s, int fd, const char *path, uint64_t csize,
 	}
 	free(in);
 	free(outb);
+	struct digest got;
+	hasher_final(&h, &got);
 	if (rc < 0)
 		return -1;
 	if (ret != 0)
 		return blob_corrupt(s, path, e, "truncated frame");
 	if (k->len != ref->size)
 		return size_mismatch(path, ref->size, k->len, e);
+	if (!digest_equal(&got, &ref->digest))
+		return blob_corrupt(s, path, e, "content does not match its name");
 	return 0;
 }
 

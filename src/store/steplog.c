@@ -30,7 +30,7 @@ void store_log_append(struct store *s, const struct store_log_entry *en, uint64_
 	buf_add_field(&line, en->command);
 	buf_addch(&line, '\n');
 	char *path = xasprintf("%s/steplog", s->dir);
-	int fd = store_create_mode(s, open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s->file_mode));
+	int fd = store_create_mode(s, store_openat(s, path, O_RDWR | O_APPEND | O_CREAT, s->file_mode));
 	if (fd >= 0) {
 		/* A line cut short (a full disk, a crash) must not swallow this
 		 * one: end it first. */
@@ -47,7 +47,7 @@ void store_log_append(struct store *s, const struct store_log_entry *en, uint64_
 			/* Several processes may rotate at once; each rename is atomic
 			 * and at worst one of them drops a generation early. */
 			char *old = xasprintf("%s/steplog.1", s->dir);
-			rename(path, old);
+			store_rename(s, path, old, 0);
 			free(old);
 		}
 		close(fd);

@@ -8,6 +8,7 @@
  * holds on it, SQLite's included.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,18 +67,33 @@ static char *absolute_dir(const char *dir)
 	return p;
 }
 
-static int make_layout(struct store *s)
+/* Makes the cache directory (unless it exists), opens its root and checks
+ * that it is a cache (store_claim_dir), then makes blobs/ and tmp/ in it. */
+static int make_layout(struct store *s, struct error *e)
 {
 	struct stat st;
 	int existed = stat(s->dir, &st) == 0;
-	if (path_mkdirs(s->dir, s->dir_mode) < 0)
+	if (!s->readonly && path_mkdirs(s->dir, s->dir_mode) < 0) {
+		if (errno != EACCES && errno != EPERM && errno != EROFS)
+			return error_errno(e, "creating cache directory %s", s->dir);
+		s->readonly = 1;
+	}
+	/* Keeps the setgid bit of a group cache's root, set by hand or
+	 * inherited, which its subdirectories inherit in turn. */
+	if (!existed && s->shared && !s->readonly && stat(s->dir, &st) == 0)
+		chmod(s->dir, s->dir_mode | (st.st_mode & S_ISGID));
+	if (store_root_open(s) < 0)
+		return error_errno(e, "cache directory %s", s->dir);
+	if (store_claim_dir(s, e) < 0)
 		return -1;
-	if (!existed && s->shared)
-		chmod(s->dir, s->dir_mode);
-	if (store_mkdir(s, s->blobs_dir) < 0 && errno != EEXIST)
-		return -1;
-	if (store_mkdir(s, s->tmp_dir) < 0 && errno != EEXIST)
-		return -1;
+	if (s->readonly)
+		return 0;
+	if ((store_mkdir(s, s->blobs_dir) < 0 && errno != EEXIST) ||
+	    (store_mkdir(s, s->tmp_dir) < 0 && errno != EEXIST)) {
+		if (errno != EACCES && errno != EPERM && errno != EROFS)
+			return error_errno(e, "creating cache directory %s", s->dir);
+		s->readonly = 1;
+	}
 	return 0;
 }
 
@@ -123,22 +139,12 @@ static int check_marked(struct store *s, struct error *e)
 		if (rc == SQLITE_OK)
 			rc = index_schema_check(s);
 		if (rc == SQLITE_OK)
-			unlink(marker);
+			store_unlink(s, marker);
 		else
 			error_set(e, "cache index %s failed its integrity check", s->index_path);
 	}
 	free(marker);
 	return rc;
-}
-
-int store_mkdir(const struct store *s, const char *path)
-{
-	if (mkdir(path, s->dir_mode) < 0)
-		return -1;
-	/* The process umask must not narrow a shared cache's modes. */
-	if (s->shared)
-		chmod(path, s->dir_mode);
-	return 0;
 }
 
 int store_create_mode(const struct store *s, int fd)
@@ -153,13 +159,19 @@ int store_create_mode(const struct store *s, int fd)
  * allows; SQLite gives -wal and -shm the index's mode). */
 static int index_mode(const struct store *s)
 {
+	/* Not chmod by path: a member of a group cache could have made
+	 * index.db a symlink to another member's private file. */
+	int fd = store_openat(s, s->index_path, O_RDONLY, 0);
 	struct stat st;
-	if (stat(s->index_path, &st) < 0)
-		return -1;
+	int rc = fd >= 0 && fstat(fd, &st) == 0 ? 0 : -1;
 	mode_t want = s->file_mode;
-	if ((st.st_mode & 07777) != want && chmod(s->index_path, want) < 0)
-		return -1;
-	return 0;
+	if (rc == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) != want)
+		rc = fchmod(fd, want);
+	int err = errno;
+	if (fd >= 0)
+		close(fd);
+	errno = err;
+	return rc;
 }
 
 static int on_commit(void *arg)
@@ -200,7 +212,8 @@ static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
 /* Opens the connection and sets up the schema. Returns an SQLite code. */
 static int connect(struct store *s, struct error *e)
 {
-	int flags = SQLITE_OPEN_NOMUTEX |
+	/* NOFOLLOW: index.db replaced by a symlink in a group cache. */
+	int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW |
 		    (s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 	int rc = sqlite3_open_v2(s->index_path, &s->db, flags, NULL);
 	if (rc != SQLITE_OK) {
@@ -255,14 +268,14 @@ static int set_aside(struct store *s, const struct stat *seen)
 	if (seen && (now.st_dev != seen->st_dev || now.st_ino != seen->st_ino))
 		return 0;
 	char *aside = xasprintf("%s.corrupt-%lld", s->index_path, (long long)time(NULL));
-	int rc = rename(s->index_path, aside);
+	int rc = store_rename(s, s->index_path, aside, 0);
 	static const char *const suffixes[] = {"-wal", "-shm", ".check"};
 	for (size_t i = 0; rc == 0 && i < sizeof suffixes / sizeof suffixes[0]; i++) {
 		char *from = xasprintf("%s%s", s->index_path, suffixes[i]);
 		char *to = xasprintf("%s%s", aside, suffixes[i]);
 		/* A stale -wal must never be replayed into the new index. */
-		if (rename(from, to) < 0 && errno != ENOENT)
-			unlink(from);
+		if (store_rename(s, from, to, 0) < 0 && errno != ENOENT)
+			store_unlink(s, from);
 		free(from);
 		free(to);
 	}
@@ -298,6 +311,7 @@ int store_open(const char *dir, unsigned flags, struct store **out, struct error
 		return error_set(e, "no cache directory given");
 	struct store *s = xcalloc(1, sizeof *s);
 	s->counters_fd = -1;
+	s->root_fd = -1;
 	s->zstd_level = STORE_DEFAULT_ZSTD_LEVEL;
 	s->dir = absolute_dir(dir);
 	if (!s->dir) {
@@ -313,13 +327,9 @@ int store_open(const char *dir, unsigned flags, struct store **out, struct error
 	mode_t mask = (mode_t)((flags >> 16) & 0777);
 	s->dir_mode = s->shared ? 0777 & ~mask : 0700;
 	s->file_mode = s->shared ? 0666 & ~mask : 0600;
-	if (!s->readonly && make_layout(s) < 0) {
-		if (errno != EACCES && errno != EPERM && errno != EROFS) {
-			error_errno(e, "creating cache directory %s", s->dir);
-			store_close(s);
-			return -1;
-		}
-		s->readonly = 1;
+	if (make_layout(s, e) < 0) {
+		store_close(s);
+		return -1;
 	}
 	if (!s->readonly && !dir_writable(s))
 		s->readonly = 1;
@@ -356,6 +366,8 @@ void store_close(struct store *s)
 	fp_queue_free(&s->fpq);
 	counters_close(s);
 	blobs_free_contexts(s);
+	if (s->root_fd >= 0)
+		close(s->root_fd);
 	free(s->dir);
 	free(s->index_path);
 	free(s->blobs_dir);

@@ -13,6 +13,7 @@
 #ifndef CACHET_STORE_INTERNAL_H
 #define CACHET_STORE_INTERNAL_H
 
+#include <dirent.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -81,6 +82,7 @@ struct store {
 	char *index_path; /* dir/index.db */
 	char *blobs_dir;  /* dir/blobs */
 	char *tmp_dir;    /* dir/tmp */
+	int root_fd;      /* O_PATH descriptor of dir: everything inside resolves from it */
 	int readonly;
 	int shared;       /* STORE_SHARED */
 	mode_t dir_mode;  /* 0700, or 0777 less the shared cache's mask */
@@ -122,12 +124,43 @@ int store_fs_is_network(long f_type);
 /* Sets a "store is read-only" error (code EROFS). Returns -1. */
 int store_readonly_error(struct error *e);
 
-/* mkdir with the store's directory mode, exactly (chmod in a shared
- * cache, where the process umask may be narrower). 0 or -1 with errno. */
-int store_mkdir(const struct store *s, const char *path);
 /* Gives a file just opened with O_CREAT the store's file mode in a shared
  * cache. Returns fd. */
 int store_create_mode(const struct store *s, int fd);
+
+/* ---- beneath.c: paths inside the cache (absolute, under dir), resolved
+ * from root_fd without following any symlink; EXDEV for a path outside,
+ * ELOOP for a symlink on the way. ---- */
+int store_root_open(struct store *s);
+/* path relative to the cache root ("." for the root), or NULL. */
+const char *store_rel(const struct store *s, const char *path);
+/* openat2 beneath the root; adds O_CLOEXEC, and O_NOFOLLOW unless O_PATH. */
+int store_openat(const struct store *s, const char *path, int flags, mode_t mode);
+/* An O_PATH descriptor of path's directory, *leaf pointing at its last name. */
+int store_parent(const struct store *s, const char *path, const char **leaf);
+int store_unlink(const struct store *s, const char *path);
+/* renameat2 with flags (0: renameat). */
+int store_rename(const struct store *s, const char *from, const char *to, unsigned flags);
+DIR *store_opendir(const struct store *s, const char *path);
+/* replace_file (cachet/replace.h) and mkostemp, beneath the root. */
+int store_replace(const struct store *s, const char *tmp, const char *path, int may_exist);
+int store_mkstemp(const struct store *s, char *tmpl);
+/* mkdir with the store's directory mode, exactly (chmod in a shared
+ * cache, where the process umask may be narrower), keeping an inherited
+ * setgid bit. 0 or -1 with errno. */
+int store_mkdir(const struct store *s, const char *path);
+
+/* ---- cachedir.c ---- */
+/* Checks that the open root is a cache (CACHEDIR.TAG), tagging an empty
+ * directory or one made by an older cachet. 0, or -1 with e set. */
+int store_claim_dir(struct store *s, struct error *e);
+/* 1 when name is one cachet gives files in tmp/ (cleanups remove nothing
+ * else), two hex digits (a directory in blobs/), a digest in hex (a memo),
+ * or a blob file's name (a digest in hex, then ".zst" when compressed). */
+int store_tmp_name(const char *name);
+int store_blob_dir_name(const char *name);
+int store_digest_name(const char *name);
+int store_blob_name(const char *name);
 
 /* ---- index.c ---- */
 /* Configures the connection (journal mode, pragmas) and creates or migrates

@@ -46,7 +46,7 @@ static char *touch_path(const struct store *s)
 static int append_bytes(const struct store *s, const void *data, size_t len)
 {
 	char *path = touch_path(s);
-	int fd = store_create_mode(s, open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s->file_mode));
+	int fd = store_create_mode(s, store_openat(s, path, O_WRONLY | O_APPEND | O_CREAT, s->file_mode));
 	free(path);
 	if (fd < 0)
 		return -1;
@@ -125,7 +125,7 @@ void touches_fold(struct store *s)
 	if (s->readonly || s->network_fs)
 		return;
 	char *path = touch_path(s);
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int fd = store_openat(s, path, O_RDWR, 0);
 	free(path);
 	if (fd < 0)
 		return;
@@ -176,7 +176,7 @@ void touches_merge(struct store *s, const struct digest *weak, const struct dige
 	if (s->network_fs || count == 0)
 		return;
 	char *path = touch_path(s);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = store_openat(s, path, O_RDONLY, 0);
 	free(path);
 	if (fd < 0)
 		return;

@@ -10,6 +10,11 @@
  *                                                  PATH at T
  *   cachet-remote-testtool unsign FILE             drop the signature
  *   cachet-remote-testtool signed FILE             prints 1 or 0
+ *   cachet-remote-testtool pathsets-read FILE PATH every path set of a path-set
+ *                                                  record also reads PATH (unsigned)
+ *   cachet-remote-testtool pathsets-empty FILE     every path set observes nothing
+ *   cachet-remote-testtool pathsets-bloat FILE N   every path set gets N more
+ *                                                  observations
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +22,7 @@
 
 #include "cachet/buf.h"
 #include "cachet/outputs.h"
+#include "cachet/pathset.h"
 #include "cachet/remote.h"
 
 static int slurp(const char *path, struct buf *b)
@@ -47,6 +53,51 @@ static int die(const char *msg)
 	return 2;
 }
 
+/* A hostile writer's path-set record: each path set changed as `how` says,
+ * re-digested and unsigned. */
+static int rewrite_pathsets(const char *how, const char *file, const struct buf *in,
+			    const char *arg)
+{
+	struct remote_pathsets list;
+	struct error e = { 0 };
+	if (remote_pathsets_decode(in->data, in->len, &list, &e) < 0)
+		return die("not a path-set record");
+	for (size_t i = 0; i < list.n; i++) {
+		struct remote_pathset *set = &list.sets[i];
+		struct pathset ps;
+		if (pathset_decode(set->body, set->len, &ps, &e) < 0)
+			return die(e.msg);
+		if (!strcmp(how, "read") && arg) {
+			pathset_add(&ps, OBS_READ, 0, arg, NULL);
+		} else if (!strcmp(how, "empty")) {
+			pathset_free(&ps);
+			pathset_init(&ps);
+		} else if (!strcmp(how, "bloat") && arg) {
+			for (unsigned long k = 0, n = strtoul(arg, NULL, 10); k < n; k++) {
+				char path[64];
+				snprintf(path, sizeof path, "/usr/bloat/%lu", k);
+				pathset_add(&ps, OBS_STAT, 0, path, NULL);
+			}
+		} else {
+			return die("unknown command");
+		}
+		pathset_canonicalise(&ps, NULL);
+		struct buf body;
+		buf_init(&body);
+		pathset_encode(&ps, &body);
+		pathset_free(&ps);
+		free(set->body);
+		set->body = body.data;
+		set->len = body.len;
+		digest_bytes(set->body, set->len, &set->digest);
+		set->is_signed = 0;
+	}
+	struct buf out;
+	buf_init(&out);
+	remote_pathsets_encode(&list, &out);
+	return spit(file, &out) < 0 ? die("cannot write the file") : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3)
@@ -71,6 +122,8 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	if (!strncmp(cmd, "pathsets-", 9))
+		return rewrite_pathsets(cmd + 9, file, &in, argc > 3 ? argv[3] : NULL);
 	if (!is_entry)
 		return die("not an entry");
 	if (!strcmp(cmd, "signed")) {
