@@ -185,6 +185,24 @@ static void block_fast(struct seccomp_program *p, int nr, int flags_arg, int sta
 	unsigned short b = block_begin(p, nr);
 	unsigned short to_normal[3];
 	int n = 0;
+	if (flags_arg >= 1) {
+		/* An open of the trusted page's empty name (RING_EMPTY_NAME),
+		 * from anywhere: it fails with ENOENT and opens nothing. The
+		 * loader makes it for each absent library candidate that the
+		 * audit library looked up already. */
+		unsigned path_arg = (unsigned)flags_arg - 1;
+		ld(p, ARG_HI(path_arg));
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+		                                    (unsigned)(RING_EMPTY_NAME >> 32), 0, 5));
+		ld(p, ARG_LO(path_arg));
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+		                                    (unsigned)(RING_EMPTY_NAME & 0xffffffffu), 0, 3));
+		ld(p, ARG_LO(flags_arg));
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
+		                                    O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE,
+		                                    1, 0));
+		ret(p, SECCOMP_RET_ALLOW);
+	}
 	ld(p, IP_HI);
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
 	                                    (unsigned)(RING_SAFE_PAGE >> 32), 0, 0));
