@@ -37,6 +37,10 @@ PACKAGES=(
     # documentation tests: groff formats the manual, man shows the installed
     # one; bash-completion's helpers complete the command after cachet run --
     groff-base man-db bash-completion
+    # program-start and cargo tests (t_program_start.sh, t_cargo.sh): the
+    # toolchains whose start an audit library can break, and sccache to
+    # compare with
+    rustc cargo default-jdk-headless nodejs perl gfortran g++ lld binutils-gold sccache
 )
 PACKAGES+=("$@")
 

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <link.h>
 
+#include "preload/audit_tls.h"
 #include "preload/ring_client.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -145,4 +146,18 @@ EXPORT char *la_objsearch(const char *name, uintptr_t *cookie, unsigned int flag
 		return (char *)name;
 	rc_done(s, seq, rv);
 	return (char *)RING_EMPTY_NAME;
+}
+
+EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
+{
+	(void)cookie;
+	audit_tls_object(map, lmid);
+	return 0; /* no symbol bindings to audit */
+}
+
+EXPORT void la_activity(uintptr_t *cookie, unsigned int flag)
+{
+	(void)cookie;
+	if (flag == LA_ACT_CONSISTENT)
+		audit_tls_started();
 }

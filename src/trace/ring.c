@@ -59,47 +59,19 @@ static char *find_audit(const char *lib)
 	return NULL;
 }
 
-/* With an audit library, the loader sizes the static TLS block before it
- * loads the program's libraries, from the executable and a small surplus
- * only (glibc 2.36: about 3.5 KB), and every library's initial-exec TLS
- * must then fit in that surplus: librustc_driver does not, and rustc,
- * rustdoc and clippy-driver exit 127 "cannot allocate memory in static TLS
- * block". This tunable widens the surplus; each thread's stack gives up as
- * much (address space, not memory: the loader initializes only what
- * libraries use). 64 KB lets rustc start where 8 KB does not. */
-#define STATIC_TLS_TUNABLE "glibc.rtld.optional_static_tls"
-#define STATIC_TLS_SURPLUS "65536"
-
-/* GLIBC_TUNABLES for the step: the user's value (NULL: none) with the
- * static TLS surplus added, unless the user set that tunable: theirs is
- * kept as given. */
-static char *tunables_with_tls(const char *user)
-{
-	if (!user || !*user)
-		return xstrdup("GLIBC_TUNABLES=" STATIC_TLS_TUNABLE "=" STATIC_TLS_SURPLUS);
-	for (const char *p = user; p; p = strchr(p, ':')) {
-		if (*p == ':')
-			p++;
-		if (!strncmp(p, STATIC_TLS_TUNABLE "=", sizeof STATIC_TLS_TUNABLE))
-			return xasprintf("GLIBC_TUNABLES=%s", user);
-	}
-	return xasprintf("GLIBC_TUNABLES=%s:" STATIC_TLS_TUNABLE "=" STATIC_TLS_SURPLUS, user);
-}
-
 /* NAME=VALUE entries of envp, with LD_PRELOAD led by the library, LD_AUDIT
- * by the audit library when there is one (and the static TLS surplus it
- * needs), the ring named, and ASan's check that its runtime is the first
- * library turned off (a sanitized program in the step would abort
- * otherwise). The step's key is made from envp, not from these. */
+ * by the audit library when there is one, the ring named, and ASan's check
+ * that its runtime is the first library turned off (a sanitized program in
+ * the step would abort otherwise). */
 static char **step_env(char *const *envp, const char *lib, const char *ours,
 		       const char *ring_path)
 {
 	size_t n = 0;
 	while (envp && envp[n])
 		n++;
-	char **out = xcalloc(n + 6, sizeof *out);
+	char **out = xcalloc(n + 5, sizeof *out);
 	size_t k = 0;
-	const char *preload = NULL, *audit = NULL, *asan = NULL, *tunables = NULL;
+	const char *preload = NULL, *audit = NULL, *asan = NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
 			preload = envp[i] + 11;
@@ -107,13 +79,9 @@ static char **step_env(char *const *envp, const char *lib, const char *ours,
 			audit = envp[i] + 9;
 		else if (!strncmp(envp[i], "ASAN_OPTIONS=", 13))
 			asan = envp[i] + 13;
-		else if (ours && !strncmp(envp[i], "GLIBC_TUNABLES=", 15))
-			tunables = envp[i] + 15;
 		else if (strncmp(envp[i], RING_ENV "=", sizeof RING_ENV))
 			out[k++] = xstrdup(envp[i]);
 	}
-	if (ours)
-		out[k++] = tunables_with_tls(tunables);
 	out[k++] = preload && *preload ? xasprintf("LD_PRELOAD=%s:%s", lib, preload)
 				       : xasprintf("LD_PRELOAD=%s", lib);
 	if (ours)
