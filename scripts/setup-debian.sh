@@ -39,8 +39,8 @@ PACKAGES=(
     groff-base man-db bash-completion
     # program-start and cargo tests (t_program_start.sh, t_cargo.sh): the
     # toolchains whose start an audit library can break, and sccache to
-    # compare with
-    rustc cargo default-jdk-headless nodejs perl gfortran g++ lld binutils-gold sccache
+    # compare with (ld.gold comes with binutils)
+    rustc cargo default-jdk-headless nodejs perl gfortran g++ lld sccache
 )
 PACKAGES+=("$@")
 
