@@ -260,11 +260,10 @@ void seccomp_filter_build(struct seccomp_program *p, int stdin_is_stream, int fa
 	/* x32 calls pass the arch check with their own numbering. */
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, __X32_SYSCALL_BIT, 0, 1));
 	ret(p, SECCOMP_RET_TRACE | FILTER_DATA_X32);
-	/* io_uring would run opens and renames without any syscall we see;
-	 * ENOSYS makes liburing users fall back to plain syscalls. */
-	unsigned short b = block_begin(p, __NR_io_uring_setup);
-	ret(p, SECCOMP_RET_ERRNO | ENOSYS);
-	block_end(p, b);
+	/* io_uring runs opens, reads and renames without any syscall we see:
+	 * the step is uncacheable (syscalls.c). Not ENOSYS: a program without
+	 * a fallback would fail where it runs without cachet. */
+	block_trace(p, __NR_io_uring_setup);
 
 	/* First: the blocks below would stop these whatever their origin. */
 	if (fast_path) {

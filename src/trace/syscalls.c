@@ -921,6 +921,9 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 	case __NR_open_by_handle_at:
 		tracer_mark_uncacheable(tr, "open by handle");
 		return RESUME_CONT;
+	case __NR_io_uring_setup:
+		tracer_mark_uncacheable(tr, "io_uring");
+		return RESUME_CONT;
 	case __NR_read:
 	case __NR_readv:
 	case __NR_pread64:
