@@ -37,6 +37,7 @@
 #include "cli/settings.h"
 #include "cli/statslog.h"
 #include "cli/step_env.h"
+#include "cli/inherited.h"
 #include "cli/tee.h"
 
 extern char **environ;
@@ -704,8 +705,9 @@ static void miss(struct run *r, const char *reason)
 		.stdout_fd = t.out_write,
 		.stderr_fd = t.err_write,
 		.ignore_roots = (const char *const *)ignore,
-		.stdin_is_stream = r->step.stdin_kind == STEP_STDIN_STREAM,
+		.stdin_is_stream = r->step.stdin_kind != STEP_STDIN_FILE,
 	};
+	inherited_for_step(env, &spec);
 	/* The step's big inputs are hashed while it runs, on another CPU. */
 	struct prefetch *pf = prefetch_new(&r->dc);
 	if (pf) {
