@@ -394,6 +394,14 @@ static void open_unrecorded(struct tracer *tr, struct tracee *t, const struct op
 		return;
 	struct stat st;
 	const char *reason;
+	struct magic_ref m;
+	classify_magic_path(path, &m);
+	/* The jobserver crate (rustc, cargo) opens its descriptors again
+	 * through /dev/fd/N, for a file description of its own. */
+	if (m.kind == MAGIC_FD && !m.rest[0])
+		for (size_t i = 0; i < tr->spec->njobserver_fds; i++)
+			if (tr->spec->jobserver_fds[i] == m.fd)
+				return;
 	/* A preload record: what the step's open got (its fstat); the
 	 * descriptor named may be gone by the time the record is drained. */
 	if (t->rec_res && !rv_errno(t->rec_res->rv) && reported_stat(t->rec_res, &st) == 0) {
@@ -410,11 +418,10 @@ static void open_unrecorded(struct tracer *tr, struct tracee *t, const struct op
 			tracer_mark_uncacheable(tr, reason);
 		return;
 	}
-	struct magic_ref m;
-	classify_magic_path(path, &m);
 	if (m.kind != MAGIC_FD || m.rest[0] ||
 	    tracee_fd_path(m.pid ? m.pid : t->tid, m.fd, tr->tmp, sizeof tr->tmp) < 0)
 		return;
+
 	if (!strncmp(tr->tmp, "pipe:", 5))
 		tracer_mark_uncacheable(tr, "reads a fifo");
 	else if (!strncmp(tr->tmp, "socket:", 7))
