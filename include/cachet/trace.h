@@ -89,6 +89,8 @@ enum {
 	TRACE_F_DIRECTORY = 1 << 1, /* O_DIRECTORY */
 	TRACE_F_EXECUTE = 1 << 2,   /* access(X_OK) / faccessat(X_OK) */
 	TRACE_F_WRITE = 1 << 3,     /* the open asked for write access */
+	TRACE_F_LINKED = 1 << 4,    /* TRACE_READ of a hard link's source: the step
+	                             * gave the file another name (its ctime moves) */
 };
 
 struct trace_event {

@@ -325,7 +325,7 @@ static void read_pre(struct tracer *tr, struct tracee *t, const char *path)
 	struct stat st;
 	if (event_log_was_touched(&tr->log, path) || lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
-	emit(tr, t, TRACE_READ, 0, 0, path, &st);
+	emit(tr, t, TRACE_READ, TRACE_F_LINKED, 0, path, &st);
 }
 
 void tracer_mark_uncacheable(struct tracer *tr, const char *reason)
@@ -393,39 +393,43 @@ static void open_unrecorded(struct tracer *tr, struct tracee *t, const struct op
 	if (tr->uncacheable || (c->kind != OPEN_KIND_READ && c->kind != OPEN_KIND_CREATE))
 		return;
 	struct stat st;
-	const char *reason;
-	struct magic_ref m;
-	classify_magic_path(path, &m);
-	/* The jobserver crate (rustc, cargo) opens its descriptors again
-	 * through /dev/fd/N, for a file description of its own. */
-	if (m.kind == MAGIC_FD && !m.rest[0])
-		for (size_t i = 0; i < tr->spec->njobserver_fds; i++)
-			if (tr->spec->jobserver_fds[i] == m.fd)
-				return;
+	const char *reason = NULL;
 	/* A preload record: what the step's open got (its fstat); the
 	 * descriptor named may be gone by the time the record is drained. */
-	if (t->rec_res && !rv_errno(t->rec_res->rv) && reported_stat(t->rec_res, &st) == 0) {
-		if ((reason = with_rdev(path, c->follow_last, &st) ? "reads a device"
-		                                                   : special_input(&st)))
-			tracer_mark_uncacheable(tr, reason);
-		return;
-	}
+	int reported = t->rec_res && !rv_errno(t->rec_res->rv) && reported_stat(t->rec_res, &st) == 0;
 	if (resolved == 0) {
-		if (strncmp(path, "/dev/", 5) ||
-		    (c->follow_last ? stat(path, &st) : lstat(path, &st)) < 0)
+		/* Ignored roots (the private TMPDIR, ignore_paths) are none of
+		 * the key's business; /dev is ignored by name, not by type. */
+		if (strncmp(path, "/dev/", 5))
 			return;
-		if ((reason = special_input(&st)))
+		if (reported)
+			reason = with_rdev(path, c->follow_last, &st) ? "reads a device"
+			                                              : special_input(&st);
+		else if ((c->follow_last ? stat(path, &st) : lstat(path, &st)) == 0)
+			reason = special_input(&st);
+		if (reason)
 			tracer_mark_uncacheable(tr, reason);
 		return;
 	}
-	if (m.kind != MAGIC_FD || m.rest[0] ||
-	    tracee_fd_path(m.pid ? m.pid : t->tid, m.fd, tr->tmp, sizeof tr->tmp) < 0)
+	struct magic_ref m;
+	classify_magic_path(path, &m);
+	if (m.kind != MAGIC_FD || m.rest[0])
 		return;
-
-	if (!strncmp(tr->tmp, "pipe:", 5))
-		tracer_mark_uncacheable(tr, "reads a fifo");
-	else if (!strncmp(tr->tmp, "socket:", 7))
-		tracer_mark_uncacheable(tr, "reads a socket");
+	/* The jobserver crate (rustc, cargo) opens its descriptors again
+	 * through /dev/fd/N, for a file description of its own. */
+	for (size_t i = 0; i < tr->spec->njobserver_fds; i++)
+		if (tr->spec->jobserver_fds[i] == m.fd)
+			return;
+	if (reported) {
+		reason = special_input(&st);
+	} else if (tracee_fd_path(m.pid ? m.pid : t->tid, m.fd, tr->tmp, sizeof tr->tmp) == 0) {
+		if (!strncmp(tr->tmp, "pipe:", 5))
+			reason = "reads a fifo";
+		else if (!strncmp(tr->tmp, "socket:", 7))
+			reason = "reads a socket";
+	}
+	if (reason)
+		tracer_mark_uncacheable(tr, reason);
 }
 
 static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
