@@ -52,15 +52,23 @@ struct result {
 	 * paths ("output /src/x.d contains /src"; portable.h), for explain and
 	 * show; NULL when it is not pinned. Kept in the local index only. */
 	char *pinned;
+	/* How far the step moved the offset of its stdin, a regular file that
+	 * it shares with the caller (`{ head -n1; head -n1; } < data`): a hit
+	 * moves it as far. */
+	int64_t stdin_advance;
 };
 
 void result_init(struct result *r);
 void result_free(struct result *r);
 struct output *result_add_output(struct result *r, enum output_kind kind, const char *path);
 
-/* pinned is written only when set, so results without it encode as they
- * always did. */
+/* pinned and stdin_advance are written only when set (pinned, as "", when
+ * only stdin_advance is), so results without them encode as they always
+ * did. */
 void result_encode(const struct result *r, struct buf *out);
+/* A hit leaves stdin, a regular file shared with the caller, where the
+ * step left it (stdin_advance). */
+void result_replay_stdin_advance(const struct result *r);
 /* Decodes untrusted bytes; checks the trailing SHA-256 that result_encode
  * writes, then every length, kind and path (absolute, no NUL). */
 int result_decode(const void *data, size_t len, struct result *r, struct error *e);

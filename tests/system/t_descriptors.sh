@@ -87,6 +87,24 @@ set -e
 expect hit
 assert_same data.txt shell.out
 
+section "a hit moves a shared stdin file's offset as the step did"
+printf 'line1\nline2\nline3\n' > lines.txt
+{ head -n1 > plain-a.txt; head -n1 > plain-b.txt; } < lines.txt
+for round in miss hit; do
+    { cachet run -- head -n1 > a.txt; cachet run -- head -n1 > b.txt; } < lines.txt
+    expect "$round"
+    assert_same plain-a.txt a.txt
+    assert_same plain-b.txt b.txt
+done
+assert_content b.txt line2
+# A step that reads two lines through a child: the offset it leaves is the
+# file description's, shared by all its processes.
+{ cachet run -- sh -c 'head -n2 > /dev/null; echo rest'; cat > after.txt; } < lines.txt
+{ cachet run -- sh -c 'head -n2 > /dev/null; echo rest'; cat > after-hit.txt; } < lines.txt
+expect hit
+assert_content after-hit.txt line3
+assert_same after.txt after-hit.txt
+
 section "make's jobserver: a sub-make through cachet takes tokens, is cached, and does not warn"
 mkdir -p sub
 printf 'all: a b\na b:\n\t@echo $@ > $@.txt\n' > sub/Makefile
