@@ -86,8 +86,7 @@ void inherited_for_step(char *const *envp, struct trace_spec *spec)
 				char *real = realpath(auth + 5, NULL);
 				if (real)
 					spec->jobserver_fifo = real;
-			} else if (sscanf(auth, "%d,%d%c", &r, &w, &tail) == 2 && r > 2 &&
-			           w > 2) {
+			} else if (sscanf(auth, "%d,%d%c", &r, &w, &tail) == 2 && r > 2 && w > 2) {
 				jobserver[0] = r;
 				jobserver[1] = w;
 				njob = 2;

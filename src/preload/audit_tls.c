@@ -34,7 +34,7 @@
 /* glibc's default for the tunable, and what the surplus holds beyond it
  * with one audit module (dl-tls.c: 4 * 144 + 5 * 144 + 144 bytes), less a
  * margin for the alignment between blocks. */
-#define DEFAULT_OPTIONAL_TLS 512
+#define DEFAULT_OPTIONAL_TLS    512
 #define SURPLUS_BEYOND_OPTIONAL 1024
 /* Room given beyond the need found: blocks are aligned, and a library
  * mapped after the check's last look may need some too. */
@@ -43,9 +43,9 @@
  * reserved address space, touched only as far as they go. */
 #define PROC_FILE_MAX (8UL << 20)
 
-static int started;           /* the program's own libraries are relocated */
+static int started;            /* the program's own libraries are relocated */
 static unsigned long tls_need; /* initial-exec TLS of the libraries mapped */
-static int gave_up;           /* tried, or cannot: never again */
+static int gave_up;            /* tried, or cannot: never again */
 
 void audit_tls_started(void)
 {
@@ -89,20 +89,24 @@ static unsigned long static_tls_of(const struct link_map *map)
 static long slurp(const char *path, char **out)
 {
 	long m = rc_syscall(SYS_mmap, 0, (long)PROC_FILE_MAX, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m < 0 && m > -4096)
 		return -1;
 	long fd = rc_safe_syscall(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		rc_syscall(SYS_munmap, m, (long)PROC_FILE_MAX, 0, 0, 0, 0);
 		return -1;
+	}
 	unsigned long len = 0;
 	long n;
 	while ((n = rc_syscall(SYS_read, fd, m + (long)len, (long)(PROC_FILE_MAX - len - 1), 0, 0,
-			       0)) > 0)
+	                       0)) > 0)
 		len += (unsigned long)n;
 	rc_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
-	if (n < 0 || len >= PROC_FILE_MAX - 1)
+	if (n < 0 || len >= PROC_FILE_MAX - 1) {
+		rc_syscall(SYS_munmap, m, (long)PROC_FILE_MAX, 0, 0, 0, 0);
 		return -1;
+	}
 	((char *)m)[len] = '\0';
 	*out = (char *)m;
 	return (long)len;
@@ -117,8 +121,8 @@ static long split(char *buf, long len, char ***vec, long extra)
 		if (buf[i] == '\0')
 			count++;
 	long bytes = (count + extra + 1) * (long)sizeof(char *);
-	long m = rc_syscall(SYS_mmap, 0, bytes, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long m = rc_syscall(SYS_mmap, 0, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	                    -1, 0);
 	if (m < 0 && m > -4096)
 		return -1;
 	char **v = (char **)m;
@@ -198,7 +202,7 @@ static void again_with_room(unsigned long need)
 	unsigned long tlen = tunables ? rc_strnlen(tunables, PROC_FILE_MAX) : 0;
 	unsigned long bytes = 2 * tlen + 256;
 	long m = rc_syscall(SYS_mmap, 0, (long)bytes, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m < 0 && m > -4096)
 		return;
 	char *at = (char *)m;
@@ -222,7 +226,8 @@ static void again_with_room(unsigned long need)
 	*at = '\0';
 	envv[k] = 0;
 	char exe[4096];
-	long n = rc_safe_syscall(SYS_readlink, (long)"/proc/self/exe", (long)exe, sizeof exe - 1, 0);
+	long n =
+	    rc_safe_syscall(SYS_readlink, (long)"/proc/self/exe", (long)exe, sizeof exe - 1, 0);
 	if (n <= 0 || n >= (long)sizeof exe - 1)
 		return;
 	exe[n] = '\0';
