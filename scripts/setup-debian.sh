@@ -43,6 +43,10 @@ PACKAGES=(
     # file-system tests: t_fs_images.sh swaps squashfs images at one mount
     # point; t_fs_xattr.sh sets and reads extended attributes
     squashfs-tools attr
+    # program-start and cargo tests (t_program_start.sh, t_cargo.sh): the
+    # toolchains whose start an audit library can break, and sccache to
+    # compare with (ld.gold comes with binutils)
+    rustc cargo default-jdk-headless nodejs perl gfortran g++ lld sccache
 )
 PACKAGES+=("$@")
 

@@ -63,6 +63,10 @@ struct result {
 	 * paths ("output /src/x.d contains /src"; portable.h), for explain and
 	 * show; NULL when it is not pinned. Kept in the local index only. */
 	char *pinned;
+	/* How far the step moved the offset of its stdin, a regular file that
+	 * it shares with the caller (`{ head -n1; head -n1; } < data`): a hit
+	 * moves it as far. */
+	int64_t stdin_advance;
 };
 
 void result_init(struct result *r);
@@ -74,9 +78,13 @@ struct output *result_copy_output(struct result *r, const struct output *o, cons
  * hard link's): made portable and localised as paths are. */
 int output_target_is_path(const struct output *o);
 
-/* pinned is written only when set, so results without it encode as they
- * always did. */
+/* pinned and stdin_advance are written only when set (pinned, as "", when
+ * only stdin_advance is), so results without them encode as they always
+ * did. */
 void result_encode(const struct result *r, struct buf *out);
+/* A hit leaves stdin, a regular file shared with the caller, where the
+ * step left it (stdin_advance). */
+void result_replay_stdin_advance(const struct result *r);
 /* Decodes untrusted bytes; checks the trailing SHA-256 that result_encode
  * writes, then every length, kind and path (absolute, no NUL). */
 int result_decode(const void *data, size_t len, struct result *r, struct error *e);

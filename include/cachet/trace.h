@@ -93,6 +93,8 @@ enum {
 	TRACE_F_DIRECTORY = 1 << 1, /* O_DIRECTORY */
 	TRACE_F_EXECUTE = 1 << 2,   /* access(X_OK) / faccessat(X_OK) */
 	TRACE_F_WRITE = 1 << 3,     /* the open asked for write access */
+	TRACE_F_LINKED = 1 << 4,    /* TRACE_READ of a hard link's source: the step
+	                             * gave the file another name (its ctime moves) */
 };
 
 struct trace_event {
@@ -163,8 +165,10 @@ struct trace_spec {
 	/* Roots whose accesses are not recorded (the private TMPDIR among them);
 	 * NULL-terminated, may be NULL. /proc, /sys and /dev are always ignored. */
 	const char *const *ignore_roots;
-	/* stdin is a pipe, socket or terminal: a read of fd 0 while it still
-	 * refers to that file makes the step uncacheable. */
+	/* stdin is not a regular file (a pipe, socket, terminal, /dev/null):
+	 * a read of fd 0 while it still refers to that file makes the step
+	 * uncacheable, "reads stdin stream" ("reads stdin /dev/null" for
+	 * /dev/null, "duplicates stdin stream" for a copy made with dup). */
 	int stdin_is_stream;
 
 	/* Variations of the conditions a step runs under, for `cachet repro`.
@@ -211,6 +215,21 @@ struct trace_spec {
 	 * anything else is the library's path. The step then sees LD_PRELOAD,
 	 * CACHET_TRACE_RING and ASAN_OPTIONS set. */
 	const char *preload;
+
+	/* Descriptors above 2 the step inherits (sorted, distinct; at most
+	 * TRACE_MAX_WATCHED_FDS): kept open in the child, and a read or write
+	 * of one (by any process of the tree, while the descriptor still
+	 * refers to the file it was given) or a copy of one made with dup
+	 * makes the step uncacheable ("uses inherited descriptor"). Every
+	 * other descriptor above 2 is closed in the child. */
+	const int *inherited_fds;
+	size_t ninherited_fds;
+	/* make's jobserver (MAKEFLAGS --jobserver-auth): its descriptors are
+	 * kept open and not watched (tokens are not data), and an open of its
+	 * FIFO (NULL: none) is not a read of a FIFO. */
+	const int *jobserver_fds;
+	size_t njobserver_fds;
+	const char *jobserver_fifo;
 };
 
 /* trace_spec.namespaces */
@@ -223,6 +242,7 @@ enum {
  * does (async-signal-safe): for a forked probe of whether they may be
  * created here. -1 with errno when not. */
 int trace_enter_namespaces(const struct trace_spec *spec);
+#define TRACE_MAX_WATCHED_FDS 16
 
 /* trace_spec.dirorder. The reordering happens within the entries of one
  * getdents call (a directory with more entries than the caller's buffer

@@ -451,6 +451,7 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 	}
 	replay(x->store, &res.out, 1);
 	replay(x->store, &res.err, 2);
+	result_replay_stdin_advance(&res);
 	store_locally(x, step, set, &strong, &result_body, &res);
 	*exit_code = res.exit_code;
 	rc = 1;

@@ -38,6 +38,7 @@
 #include "cli/shared_cache.h"
 #include "cli/statslog.h"
 #include "cli/step_env.h"
+#include "cli/inherited.h"
 #include "cli/tee.h"
 
 extern char **environ;
@@ -47,6 +48,7 @@ extern char **environ;
 
 struct run {
 	const struct settings *settings; /* NULL when the configuration is bad */
+	int64_t stdin_advance;  /* how far the miss moved a regular file's stdin */
 	char **ignore_roots;    /* private TMPDIR, the cache, ignore_paths */
 	char **argv;            /* the command */
 	char *program;          /* resolved path */
@@ -276,6 +278,7 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 	int64_t saved = res->duration_ms - (now_ms() - r->start_ms);
 	if (saved > 0)
 		count(r, "time_saved_ms", saved);
+	result_replay_stdin_advance(res);
 	*exit_code = res->exit_code;
 	return 1;
 }
@@ -525,6 +528,7 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	    store_put_blob_mem(r->store, t->err.data, t->err.len, &res->err, e) < 0)
 		return -1;
 	res->exit_code = exit_code;
+	res->stdin_advance = r->stdin_advance;
 	res->duration_ms = duration;
 	res->created = time(NULL);
 	char host[256] = "";
@@ -719,8 +723,9 @@ static void miss(struct run *r, const char *reason)
 		.stdout_fd = t.out_write,
 		.stderr_fd = t.err_write,
 		.ignore_roots = (const char *const *)ignore,
-		.stdin_is_stream = r->step.stdin_kind == STEP_STDIN_STREAM,
+		.stdin_is_stream = r->step.stdin_kind != STEP_STDIN_FILE,
 	};
+	inherited_for_step(env, &spec);
 	/* The step's big inputs are hashed while it runs, on another CPU. */
 	struct prefetch *pf = prefetch_new(&r->dc);
 	if (pf) {
@@ -730,7 +735,13 @@ static void miss(struct run *r, const char *reason)
 	}
 	struct trace_result tr;
 	memset(&tr, 0, sizeof tr);
+	off_t stdin_start = r->step.stdin_kind == STEP_STDIN_FILE ? lseek(0, 0, SEEK_CUR) : -1;
 	int traced = trace_run(&spec, &tr, &e) == 0;
+	if (stdin_start >= 0) {
+		off_t stdin_end = lseek(0, 0, SEEK_CUR);
+		if (stdin_end >= 0)
+			r->stdin_advance = (int64_t)(stdin_end - stdin_start);
+	}
 	int status, exec_errno = 0;
 	if (traced) {
 		status = tr.status;

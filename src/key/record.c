@@ -39,6 +39,10 @@ struct recorder {
 	 * still holding, from which its value is then computed (one stat
 	 * where there were two, and the value is that of the state checked). */
 	struct strmap lookups;
+	/* "dev:ino" of the files whose names the step itself changed: a hard
+	 * link made from one, a name of one removed or replaced (own_links). */
+	struct strmap relinked;
+	int relinked_ready;
 	size_t walked;           /* entries met by the walk of a moved-in directory */
 	struct record *rec;
 	struct store *store;
@@ -337,11 +341,72 @@ static int still_holds(struct recorder *rc, const struct trace_event *ev)
 	}
 }
 
+static void inode_key(struct buf *b, const struct file_id *id)
+{
+	buf_reset(b);
+	buf_addhex(b, id->dev);
+	buf_addch(b, ':');
+	buf_addhex(b, id->ino);
+}
+
+/* The files whose link count the step changed: the sources of the hard
+ * links it made, and what the names it removed or replaced held before. */
+static void own_links(struct recorder *rc)
+{
+	struct buf k;
+	buf_init(&k);
+	for (size_t i = 0; i < rc->n; i++) {
+		const struct trace_event *ev = &rc->events[i];
+		const struct file_id *id = NULL;
+		if (ev->kind == TRACE_READ && (ev->flags & TRACE_F_LINKED))
+			id = &ev->id;
+		else if (ev->kind == TRACE_TOUCH && ev->pre_exists)
+			id = &ev->pre_id;
+		if (!id)
+			continue;
+		inode_key(&k, id);
+		strmap_put(&rc->relinked, k.data, (void *)1);
+	}
+	buf_free(&k);
+}
+
+/* A file read whose fingerprint at the end differs in its ctime alone,
+ * when the step itself gave it a name or took one away (a link or unlink
+ * moves the ctime of every name of the file): rustc's incremental mode
+ * hard-links the files of its previous session into a new one and then
+ * replaces those links. Its bytes, size and mtime are as the step read
+ * them; someone else's change with a restored mtime in that same file
+ * during the run would go unseen, as it would for a file not read. */
+static int relinked_by_step(struct recorder *rc, const struct trace_event *ev)
+{
+	if (ev->kind != TRACE_READ && ev->kind != TRACE_EXEC)
+		return 0;
+	struct stat st;
+	if (((ev->flags & TRACE_F_NOFOLLOW) ? lstat(ev->path, &st) : stat(ev->path, &st)) < 0)
+		return 0;
+	struct file_id now;
+	file_id_from_stat(&st, &now);
+	if (now.dev != ev->id.dev || now.ino != ev->id.ino || now.size != ev->id.size ||
+	    now.mtime_ns != ev->id.mtime_ns || now.mode != ev->id.mode)
+		return 0;
+	if (!rc->relinked_ready) {
+		own_links(rc);
+		rc->relinked_ready = 1;
+	}
+	struct buf k;
+	buf_init(&k);
+	inode_key(&k, &ev->id);
+	int own = strmap_get(&rc->relinked, k.data) != NULL;
+	buf_free(&k);
+	return own;
+}
+
 static void compute_values(struct recorder *rc)
 {
 	struct record *rec = rc->rec;
 	for (size_t i = 0; i < rc->nobs && !rec->not_storable; i++)
-		if (!rc->forced[i].len && !still_holds(rc, rc->obs_event[i]))
+		if (!rc->forced[i].len && !still_holds(rc, rc->obs_event[i]) &&
+		    !relinked_by_step(rc, rc->obs_event[i]))
 			rec->not_storable = MODIFIED;
 
 	size_t *perm;
@@ -845,6 +910,7 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_init(&rc.lookups);
 	strmap_init(&rc.physical);
 	strmap_init(&rc.inodes);
+	strmap_init(&rc.relinked);
 
 	collect_touches(&rc);
 	collect_observations(&rc);
@@ -882,6 +948,7 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 			free(rc.inodes.slots[i].value);
 		}
 	strmap_free(&rc.inodes);
+	strmap_free(&rc.relinked);
 	for (size_t i = 0; i < rc.nobs; i++) {
 		buf_free(&rc.forced[i]);
 		buf_free(&rc.detail[i]);

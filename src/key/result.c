@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define RESULT_MAGIC 0x53525443u /* "CTRS" */
 #define RESULT_MAX_OUTPUTS (1u << 20)
@@ -115,8 +117,10 @@ void result_encode(const struct result *r, struct buf *out)
 	buf_put_str(out, r->cachet_version ? r->cachet_version : "");
 	buf_put_bytes(out, r->values, r->values_len);
 	buf_put_bytes(out, r->listings, r->listings_len);
-	if (r->pinned)
-		buf_put_str(out, r->pinned);
+	if (r->pinned || r->stdin_advance)
+		buf_put_str(out, r->pinned ? r->pinned : "");
+	if (r->stdin_advance)
+		buf_put_u64(out, (uint64_t)r->stdin_advance);
 	struct digest sum;
 	digest_bytes(out->data + start, out->len - start, &sum);
 	buf_add(out, sum.b, DIGEST_LEN);
@@ -191,6 +195,12 @@ int result_decode(const void *data, size_t len, struct result *r, struct error *
 	const void *l = reader_bytes(&rd, &llen);
 	if (rd.left && !rd.failed && !(r->pinned = reader_strdup(&rd)))
 		goto corrupt;
+	if (r->pinned && !r->pinned[0]) {
+		free(r->pinned);
+		r->pinned = NULL;
+	}
+	if (rd.left && !rd.failed)
+		r->stdin_advance = (int64_t)reader_u64(&rd);
 	if (rd.failed || !r->host || !r->cachet_version || !v || !l || rd.left != 0)
 		goto corrupt;
 	r->values = xmalloc(vlen ? vlen : 1);
@@ -216,4 +226,11 @@ struct blob_ref *result_blobs(const struct result *r, size_t *n)
 	refs[k++] = r->err;
 	*n = k;
 	return refs;
+}
+
+void result_replay_stdin_advance(const struct result *r)
+{
+	struct stat st;
+	if (r->stdin_advance && fstat(0, &st) == 0 && S_ISREG(st.st_mode))
+		lseek(0, (off_t)r->stdin_advance, SEEK_CUR);
 }

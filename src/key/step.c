@@ -30,7 +30,8 @@ static char **keyed_environment(char *const *envp, const char *const *env_ignore
 		if (env_is_neutral(envp[i], name_len, env_ignore))
 			continue;
 		if (eq && ((name_len == 9 && !memcmp(envp[i], "MAKEFLAGS", 9)) ||
-			   (name_len == 6 && !memcmp(envp[i], "MFLAGS", 6)))) {
+			   (name_len == 6 && !memcmp(envp[i], "MFLAGS", 6)) ||
+			   (name_len == 15 && !memcmp(envp[i], "CARGO_MAKEFLAGS", 15)))) {
 			char *v = env_strip_make_jobs(eq + 1);
 			env[k++] = xasprintf("%.*s=%s", (int)name_len, envp[i], v);
 			free(v);
@@ -119,9 +120,11 @@ int step_weak_key(const struct step *s, const struct step_bases *b, struct diges
 		return -1;
 	}
 	hasher_update(&h, s->exe_digest.b, DIGEST_LEN);
-	/* Only a regular file on stdin is keyed, by content. A pipe or terminal
-	 * that the step never reads must not split keys (make -j hands its jobs
-	 * different pipes); one that it reads makes the run uncacheable. */
+	/* Only a regular file on stdin is keyed, by content. A pipe, terminal
+	 * or /dev/null that the step never reads must not split keys (make -j
+	 * hands one job its stdin and the others a broken pipe); a step that
+	 * reads one is uncacheable, so that no entry depends on which it was
+	 * (a run that read nothing from /dev/null is no answer for a pipe). */
 	hasher_update_u64(&h, s->stdin_kind == STEP_STDIN_FILE);
 	if (s->stdin_kind == STEP_STDIN_FILE)
 		hasher_update(&h, s->stdin_digest.b, DIGEST_LEN);

@@ -12,9 +12,14 @@
  * The loader asks an audit library about each path it is about to try
  * (la_objsearch). This one looks the path up from the trusted page, with a
  * record in the tracer's ring (so the lookup is an observation like any
- * other), and when nothing is there tells the loader to skip the path,
- * which it would have found missing itself. A path that exists goes to
- * the loader unchanged, and its open stops as before.
+ * other), and when nothing is there gives the loader the empty name on the
+ * trusted page instead (RING_EMPTY_NAME), whose open fails with ENOENT
+ * without a stop: what the loader's own open of the path would have found.
+ * Not NULL ("skip"): the loader then reads an errno that no call of this
+ * search set, and one other than ENOENT (0, after a library it loaded)
+ * makes it abandon the rest of the list, so a RUNPATH of two directories
+ * never reaches the second. A path that exists goes to the loader
+ * unchanged, and its open stops as before.
  *
  * It runs inside the loader, before libc: it calls no libc (ring_client.h)
  * and reads its environment from /proc/self/environ, through the trusted
@@ -26,6 +31,7 @@
 #include <errno.h>
 #include <link.h>
 
+#include "preload/audit_tls.h"
 #include "preload/ring_client.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -50,6 +56,9 @@ void *memset(void *to, int c, size_t n)
 }
 
 static struct ring *ring;
+/* The trusted page was mapped here, by this library: its RING_EMPTY_NAME
+ * byte is the 0 of a fresh page. */
+static int empty_name_ok;
 
 /* The value of RING_ENV in this process's environment, into value (cap
  * bytes), read from /proc/self/environ as it streams by: the loader keeps
@@ -106,6 +115,7 @@ EXPORT unsigned int la_version(unsigned int version)
 	}
 	/* Unpublished, the preload library maps the ring again: one stop. */
 	rc_page_publish(ring);
+	empty_name_ok = mapped == 1;
 	return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
 
@@ -128,12 +138,26 @@ EXPORT char *la_objsearch(const char *name, uintptr_t *cookie, unsigned int flag
 	 * lookup it is, with its result, so that a library put there later
 	 * changes the key. Recorded after the lookup: no other call of this
 	 * thread comes between the two. A full ring leaves it to the loader. */
-	if (rv != -ENOENT && rv != -ENOTDIR)
+	if (!empty_name_ok || (rv != -ENOENT && rv != -ENOTDIR))
 		return (char *)name;
 	uint64_t seq;
 	struct ring_slot *s = rc_record(ring, SYS_newfstatat, AT_FDCWD, (long)p, 0, 0, p, &seq);
 	if (!s)
 		return (char *)name;
 	rc_done(s, seq, rv);
-	return NULL;
+	return (char *)RING_EMPTY_NAME;
+}
+
+EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
+{
+	(void)cookie;
+	audit_tls_object(map, lmid);
+	return 0; /* no symbol bindings to audit */
+}
+
+EXPORT void la_activity(uintptr_t *cookie, unsigned int flag)
+{
+	(void)cookie;
+	if (flag == LA_ACT_CONSISTENT)
+		audit_tls_started();
 }

@@ -33,6 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "preload/audit_tls.h"
 #include "preload/ring_client.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -63,8 +64,24 @@ static struct ring_slot *record(int nr, long a0, long a1, long a2, long a3, cons
  * which shares the parent's memory and must not take the loader's lock. */
 static int (*real_execvpe)(const char *, char *const[], char *const[]);
 
+/* A program that the audit library executed again for its static TLS
+ * (audit_tls.h) gets back the GLIBC_TUNABLES it was given, before its own
+ * code runs and before anything it starts inherits the raised one. */
+static void restore_tunables(void)
+{
+	const char *was = getenv(TLS_TUNABLES_WAS_ENV);
+	if (!was)
+		return;
+	if (was[0] == '1')
+		setenv("GLIBC_TUNABLES", was + 1, 1);
+	else
+		unsetenv("GLIBC_TUNABLES");
+	unsetenv(TLS_TUNABLES_WAS_ENV);
+}
+
 __attribute__((constructor)) static void preload_init(void)
 {
+	restore_tunables();
 	real_execvpe = (__typeof__(real_execvpe))dlsym(RTLD_NEXT, "execvpe");
 	const char *where = getenv(RING_ENV);
 	struct ring *shared = NULL;

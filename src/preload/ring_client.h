@@ -97,6 +97,9 @@ struct rc_page_note {
 };
 #define RC_PAGE_NOTE_OFFSET 64
 #define RC_PAGE_NOTE_MAGIC 0x45544f4eu /* "NOTE" */
+_Static_assert(RING_EMPTY_NAME - RING_SAFE_PAGE >= RC_PAGE_NOTE_OFFSET + sizeof(struct rc_page_note) &&
+		   RING_EMPTY_NAME - RING_SAFE_PAGE < RING_SAFE_PAGE_SIZE,
+	       "the empty name is a byte of the page that nothing writes");
 
 /* Maps the trusted page, `syscall; ret` at the address the filter trusts;
  * or finds it mapped already by the other library of this process (the

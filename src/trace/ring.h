@@ -41,6 +41,14 @@
  * where it is taken simply goes without the fast path. */
 #define RING_SAFE_PAGE 0x3afe00000000ULL
 #define RING_SAFE_PAGE_SIZE 4096ULL
+/* A byte of the trusted page that is always 0: the empty path, which every
+ * open fails with ENOENT. The audit library hands it to the loader for a
+ * candidate it knows to be absent, and the filter lets an open of exactly
+ * this address through without a stop: the loader then reads ENOENT, as
+ * from its own open of the absent file, and goes on with its search (a
+ * NULL "skip" leaves it reading a stale errno, and with one other than
+ * ENOENT it abandons the rest of a RUNPATH or LD_LIBRARY_PATH list). */
+#define RING_EMPTY_NAME (RING_SAFE_PAGE + 256ULL)
 
 #define RING_MAGIC 0x32474e52u /* "RNG2": slots with results */
 /* 512-byte slots: most paths are short, and every page of the ring that a

@@ -1,5 +1,6 @@
 #include "trace/seccomp_filter.h"
 
+#include "cachet/trace.h"
 #include "trace/ring.h"
 
 #include <errno.h>
@@ -71,15 +72,19 @@ static const int always_traced[] = {
     __NR_chown,          __NR_fchown,      __NR_lchown,       __NR_fchownat,
 };
 
-/* Reads of fd 0 (argument index of the source descriptor), traced only
- * when stdin is a stream. */
-static const struct {
-	int nr, arg;
-} stdin_reads[] = {
-    {__NR_read, 0},     {__NR_readv, 0},   {__NR_pread64, 0},  {__NR_preadv, 0},
-    {__NR_preadv2, 0},  {__NR_splice, 0},  {__NR_sendfile, 1}, {__NR_copy_file_range, 0},
-    {__NR_recvfrom, 0}, {__NR_recvmsg, 0},
+/* sendto is not here: its own block below stops it when it names a
+ * destination, and a descriptor given to the step is hardly a socket. */
+const struct fd_use fd_uses[] = {
+    {__NR_read, 0, -1, 0},     {__NR_readv, 0, -1, 0},     {__NR_pread64, 0, -1, 0},
+    {__NR_preadv, 0, -1, 0},   {__NR_preadv2, 0, -1, 0},   {__NR_recvfrom, 0, -1, 0},
+    {__NR_recvmsg, 0, -1, 0},  {__NR_recvmmsg, 0, -1, 0},  {__NR_write, -1, 0, 0},
+    {__NR_writev, -1, 0, 0},   {__NR_pwrite64, -1, 0, 0},  {__NR_pwritev, -1, 0, 0},
+    {__NR_pwritev2, -1, 0, 0}, {__NR_sendmsg, -1, 0, 0},   {__NR_sendmmsg, -1, 0, 0},
+    {__NR_splice, 0, 2, 0},    {__NR_tee, 0, 1, 0},        {__NR_sendfile, 1, 0, 0},
+    {__NR_copy_file_range, 0, 2, 0}, {__NR_dup, 0, -1, 1}, {__NR_dup2, 0, -1, 1},
+    {__NR_dup3, 0, -1, 1},     {__NR_fcntl, 0, -1, 1},
 };
+const size_t nfd_uses = sizeof fd_uses / sizeof fd_uses[0];
 
 static void put(struct seccomp_program *p, struct sock_filter f)
 {
@@ -147,6 +152,41 @@ static void block_trace_if_eq(struct seccomp_program *p, int nr, int arg, unsign
 	block_end(p, b);
 }
 
+/* Trace when the descriptor in argument in_arg is one of in_fds, or the
+ * one in out_arg one of out_fds (-1: no such argument). */
+static void block_trace_fds(struct seccomp_program *p, int nr, int in_arg, const int *in_fds,
+                            size_t nin, int out_arg, const int *out_fds, size_t nout)
+{
+	if (in_arg < 0)
+		nin = 0;
+	if (out_arg < 0)
+		nout = 0;
+	if (!nin && !nout)
+		return;
+	unsigned short b = block_begin(p, nr);
+	unsigned short jumps[2 * TRACE_MAX_WATCHED_FDS + 2];
+	size_t n = 0;
+	for (int side = 0; side < 2; side++) {
+		int arg = side ? out_arg : in_arg;
+		const int *fds = side ? out_fds : in_fds;
+		size_t count = side ? nout : nin;
+		if (!count)
+			continue;
+		ld(p, ARG_LO(arg));
+		for (size_t i = 0; i < count && n < sizeof jumps / sizeof jumps[0]; i++) {
+			put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+			                                    (unsigned)fds[i], 0, 0));
+			jumps[n++] = (unsigned short)(p->len - 1);
+		}
+	}
+	ret(p, SECCOMP_RET_ALLOW);
+	unsigned trace_at = p->len;
+	ret(p, RET_TRACE);
+	for (size_t i = 0; i < n; i++)
+		p->insns[jumps[i]].jt = (unsigned char)(trace_at - jumps[i] - 1);
+	block_end(p, b);
+}
+
 /* Trace unless the 64-bit pointer arg i is NULL. */
 static void block_trace_if_nonnull(struct seccomp_program *p, int nr, int arg)
 {
@@ -195,6 +235,24 @@ static void block_fast(struct seccomp_program *p, int nr, int flags_arg, int sta
 	unsigned short b = block_begin(p, nr);
 	unsigned short to_normal[3];
 	int n = 0;
+	if (flags_arg >= 1) {
+		/* An open of the trusted page's empty name (RING_EMPTY_NAME),
+		 * from anywhere: it fails with ENOENT and opens nothing. The
+		 * loader makes it for each absent library candidate that the
+		 * audit library looked up already. */
+		unsigned path_arg = (unsigned)flags_arg - 1;
+		ld(p, ARG_HI(path_arg));
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+		                                    (unsigned)(RING_EMPTY_NAME >> 32), 0, 5));
+		ld(p, ARG_LO(path_arg));
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+		                                    (unsigned)(RING_EMPTY_NAME & 0xffffffffu), 0, 3));
+		ld(p, ARG_LO(flags_arg));
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
+		                                    O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE,
+		                                    1, 0));
+		ret(p, SECCOMP_RET_ALLOW);
+	}
 	ld(p, IP_HI);
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
 	                                    (unsigned)(RING_SAFE_PAGE >> 32), 0, 0));
@@ -240,7 +298,8 @@ static void block_fast(struct seccomp_program *p, int nr, int flags_arg, int sta
 	block_end(p, b);
 }
 
-void seccomp_filter_build(struct seccomp_program *p, int stdin_is_stream, int fast_path)
+void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t nread_fds,
+                          const int *write_fds, size_t nwrite_fds, int fast_path)
 {
 	p->len = 0;
 	/* The architecture first: a 32-bit int 0x80 call from this process uses
@@ -252,11 +311,10 @@ void seccomp_filter_build(struct seccomp_program *p, int stdin_is_stream, int fa
 	/* x32 calls pass the arch check with their own numbering. */
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, __X32_SYSCALL_BIT, 0, 1));
 	ret(p, SECCOMP_RET_TRACE | FILTER_DATA_X32);
-	/* io_uring would run opens and renames without any syscall we see;
-	 * ENOSYS makes liburing users fall back to plain syscalls. */
-	unsigned short b = block_begin(p, __NR_io_uring_setup);
-	ret(p, SECCOMP_RET_ERRNO | ENOSYS);
-	block_end(p, b);
+	/* io_uring runs opens, reads and renames without any syscall we see:
+	 * the step is uncacheable (syscalls.c). Not ENOSYS: a program without
+	 * a fallback would fail where it runs without cachet. */
+	block_trace(p, __NR_io_uring_setup);
 
 	/* First: the blocks below would stop these whatever their origin. */
 	if (fast_path) {
@@ -285,9 +343,9 @@ void seccomp_filter_build(struct seccomp_program *p, int stdin_is_stream, int fa
 	                        CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME);
 	/* sendto with a destination address reaches a host without connect(). */
 	block_trace_if_nonnull(p, __NR_sendto, 4);
-	if (stdin_is_stream)
-		for (size_t i = 0; i < sizeof stdin_reads / sizeof stdin_reads[0]; i++)
-			block_trace_if_eq(p, stdin_reads[i].nr, stdin_reads[i].arg, 0);
+	for (size_t i = 0; i < nfd_uses; i++)
+		block_trace_fds(p, fd_uses[i].nr, fd_uses[i].in, read_fds, nread_fds,
+		                fd_uses[i].out, write_fds, nwrite_fds);
 	/* Everything else runs untouched. The kernel caches this verdict per
 	 * syscall number (the path to it reads only arch and nr), so untraced
 	 * calls do not even run the program. */

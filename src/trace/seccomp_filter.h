@@ -16,17 +16,32 @@ enum {
 	FILTER_DATA_X32 = 2,     /* an x32 syscall number */
 };
 
-#define FILTER_MAX_INSNS 512
+#define FILTER_MAX_INSNS 2048
 
 struct seccomp_program {
 	struct sock_filter insns[FILTER_MAX_INSNS];
 	unsigned short len;
 };
 
-/* Fills prog. stdin_is_stream adds the reads of fd 0. */
-/* fast_path: lookups made from the preload library's trusted page
- * (ring.h) go through without a stop. */
-void seccomp_filter_build(struct seccomp_program *prog, int stdin_is_stream, int fast_path);
+/* The calls that use a descriptor's data or copy it, with the argument
+ * indexes of the descriptors they read from (in) and write to (out); -1:
+ * none. dup_like: the call copies the descriptor (fcntl only with
+ * F_DUPFD or F_DUPFD_CLOEXEC). Shared by the filter, which stops them on
+ * the watched descriptors, and the tracer, which judges the stop. */
+struct fd_use {
+	int nr;
+	signed char in, out;
+	unsigned char dup_like;
+};
+extern const struct fd_use fd_uses[];
+extern const size_t nfd_uses;
+
+/* Fills prog. The calls of fd_uses stop when they read one of read_fds
+ * (stdin when it is a stream, and the inherited descriptors) or write one
+ * of write_fds (the inherited descriptors). fast_path: lookups made from
+ * the preload library's trusted page (ring.h) go through without a stop. */
+void seccomp_filter_build(struct seccomp_program *prog, const int *read_fds, size_t nread_fds,
+                          const int *write_fds, size_t nwrite_fds, int fast_path);
 
 /* Installs prog on the calling thread. Async-signal-safe. Returns 0 or -1
  * with errno set. */

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #include "trace/classify.h"
 #include "trace/dirorder.h"
 #include "trace/ring.h"
+#include "trace/seccomp_filter.h"
 #include "trace/exec_image.h"
 #include "trace/tracer.h"
 
@@ -499,7 +501,7 @@ static void read_pre(struct tracer *tr, struct tracee *t, const char *path)
 	struct stat st;
 	if (event_log_was_touched(&tr->log, path) || lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
-	emit(tr, t, TRACE_READ, 0, 0, path, &st);
+	emit(tr, t, TRACE_READ, TRACE_F_LINKED, 0, path, &st);
 }
 
 void tracer_mark_uncacheable(struct tracer *tr, const char *reason)
@@ -515,6 +517,97 @@ static enum resume outcome_probe(struct tracer *tr, struct tracee *t, int follow
 static enum resume outcome_open_read(struct tracer *tr, struct tracee *t,
                                      const struct open_class *c);
 
+/* The reason a read of what st describes, opened by path, makes the step
+ * uncacheable, or NULL for a file whose bytes can be keyed. A FIFO,
+ * socket or device gives bytes that no digest of a file holds (and cachet
+ * must never open one to hash it). The memory devices that give nothing,
+ * zeros or randomness (outside the contract: README) are not inputs. */
+static const char *special_input(const struct stat *st)
+{
+	if (S_ISFIFO(st->st_mode))
+		return "reads a fifo";
+	if (S_ISSOCK(st->st_mode))
+		return "reads a socket";
+	if (S_ISBLK(st->st_mode))
+		return "reads a device";
+	if (S_ISCHR(st->st_mode)) {
+		unsigned minor_no = minor(st->st_rdev);
+		if (major(st->st_rdev) == 1 && (minor_no == 3 || minor_no == 5 || minor_no == 7 ||
+		                                 minor_no == 8 || minor_no == 9))
+			return NULL; /* null, zero, full, random, urandom */
+		return "reads a device";
+	}
+	return NULL;
+}
+
+/* A preload record's stat has no st_rdev, which tells the memory devices
+ * apart: for a device, the path's own. 1 when a device's cannot be had. */
+static int with_rdev(const char *path, int follow, struct stat *st)
+{
+	struct stat here;
+	if (!S_ISCHR(st->st_mode) && !S_ISBLK(st->st_mode))
+		return 0;
+	if ((follow ? stat(path, &here) : lstat(path, &here)) < 0 ||
+	    (here.st_mode & S_IFMT) != (st->st_mode & S_IFMT))
+		return 1;
+	st->st_rdev = here.st_rdev;
+	return 0;
+}
+
+static int is_jobserver_fifo(const struct tracer *tr, const char *path)
+{
+	return tr->spec->jobserver_fifo && !strcmp(path, tr->spec->jobserver_fifo);
+}
+
+/* An open for reading that names no file recorded: a device under /dev
+ * (an ignored root), or a pipe or socket reached through /proc/PID/fd/N or
+ * /dev/fd/N (`cat <(cmd)`). path: the joined path; resolved: resolve_at's
+ * result for it. */
+static void open_unrecorded(struct tracer *tr, struct tracee *t, const struct open_class *c,
+                            const char *path, int resolved)
+{
+	if (tr->uncacheable || (c->kind != OPEN_KIND_READ && c->kind != OPEN_KIND_CREATE))
+		return;
+	struct stat st;
+	const char *reason = NULL;
+	/* A preload record: what the step's open got (its fstat); the
+	 * descriptor named may be gone by the time the record is drained. */
+	int reported = t->rec_res && !rv_errno(t->rec_res->rv) && reported_stat(t->rec_res, &st) == 0;
+	if (resolved == 0) {
+		/* Ignored roots (the private TMPDIR, ignore_paths) are none of
+		 * the key's business; /dev is ignored by name, not by type. */
+		if (strncmp(path, "/dev/", 5))
+			return;
+		if (reported)
+			reason = with_rdev(path, c->follow_last, &st) ? "reads a device"
+			                                              : special_input(&st);
+		else if ((c->follow_last ? stat(path, &st) : lstat(path, &st)) == 0)
+			reason = special_input(&st);
+		if (reason)
+			tracer_mark_uncacheable(tr, reason);
+		return;
+	}
+	struct magic_ref m;
+	classify_magic_path(path, &m);
+	if (m.kind != MAGIC_FD || m.rest[0])
+		return;
+	/* The jobserver crate (rustc, cargo) opens its descriptors again
+	 * through /dev/fd/N, for a file description of its own. */
+	for (size_t i = 0; i < tr->spec->njobserver_fds; i++)
+		if (tr->spec->jobserver_fds[i] == m.fd)
+			return;
+	if (reported) {
+		reason = special_input(&st);
+	} else if (tracee_fd_path(m.pid ? m.pid : t->tid, m.fd, tr->tmp, sizeof tr->tmp) == 0) {
+		if (!strncmp(tr->tmp, "pipe:", 5))
+			reason = "reads a fifo";
+		else if (!strncmp(tr->tmp, "socket:", 7))
+			reason = "reads a socket";
+	}
+	if (reason)
+		tracer_mark_uncacheable(tr, reason);
+}
+
 static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
                               uint64_t oflags, uint64_t resolve)
 {
@@ -523,7 +616,13 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
 	classify_open(oflags, resolve, &c);
 	if (read_str(t, addr, tr->raw) < 0 || !tr->raw[0])
 		return RESUME_CONT;
-	if (resolve_at(tr, t, dirfd, tr->raw, c.follow_last, p->path) <= 0)
+	int resolved = resolve_at(tr, t, dirfd, tr->raw, c.follow_last, p->path);
+	if (resolved <= 0) {
+		open_unrecorded(tr, t, &c, p->path, resolved);
+		return RESUME_CONT;
+	}
+	/* Its tokens are not data, nor is it an output. */
+	if (is_jobserver_fifo(tr, p->path))
 		return RESUME_CONT;
 	p->has_path = 1;
 	p->flags = c.flags;
@@ -610,12 +709,16 @@ static enum resume outcome_open_read(struct tracer *tr, struct tracee *t,
 	struct stat st;
 	int err;
 	/* A preload record: the file the step's open got (its fstat). */
+	const char *special;
 	if (t->rec_res && ((err = rv_errno(t->rec_res->rv)) ||
 	                   reported_stat(t->rec_res, &st) == 0)) {
 		if (err)
 			emit(tr, t, TRACE_PROBE, p->flags, err, p->path, NULL);
 		else if (S_ISREG(st.st_mode))
 			emit(tr, t, TRACE_READ, p->flags, 0, p->path, &st);
+		else if ((special = with_rdev(p->path, c->follow_last, &st) ? "reads a device"
+		                                                              : special_input(&st)))
+			tracer_mark_uncacheable(tr, special);
 		else
 			emit_found(tr, t, p->flags, p->path, &st);
 		if (!err)
@@ -628,7 +731,9 @@ static enum resume outcome_open_read(struct tracer *tr, struct tracee *t,
 		emit(tr, t, TRACE_READ, p->flags, 0, p->path, &st);
 	} else if (S_ISLNK(st.st_mode)) { /* the symlink that O_NOFOLLOW refuses */
 		emit(tr, t, TRACE_PROBE, p->flags, ELOOP, p->path, NULL);
-	} else { /* a directory (listed through getdents), FIFO, device */
+	} else if ((special = special_input(&st))) {
+		tracer_mark_uncacheable(tr, special);
+	} else { /* a directory (listed through getdents) */
 		emit_found(tr, t, p->flags, p->path, &st);
 		key_dir_base(tr, t, &st);
 	}
@@ -946,16 +1051,51 @@ static enum resume pend_uncacheable(struct tracee *t, const char *reason)
 	return RESUME_SYSCALL;
 }
 
-static void entry_stdin_read(struct tracer *tr, struct tracee *t)
+/* fd of t still refers to the file dev/ino (a descriptor closed and
+ * opened again refers to another). */
+static int fd_refers_to(struct tracee *t, int fd, dev_t dev, ino_t ino)
 {
 	struct stat st;
-	if (!tr->have_stdin_id || tr->uncacheable)
+	return tracee_fd_stat(t->tid, fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+/* A read, write or copy of a descriptor that the filter watches (fd_uses):
+ * stdin when it is a stream, the inherited descriptors. Only while the
+ * descriptor still refers to the file the step was given: a shell that
+ * redirected `< file` reads a file, which is an ordinary READ. A copy is
+ * judged as a use: reads through it would not stop (the filter watches
+ * descriptor numbers, fixed when the step starts). */
+static void entry_fd_use(struct tracer *tr, struct tracee *t, const struct fd_use *u,
+                         const uint64_t *a)
+{
+	if (tr->uncacheable)
 		return;
-	/* Only while fd 0 is still the step's original stdin: a shell that
-	 * redirected `< file` reads a file, which is an ordinary READ. */
-	if (tracee_fd_stat(t->tid, 0, &st) == 0 && st.st_dev == tr->stdin_dev &&
-	    st.st_ino == tr->stdin_ino)
-		tracer_mark_uncacheable(tr, "reads stdin stream");
+	if (u->nr == __NR_fcntl && a[1] != F_DUPFD && a[1] != F_DUPFD_CLOEXEC)
+		return;
+	/* How shells (dash, bash) save a descriptor around a redirection, to
+	 * put it back afterwards: not read through (README: a copy to 10 or
+	 * above that is then read goes unseen). */
+	if (u->nr == __NR_fcntl && a[2] >= 10)
+		return;
+	for (int side = 0; side < 2; side++) {
+		int arg = side ? u->out : u->in;
+		if (arg < 0)
+			continue;
+		int fd = (int)a[arg];
+		if (fd == 0 && !side && tr->have_stdin_id &&
+		    fd_refers_to(t, 0, tr->stdin_dev, tr->stdin_ino)) {
+			tracer_mark_uncacheable(tr, u->dup_like        ? "duplicates stdin stream"
+			                            : tr->stdin_is_null ? "reads stdin /dev/null"
+			                                                : "reads stdin stream");
+			return;
+		}
+		for (size_t i = 0; i < tr->nwatched; i++)
+			if (tr->watched_fd[i] == fd &&
+			    fd_refers_to(t, fd, tr->watched_dev[i], tr->watched_ino[i])) {
+				tracer_mark_uncacheable(tr, "uses inherited descriptor");
+				return;
+			}
+	}
 }
 
 enum resume syscall_entry(struct tracer *tr, struct tracee *t,
@@ -1162,19 +1302,15 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 	case __NR_open_by_handle_at:
 		tracer_mark_uncacheable(tr, "open by handle");
 		return RESUME_CONT;
-	case __NR_read:
-	case __NR_readv:
-	case __NR_pread64:
-	case __NR_preadv:
-	case __NR_preadv2:
-	case __NR_splice:
-	case __NR_sendfile:
-	case __NR_copy_file_range:
-	case __NR_recvfrom:
-	case __NR_recvmsg:
-		entry_stdin_read(tr, t);
+	case __NR_io_uring_setup:
+		tracer_mark_uncacheable(tr, "io_uring");
 		return RESUME_CONT;
 	default:
+		for (size_t i = 0; i < nfd_uses; i++)
+			if ((uint64_t)fd_uses[i].nr == nr) {
+				entry_fd_use(tr, t, &fd_uses[i], a);
+				break;
+			}
 		return RESUME_CONT;
 	}
 }
@@ -1265,9 +1401,13 @@ void syscall_exit(struct tracer *tr, struct tracee *t, const struct __ptrace_sys
 	case PEND_OPEN_READ:
 		if (err)
 			emit(tr, t, TRACE_PROBE, p->flags, err, p->path, NULL);
-		else if (tracee_fd_stat(t->tid, (int)rv, &st) == 0 && S_ISREG(st.st_mode))
+		else if (tracee_fd_stat(t->tid, (int)rv, &st) < 0)
+			emit(tr, t, TRACE_PROBE, p->flags, 0, p->path, NULL);
+		else if (S_ISREG(st.st_mode))
 			emit(tr, t, TRACE_READ, p->flags, 0, p->path, &st);
-		else /* a directory (listed through getdents), FIFO, device */
+		else if (special_input(&st))
+			tracer_mark_uncacheable(tr, special_input(&st));
+		else /* a directory (listed through getdents) */
 			emit(tr, t, TRACE_PROBE, p->flags, 0, p->path, NULL);
 		break;
 	case PEND_OPEN_WRITE:

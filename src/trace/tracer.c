@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -148,6 +149,35 @@ static int fewer_cpus(int max, cpu_set_t *out)
 	return 1;
 }
 
+/* Closes every descriptor above 2 but report_fd and those the step
+ * inherits (trace_spec.inherited_fds, jobserver_fds). Async-signal-safe. */
+static int close_all_but(const struct trace_spec *spec, int report_fd)
+{
+	int keep[2 * TRACE_MAX_WATCHED_FDS + 1];
+	size_t n = 0;
+	keep[n++] = report_fd;
+	for (size_t i = 0; i < spec->ninherited_fds && i < TRACE_MAX_WATCHED_FDS; i++)
+		keep[n++] = spec->inherited_fds[i];
+	for (size_t i = 0; i < spec->njobserver_fds && i < TRACE_MAX_WATCHED_FDS; i++)
+		keep[n++] = spec->jobserver_fds[i];
+	/* Sorted (insertion: a handful), then the gaps between them closed. */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int x = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = x;
+		}
+	unsigned from = 3;
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < 3 || (unsigned)keep[i] < from)
+			continue;
+		if ((unsigned)keep[i] > from && close_range(from, (unsigned)keep[i] - 1, 0) < 0)
+			return -1;
+		from = (unsigned)keep[i] + 1;
+	}
+	return close_range(from, ~0U, 0);
+}
+
 static void __attribute__((noreturn))
 child_main(const struct trace_spec *spec, char *const *envp, const struct seccomp_program *prog,
            int go_fd, int report_fd, const cpu_set_t *cpus)
@@ -193,8 +223,7 @@ child_main(const struct trace_spec *spec, char *const *envp, const struct seccom
 	for (int i = 0; i < 3; i++)
 		if (dup2(hi[i], i) < 0)
 			child_fail(rep, STAGE_SETUP);
-	if ((rep > 3 && close_range(3, (unsigned)rep - 1, 0) < 0) ||
-	    close_range((unsigned)rep + 1, ~0U, 0) < 0)
+	if (close_all_but(spec, rep) < 0)
 		child_fail(rep, STAGE_SETUP);
 	if (apply_variations(spec, cpus) < 0)
 		child_fail(rep, STAGE_SETUP);
@@ -399,13 +428,31 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 	int fast = ring_open(tr);
 
 	struct seccomp_program *prog = xmalloc(sizeof *prog);
-	seccomp_filter_build(prog, spec->stdin_is_stream, fast);
 	struct stat st;
 	if (spec->stdin_is_stream && spec->stdin_fd >= 0 && fstat(spec->stdin_fd, &st) == 0) {
 		tr->have_stdin_id = 1;
 		tr->stdin_dev = st.st_dev;
 		tr->stdin_ino = st.st_ino;
+		tr->stdin_is_null = S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
 	}
+	int read_fds[TRACE_MAX_WATCHED_FDS + 1];
+	size_t nread = 0;
+	if (tr->have_stdin_id)
+		read_fds[nread++] = 0;
+	/* More than the filter watches: one of them may be used unseen. */
+	if (spec->ninherited_fds > TRACE_MAX_WATCHED_FDS)
+		tracer_mark_uncacheable(tr, "uses inherited descriptor");
+	for (size_t i = 0; i < spec->ninherited_fds && i < TRACE_MAX_WATCHED_FDS; i++) {
+		int fd = spec->inherited_fds[i];
+		if (fd <= 2 || fstat(fd, &st) < 0)
+			continue;
+		tr->watched_fd[tr->nwatched] = fd;
+		tr->watched_dev[tr->nwatched] = st.st_dev;
+		tr->watched_ino[tr->nwatched] = st.st_ino;
+		tr->nwatched++;
+		read_fds[nread++] = fd;
+	}
+	seccomp_filter_build(prog, read_fds, nread, tr->watched_fd, tr->nwatched, fast);
 
 	int go[2], rep[2];
 	if (pipe2(go, O_CLOEXEC) < 0) {

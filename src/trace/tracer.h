@@ -33,6 +33,13 @@ struct tracer {
 	int have_stdin_id;
 	dev_t stdin_dev;
 	ino_t stdin_ino;
+	int stdin_is_null; /* it is /dev/null */
+	/* The inherited descriptors watched (trace_spec.inherited_fds), with
+	 * the files they referred to at the start. */
+	size_t nwatched;
+	int watched_fd[TRACE_MAX_WATCHED_FDS];
+	dev_t watched_dev[TRACE_MAX_WATCHED_FDS];
+	ino_t watched_ino[TRACE_MAX_WATCHED_FDS];
 	/* The preload fast path (ring.c): the shared ring, its memfd, and the
 	 * step's environment that names them (NULL: not in use). */
 	struct ring *ring;

@@ -236,6 +236,39 @@ static void a_file_added_to_a_directory_moved_into_place_after_the_step_is_not_s
 	trace_result_free(&r);
 }
 
+/* A result encodes its optional fields (pinned, stdin_advance) only when
+ * set, and each combination decodes to what was encoded. */
+static void a_results_stdin_advance_and_pin_survive_encoding(void **state)
+{
+	(void)state;
+	static const char *const pins[] = {NULL, "output /src/x.d contains /src"};
+	static const int64_t advances[] = {0, 6, -3};
+	for (size_t p = 0; p < 2; p++)
+		for (size_t a = 0; a < 3; a++) {
+			struct result r, back;
+			result_init(&r);
+			r.host = xstrdup("h");
+			r.cachet_version = xstrdup("v");
+			r.values = xstrdup("");
+			r.listings = xstrdup("");
+			r.pinned = pins[p] ? xstrdup(pins[p]) : NULL;
+			r.stdin_advance = advances[a];
+			struct buf b;
+			buf_init(&b);
+			result_encode(&r, &b);
+			struct error e = {0};
+			assert_int_equal(result_decode(b.data, b.len, &back, &e), 0);
+			assert_int_equal(back.stdin_advance, advances[a]);
+			if (pins[p])
+				assert_string_equal(back.pinned, pins[p]);
+			else
+				assert_null(back.pinned);
+			result_free(&back);
+			result_free(&r);
+			buf_free(&b);
+		}
+}
+
 #define CASE(f) cmocka_unit_test_setup_teardown(f, setup, scratch_teardown)
 
 int main(void)
@@ -250,6 +283,7 @@ int main(void)
 		CASE(a_directory_renamed_into_place_brings_its_contents),
 		CASE(a_directory_renamed_over_an_empty_one_brings_its_contents),
 		CASE(a_file_added_to_a_directory_moved_into_place_after_the_step_is_not_stored),
+		cmocka_unit_test(a_results_stdin_advance_and_pin_survive_encoding),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
