@@ -8,6 +8,8 @@
  *   'F' digest[32]                  READ: a regular file's content
  *   'X' digest[32] perm[2]          EXEC: content and permission bits
  *   'S' type[1] perm[2] size[8]     STAT: an existing path (size 0 for non-files)
+ *   's' type[1] perm[2] size[8] mtime_ns[8]
+ *                                   STAT with OBS_F_MTIME of a regular file
  *   'T' type[1]                     READ/EXEC of something not a regular file
  *   'L' digest[32]                  LIST: sorted names and types, minus the step's own
  *   'R' target                      READLINK
@@ -40,6 +42,10 @@ enum obs_kind {
 
 enum {
 	OBS_F_NOFOLLOW = 1 << 0,
+	/* STAT: a regular file's mtime is part of the value ('s'): the step
+	 * stat'ed the file without reading it, and may have judged it by its
+	 * time (make, `[ a -nt b ]`), or copied its time onto an output. */
+	OBS_F_MTIME = 1 << 4,
 };
 
 /* The fingerprint -> digest cache that every path set shares. A content

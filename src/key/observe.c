@@ -161,12 +161,15 @@ static void value_of_stat(unsigned flags, const char *path, struct observe_memo 
 		put_errno(out, errno);
 		return;
 	}
-	buf_addch(out, 'S');
+	int with_mtime = (flags & OBS_F_MTIME) && S_ISREG(st.st_mode);
+	buf_addch(out, with_mtime ? 's' : 'S');
 	buf_addch(out, (char)((st.st_mode & S_IFMT) >> 12));
 	put_u16(out, st.st_mode & 07777);
 	/* A directory's size moves with unrelated entries (and on tmpfs with
 	 * every one): only a regular file's size is a fact worth keying. */
 	buf_put_u64(out, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0);
+	if (with_mtime)
+		buf_put_u64(out, (uint64_t)st.st_mtim.tv_sec * 1000000000 + (uint64_t)st.st_mtim.tv_nsec);
 }
 
 static void value_of_listing(const char *path, const char *const *excluded, struct buf *out,
@@ -299,13 +302,24 @@ void observe_describe_value(const void *value, size_t len, struct buf *out)
 			buf_addf(out, " mode %04o", v[1 + DIGEST_LEN] | v[2 + DIGEST_LEN] << 8);
 		return;
 	case 'S':
-		if (len < 1 + 1 + 2 + 8)
+	case 's':
+		if (len < 1 + 1 + 2 + 8 + (v[0] == 's' ? 8 : 0))
 			break;
 		buf_addf(out, "%s mode %04o", type_name(v[1]), v[2] | v[3] << 8);
 		if (v[1] << 12 == S_IFREG) {
 			struct reader r;
-			reader_init(&r, v + 4, 8);
+			reader_init(&r, v + 4, len - 4);
 			buf_addf(out, " size %llu", (unsigned long long)reader_u64(&r));
+			if (v[0] == 's') {
+				uint64_t ns = reader_u64(&r);
+				time_t sec = (time_t)(ns / 1000000000);
+				struct tm tm;
+				char when[32];
+				gmtime_r(&sec, &tm);
+				strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+				buf_addf(out, " mtime %s.%09llu UTC", when,
+					 (unsigned long long)(ns % 1000000000));
+			}
 		}
 		return;
 	case 'T':

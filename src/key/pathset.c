@@ -293,7 +293,7 @@ int pathset_decode(const void *data, size_t len, struct pathset *ps, struct erro
 		o->path = reader_u32(&r);
 		ps->nobs++;
 		if (r.failed || o->kind < OBS_READ || o->kind > OBS_BASE || o->path >= np ||
-		    (o->flags & ~OBS_F_NOFOLLOW))
+		    (o->flags & ~(OBS_F_NOFOLLOW | OBS_F_MTIME)))
 			goto corrupt;
 		if (ps->paths[o->path][0] != '/')
 			goto corrupt;

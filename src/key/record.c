@@ -35,6 +35,16 @@ struct recorder {
 	 * still holding, from which its value is then computed (one stat
 	 * where there were two, and the value is that of the state checked). */
 	struct strmap lookups;
+	/* path -> (void *)1: read or executed by the step */
+	struct strmap read_paths;
+	/* directory -> (void *)1: the step listed it or looked a name up
+	 * inside it (at any depth) */
+	struct strmap looked_inside;
+	/* the step's cwd (cachet runs in it), or NULL */
+	char *cwd;
+	/* the mtimes the step set on purpose on its outputs (cp -p, touch -r) */
+	int64_t *set_mtimes;
+	size_t nset_mtimes;
 	size_t walked;           /* entries met by the walk of a moved-in directory */
 	struct record *rec;
 	struct store *store;
@@ -186,12 +196,13 @@ static int listing_seen(const struct trace_event *ev, const char *const *exclude
 	return rc;
 }
 
-static void add_obs(struct recorder *rc, enum obs_kind kind, const struct trace_event *ev,
-		    const struct digest *forced)
+/* Adds observation (kind, flags, path), made for event ev: ev's outcome is
+ * what compute_values checks still holds at the end of the run. */
+static void add_obs_at(struct recorder *rc, enum obs_kind kind, unsigned flags, const char *path,
+		       const struct trace_event *ev, const struct digest *forced)
 {
-	unsigned flags = (ev->flags & TRACE_F_NOFOLLOW) ? OBS_F_NOFOLLOW : 0;
-	const char **excluded = kind == OBS_LIST ? excluded_names(rc, ev->path) : NULL;
-	pathset_add(&rc->rec->ps, kind, flags, ev->path, excluded);
+	const char **excluded = kind == OBS_LIST ? excluded_names(rc, path) : NULL;
+	pathset_add(&rc->rec->ps, kind, flags, path, excluded);
 	if (rc->nobs == rc->alloc_obs) {
 		rc->alloc_obs = rc->alloc_obs ? rc->alloc_obs * 2 : 256;
 		rc->obs_event = xrealloc(rc->obs_event, rc->alloc_obs * sizeof *rc->obs_event);
@@ -205,7 +216,7 @@ static void add_obs(struct recorder *rc, enum obs_kind kind, const struct trace_
 		buf_addch(&rc->forced[rc->nobs], 'F');
 		buf_add(&rc->forced[rc->nobs], forced->b, DIGEST_LEN);
 	}
-	if (kind == OBS_LIST && !rc->rec->not_storable) {
+	if (kind == OBS_LIST && ev->kind == TRACE_LIST && !rc->rec->not_storable) {
 		int seen = listing_seen(ev, excluded, &rc->forced[rc->nobs], &rc->detail[rc->nobs]);
 		if (seen < 0)
 			rc->rec->not_storable = MODIFIED;
@@ -216,6 +227,17 @@ static void add_obs(struct recorder *rc, enum obs_kind kind, const struct trace_
 	}
 	free(excluded);
 	rc->nobs++;
+}
+
+static unsigned obs_flags_of(const struct trace_event *ev)
+{
+	return (ev->flags & TRACE_F_NOFOLLOW) ? OBS_F_NOFOLLOW : 0;
+}
+
+static void add_obs(struct recorder *rc, enum obs_kind kind, const struct trace_event *ev,
+		    const struct digest *forced)
+{
+	add_obs_at(rc, kind, obs_flags_of(ev), ev->path, ev, forced);
 }
 
 static enum obs_kind obs_kind_of(enum trace_event_kind k)
@@ -229,6 +251,133 @@ static enum obs_kind obs_kind_of(enum trace_event_kind k)
 	}
 }
 
+/* The source D/N.py of a bytecode file D/__pycache__/N.TAG.pyc (or
+ * N.TAG.opt-K.pyc), malloc'd, or NULL when path is none. Python loads such a
+ * file when its header matches the source's mtime and size, without reading
+ * the source: a same-size edit with the mtime restored would load stale
+ * code. The source is therefore keyed by content as if read (and, stat'ed
+ * and not read, by its mtime too: Python compared it with the header). */
+static char *pyc_source(const char *path)
+{
+	const char *base = path_basename(path);
+	size_t n = strlen(base);
+	if (n < 5 || strcmp(base + n - 4, ".pyc") != 0)
+		return NULL;
+	char *dir = path_dirname(path);
+	if (strcmp(path_basename(dir), "__pycache__") != 0) {
+		free(dir);
+		return NULL;
+	}
+	char *name = xstrndup(base, n - 4);
+	char *dot = strrchr(name, '.');
+	if (dot && !strncmp(dot, ".opt-", 5)) {
+		*dot = '\0';
+		dot = strrchr(name, '.');
+	}
+	char *src = NULL;
+	if (dot && dot != name) {
+		*dot = '\0';
+		char *top = path_dirname(dir);
+		char *py = xasprintf("%s.py", name);
+		src = path_join(top, py);
+		free(py);
+		free(top);
+	}
+	free(name);
+	free(dir);
+	return src;
+}
+
+/* Marks dir and its ancestors as looked inside, up to one already marked. */
+static void mark_looked_inside(struct recorder *rc, const char *dir)
+{
+	char *d = xstrdup(dir);
+	while (!strmap_get(&rc->looked_inside, d)) {
+		strmap_put(&rc->looked_inside, d, (void *)1);
+		char *up = path_dirname(d);
+		int top = strcmp(up, d) == 0;
+		free(d);
+		d = up;
+		if (top)
+			break;
+	}
+	free(d);
+}
+
+/* What the observations of a probe depend on: which paths the step read
+ * or ran, where it looked names up, and the mtimes it set on purpose. */
+static void collect_uses(struct recorder *rc)
+{
+	for (size_t i = 0; i < rc->n; i++) {
+		const struct trace_event *ev = &rc->events[i];
+		if (ev->kind == TRACE_FINAL || ev->kind == TRACE_MOVED_IN)
+			continue;
+		if (ev->kind == TRACE_READ || ev->kind == TRACE_EXEC)
+			strmap_put(&rc->read_paths, ev->path, (void *)1);
+		if (ev->kind == TRACE_LIST) {
+			mark_looked_inside(rc, ev->path);
+			continue;
+		}
+		char *dir = path_dirname(ev->path);
+		if (strcmp(dir, ev->path) != 0)
+			mark_looked_inside(rc, dir);
+		free(dir);
+	}
+	for (size_t i = 0; i < rc->touched.cap; i++) {
+		const struct touch *t = rc->touched.slots[i].value;
+		if (!rc->touched.slots[i].key || !t->set_mtime)
+			continue;
+		const struct trace_event *fin = strmap_get(&rc->finals, t->ev->path);
+		if (!fin || fin->err)
+			continue;
+		rc->set_mtimes = xrealloc(rc->set_mtimes, (rc->nset_mtimes + 1) * sizeof *rc->set_mtimes);
+		rc->set_mtimes[rc->nset_mtimes++] = fin->id.mtime_ns;
+	}
+}
+
+static int is_set_mtime(const struct recorder *rc, int64_t mtime_ns)
+{
+	for (size_t i = 0; i < rc->nset_mtimes; i++)
+		if (rc->set_mtimes[i] == mtime_ns)
+			return 1;
+	return 0;
+}
+
+/* The observations of a lookup of a path the step did not change. A file
+ * that the step stat'ed but never read may have been judged by its mtime
+ * (make, ninja, `[ a -nt b ]`, `cp -u`, rsync): its mtime is keyed. A
+ * directory that it stat'ed but neither listed nor looked into can only
+ * have told it its times (make's directory prerequisites): it is keyed by
+ * its listing, which moves with every entry added, removed or renamed, as
+ * its mtime does, but survives a checkout. Only under the step's cwd, where
+ * a build's own directories are: the gcc driver stats the system library
+ * directories of its search path (/usr/lib as "/lib/../lib") without
+ * looking into them on a compile, and every package install would
+ * otherwise change every compile's key. A file whose mtime
+ * the step copied onto an output (cp -p, touch -r) is keyed by its mtime
+ * too: a hit restores that mtime. */
+static void add_unchanged(struct recorder *rc, const struct trace_event *ev)
+{
+	enum obs_kind kind = obs_kind_of(ev->kind);
+	unsigned flags = obs_flags_of(ev);
+	if (ev->kind == TRACE_PROBE && ev->err == 0 && ev->has_seen) {
+		if (S_ISREG(ev->id.mode) && !strmap_get(&rc->read_paths, ev->path))
+			flags |= OBS_F_MTIME;
+		if (S_ISDIR(ev->id.mode) && rc->cwd && path_is_under(ev->path, rc->cwd) &&
+		    !strmap_get(&rc->looked_inside, ev->path))
+			add_obs_at(rc, OBS_LIST, 0, ev->path, ev, NULL);
+	}
+	add_obs_at(rc, kind, flags, ev->path, ev, NULL);
+	if (ev->kind != TRACE_READ)
+		return;
+	if (rc->nset_mtimes && is_set_mtime(rc, ev->id.mtime_ns))
+		add_obs_at(rc, OBS_STAT, flags | OBS_F_MTIME, ev->path, ev, NULL);
+	char *src = pyc_source(ev->path);
+	if (src && !strmap_get(&rc->touched, src) && !ignored(rc, src))
+		add_obs_at(rc, OBS_READ, 0, src, ev, NULL);
+	free(src);
+}
+
 static void collect_observations(struct recorder *rc)
 {
 	for (size_t i = 0; i < rc->n; i++) {
@@ -240,7 +389,7 @@ static void collect_observations(struct recorder *rc)
 			continue;
 		const struct touch *t = strmap_get(&rc->touched, ev->path);
 		if (!t) {
-			add_obs(rc, obs_kind_of(ev->kind), ev, NULL);
+			add_unchanged(rc, ev);
 			continue;
 		}
 		if (i > t->index)
@@ -310,6 +459,10 @@ static int still_holds(struct recorder *rc, const struct trace_event *ev)
 	case TRACE_PROBE:
 		if (ev->seen_unknown)
 			return 0;
+		if (ev->err == 0 && ev->has_seen && S_ISREG(ev->id.mode) && r == 0 &&
+		    !strmap_get(&rc->read_paths, ev->path) &&
+		    ev->id.mtime_ns != (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec)
+			return 0; /* its mtime is keyed (add_unchanged) */
 		if (ev->err == 0)
 			return !absent && (!ev->has_seen || same_stat_value(&ev->id, &st, r));
 		if (ev->err == ENOENT || ev->err == ENOTDIR)
@@ -658,8 +811,12 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_init(&rc.outputs);
 	strmap_init(&rc.finals);
 	strmap_init(&rc.lookups);
+	strmap_init(&rc.read_paths);
+	strmap_init(&rc.looked_inside);
+	rc.cwd = getcwd(NULL, 0);
 
 	collect_touches(&rc);
+	collect_uses(&rc);
 	collect_observations(&rc);
 	/* One snapshot of the index for the fingerprint lookups, instead of
 	 * a read transaction (and two lock calls) for each. */
@@ -686,6 +843,10 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	for (size_t i = 0; i < rc.lookups.cap; i++)
 		free(rc.lookups.slots[i].value);
 	strmap_free(&rc.lookups);
+	strmap_free(&rc.read_paths);
+	strmap_free(&rc.looked_inside);
+	free(rc.set_mtimes);
+	free(rc.cwd);
 	for (size_t i = 0; i < rc.nobs; i++) {
 		buf_free(&rc.forced[i]);
 		buf_free(&rc.detail[i]);
