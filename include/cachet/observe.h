@@ -15,6 +15,7 @@
  *   'R' target                      READLINK
  *   'E' errno[4]                    any lookup that failed
  *   'B' path                        BASE: the path itself (portable.h)
+ *   'P' text                        FACT: the fact, readable ("uid 1000 euid ...")
  * observe_value never opens a FIFO, socket or device, whatever a path set says.
  */
 #ifndef CACHET_OBSERVE_H
@@ -38,6 +39,11 @@ enum obs_kind {
 	 * current checkout's; its value is that path as text, so the run
 	 * holds only where the base lies at the same real path. */
 	OBS_BASE = 6,
+	/* Not a lookup: a fact of the process that the step asked the kernel
+	 * for (trace.h TRACE_FACT_*: host name, ids, CPU set, a resource
+	 * limit). Its path is the fact's name; its value ('P') the caller's
+	 * fact now. (7 is left to another kind in the making.) */
+	OBS_FACT = 8,
 };
 
 enum {
@@ -122,6 +128,12 @@ struct listing_entry {
  * returned) and evaluation (from a readdir now) both use it. */
 void observe_listing_value(struct listing_entry *entries, size_t n, const char *const *excluded,
 			   struct buf *out, struct buf *detail);
+
+/* 1 when name is one of the facts OBS_FACT knows (trace.h TRACE_FACT_*). */
+int observe_fact_known(const char *name);
+/* Appends the 'P' value of fact `name` now (the calling process's), or an
+ * 'E' value when it cannot be had. */
+void observe_fact_value(const char *name, struct buf *out);
 
 /* Human-readable rendering of a value, for explain and show. */
 void observe_describe_value(const void *value, size_t len, struct buf *out);

@@ -81,7 +81,20 @@ enum trace_event_kind {
 	 * cachet restoring the same output): what is found there later is the
 	 * step's output only while it still matches. */
 	TRACE_FINAL,
+	/* The step asked the kernel for a fact of its process that is not a
+	 * file: `path` is the fact's name (TRACE_FACT_*), not a path. Its
+	 * value is the caller's (cachet's) at evaluation, which the step
+	 * inherited: the host name, ids, CPU set and resource limits. */
+	TRACE_FACT,
 };
+
+/* The names of TRACE_FACT events. */
+#define TRACE_FACT_UNAME "uname"       /* uname(): host name, kernel version... */
+#define TRACE_FACT_UID "uid"           /* real, effective, saved user id */
+#define TRACE_FACT_GID "gid"           /* real, effective, saved group id */
+#define TRACE_FACT_GROUPS "groups"     /* supplementary groups */
+#define TRACE_FACT_CPUS "cpu set"      /* sched_getaffinity */
+#define TRACE_FACT_RLIMIT "rlimit:"    /* + the resource's number: its limits */
 
 /* Flags that shape a lookup, as the step made it. */
 enum {

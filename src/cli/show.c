@@ -30,6 +30,7 @@ static const char *kind_name(int kind)
 	case OBS_LIST: return "list";
 	case OBS_READLINK: return "readlink";
 	case OBS_BASE: return "base";
+	case OBS_FACT: return "fact";
 	default: return "?";
 	}
 }

@@ -354,6 +354,10 @@ static void observation_item(const struct pathset *ps, size_t i, const struct re
 		it->text = xasprintf("keyed on the real path: recorded %s, now %s%s%s%s", r.data,
 				     n.data, res->pinned ? " (" : "", res->pinned ? res->pinned : "",
 				     res->pinned ? ")" : "");
+	} else if (o->kind == OBS_FACT) {
+		/* Not a file: the host, ids, CPUs or limits the step asked for. */
+		it = add_item(out, "process fact changed", path);
+		it->text = xasprintf("process fact changed: %s (%s → %s)", path, r.data, n.data);
 	} else if (o->kind == OBS_STAT && (o->flags & OBS_F_MTIME)) {
 		/* Stat'ed, never read: the step may have decided by the time. */
 		it = add_item(out, "file time changed", shown);

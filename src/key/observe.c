@@ -263,6 +263,9 @@ void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 		buf_addch(out, 'B');
 		buf_addstr(out, path);
 		break;
+	case OBS_FACT:
+		observe_fact_value(path, out);
+		break;
 	default:
 		put_errno(out, EINVAL);
 	}
@@ -333,6 +336,9 @@ void observe_describe_value(const void *value, size_t len, struct buf *out)
 		return;
 	case 'B':
 		buf_addstr(out, "at ");
+		buf_add(out, v + 1, len - 1);
+		return;
+	case 'P':
 		buf_add(out, v + 1, len - 1);
 		return;
 	case 'E':

@@ -263,6 +263,11 @@ void pathset_encode(const struct pathset *ps, struct buf *out)
 	}
 }
 
+static int known_kind(unsigned kind)
+{
+	return (kind >= OBS_READ && kind <= OBS_BASE) || kind == OBS_FACT;
+}
+
 int pathset_decode(const void *data, size_t len, struct pathset *ps, struct error *e)
 {
 	struct reader r;
@@ -292,10 +297,12 @@ int pathset_decode(const void *data, size_t len, struct pathset *ps, struct erro
 		o->flags = reader_u8(&r);
 		o->path = reader_u32(&r);
 		ps->nobs++;
-		if (r.failed || o->kind < OBS_READ || o->kind > OBS_BASE || o->path >= np ||
+		if (r.failed || !known_kind(o->kind) || o->path >= np ||
 		    (o->flags & ~(OBS_F_NOFOLLOW | OBS_F_MTIME)))
 			goto corrupt;
-		if (ps->paths[o->path][0] != '/')
+		/* A fact's "path" is its name, never a path to look up. */
+		if (o->kind == OBS_FACT ? !observe_fact_known(ps->paths[o->path])
+					: ps->paths[o->path][0] != '/')
 			goto corrupt;
 		if (o->kind == OBS_BASE && portable_base_index(ps->paths[o->path]) < 0)
 			goto corrupt;

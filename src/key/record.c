@@ -247,6 +247,7 @@ static enum obs_kind obs_kind_of(enum trace_event_kind k)
 	case TRACE_EXEC: return OBS_EXEC;
 	case TRACE_LIST: return OBS_LIST;
 	case TRACE_READLINK: return OBS_READLINK;
+	case TRACE_FACT: return OBS_FACT;
 	default: return OBS_STAT;
 	}
 }
@@ -310,7 +311,7 @@ static void collect_uses(struct recorder *rc)
 {
 	for (size_t i = 0; i < rc->n; i++) {
 		const struct trace_event *ev = &rc->events[i];
-		if (ev->kind == TRACE_FINAL || ev->kind == TRACE_MOVED_IN)
+		if (ev->kind == TRACE_FINAL || ev->kind == TRACE_MOVED_IN || ev->kind == TRACE_FACT)
 			continue;
 		if (ev->kind == TRACE_READ || ev->kind == TRACE_EXEC)
 			strmap_put(&rc->read_paths, ev->path, (void *)1);

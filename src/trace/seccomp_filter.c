@@ -40,7 +40,8 @@
 
 /* Traced whatever their arguments: every one carries a path, changes how
  * paths resolve, or makes the step uncacheable; or reads or sets a CPU
- * affinity, which the tracer may be holding for the step (placement.h). */
+ * affinity, which the tracer may be holding for the step (placement.h);
+ * or reads a fact of the process (below). */
 static const int always_traced[] = {
     __NR_open,           __NR_openat,      __NR_openat2,      __NR_creat,
     __NR_stat,           __NR_lstat,       __NR_access,       __NR_faccessat,
@@ -59,6 +60,11 @@ static const int always_traced[] = {
     __NR_move_mount,     __NR_fsmount,     __NR_fspick,       __NR_mount_setattr,
     __NR_open_tree_attr, __NR_ptrace,      __NR_clone3,       __NR_open_by_handle_at,
     __NR_sched_getaffinity, __NR_sched_setaffinity,
+    /* Facts of the process that a step may put into its outputs (uname
+     * -n, id -u, getconf ARG_MAX): keyed where the step asks for them. */
+    __NR_uname,          __NR_getuid,      __NR_geteuid,      __NR_getgid,
+    __NR_getegid,        __NR_getresuid,   __NR_getresgid,    __NR_getgroups,
+    __NR_getrlimit,      __NR_prlimit64,
 };
 
 /* Reads of fd 0 (argument index of the source descriptor), traced only
