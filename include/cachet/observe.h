@@ -16,6 +16,7 @@
  *   'E' errno[4]                    any lookup that failed
  *   'B' path                        BASE: the path itself (portable.h)
  *   'P' text                        FACT: the fact, readable ("uid 1000 euid ...")
+ *   'r' digest[32]                  CREATED: a symlink, by its target's digest
  * observe_value never opens a FIFO, socket or device, whatever a path set says.
  */
 #ifndef CACHET_OBSERVE_H
@@ -44,7 +45,19 @@ enum obs_kind {
 	 * limit). Its path is the fact's name; its value ('P') the caller's
 	 * fact now. (7 is left to another kind in the making.) */
 	OBS_FACT = 8,
+	/* A probe (stat, access, failed open, readlink) of a path the step
+	 * then created, replaced or removed. Its one "excluded" string is the
+	 * probe's kind (OBS_CREATED_*) followed by what the entry restores
+	 * there: "F<sha256 hex> <mode>", "L<target>", "D<mode>", or "-" for
+	 * nothing. Its value is 'E' ENOENT where the path is absent or holds
+	 * exactly that ("absent, or exactly what this entry restores there"),
+	 * else what the probe finds: 'S' (no mtime), an 'E' errno, or 'r' for
+	 * a symlink that a readlink finds. */
+	OBS_CREATED = 9,
 };
+
+#define OBS_CREATED_STAT 'S'
+#define OBS_CREATED_READLINK 'R'
 
 enum {
 	OBS_F_NOFOLLOW = 1 << 0,
@@ -134,6 +147,17 @@ int observe_fact_known(const char *name);
 /* Appends the 'P' value of fact `name` now (the calling process's), or an
  * 'E' value when it cannot be had. */
 void observe_fact_value(const char *name, struct buf *out);
+
+/* The parts of an OBS_CREATED observation (see there): what the entry
+ * restores at the path, appended to out, and the values of the state a
+ * probe saw, appended to out. */
+void observe_created_file(struct buf *out, const struct digest *d, unsigned mode);
+void observe_created_symlink(struct buf *out, const char *target);
+void observe_created_dir(struct buf *out, unsigned mode);
+/* 1 when expected (an output part, as above) is a file of content d, mode */
+int observe_created_is_file(const char *expected, const struct digest *d, unsigned mode);
+void observe_created_link_value(struct buf *out, const struct digest *target);
+void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size);
 
 /* Human-readable rendering of a value, for explain and show. */
 void observe_describe_value(const void *value, size_t len, struct buf *out);

@@ -321,7 +321,14 @@ static void observation_item(const struct pathset *ps, size_t i, const struct re
 	describe(nv, nlen, &n);
 	char *when = format_time(res->created);
 	struct explain_item *it;
-	if (o->kind == OBS_LIST && !is_absent(rv, rlen) && !is_absent(nv, nlen)) {
+	if (o->kind == OBS_CREATED) {
+		/* Neither absent nor what the entry would restore: the step
+		 * may decide by it (`[ -e f ] || cp`, `cp -n`, `mkdir`). */
+		it = add_item(out, "path the step creates is in another state", shown);
+		it->text = xasprintf("path the step creates is in another state: %s (%s → %s; "
+				     "absent or the step's own output would do)",
+				     shown, r.data, n.data);
+	} else if (o->kind == OBS_LIST && !is_absent(rv, rlen) && !is_absent(nv, nlen)) {
 		it = add_item(out, "directory listing changed", shown);
 		listing_item(it, ps, i, res, path);
 		it->text = xasprintf("directory listing changed: %s (%s)", shown, it->note);

@@ -228,6 +228,99 @@ static void value_of_readlink(const char *path, struct observe_memo *m, struct b
 	buf_add(out, target, (size_t)n);
 }
 
+void observe_created_file(struct buf *out, const struct digest *d, unsigned mode)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(d, hex);
+	buf_addf(out, "F%s %o", hex, mode & 07777);
+}
+
+void observe_created_symlink(struct buf *out, const char *target)
+{
+	buf_addch(out, 'L');
+	buf_addstr(out, target);
+}
+
+void observe_created_dir(struct buf *out, unsigned mode)
+{
+	buf_addf(out, "D%o", mode & 07777);
+}
+
+int observe_created_is_file(const char *expected, const struct digest *d, unsigned mode)
+{
+	struct buf want;
+	buf_init(&want);
+	observe_created_file(&want, d, mode);
+	int same = strcmp(want.data, expected) == 0;
+	buf_free(&want);
+	return same;
+}
+
+void observe_created_link_value(struct buf *out, const struct digest *target)
+{
+	buf_addch(out, 'r');
+	buf_add(out, target->b, DIGEST_LEN);
+}
+
+void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size)
+{
+	buf_addch(out, 'S');
+	buf_addch(out, (char)((st_mode & S_IFMT) >> 12));
+	put_u16(out, st_mode & 07777);
+	buf_put_u64(out, S_ISREG(st_mode) ? size : 0);
+}
+
+/* Does path hold exactly what the entry restores there (observe.h
+ * OBS_CREATED's output part)? Only a regular file can: a directory or a
+ * symlink that exists already makes `mkdir d` and `ln -s t l` fail, which
+ * their hit would not. */
+static int holds_expected(const char *path, const char *expected, struct digest_cache *dc)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return 0;
+	switch (expected[0]) {
+	case 'F': {
+		struct digest d;
+		return S_ISREG(st.st_mode) && digest_cached(path, 1, dc, &d, NULL) == 0 &&
+		       observe_created_is_file(expected, &d, st.st_mode & 07777);
+	}
+	default:
+		return 0;
+	}
+}
+
+static void value_of_created(unsigned flags, const char *path, const char *const *excluded,
+			     struct digest_cache *dc, struct buf *out)
+{
+	const char *expected = excluded && excluded[0] ? excluded[0] : "";
+	if (expected[0] && holds_expected(path, expected + 1, dc)) {
+		put_errno(out, ENOENT);
+		return;
+	}
+	struct stat st;
+	if (expected[0] != OBS_CREATED_READLINK) {
+		if ((flags & OBS_F_NOFOLLOW ? lstat(path, &st) : stat(path, &st)) < 0)
+			put_errno(out, errno);
+		else
+			observe_created_stat_value(out, st.st_mode, (uint64_t)st.st_size);
+		return;
+	}
+	char target[4096];
+	ssize_t n;
+	if (lstat(path, &st) < 0)
+		put_errno(out, errno);
+	else if (!S_ISLNK(st.st_mode))
+		put_errno(out, EINVAL);
+	else if ((n = readlink(path, target, sizeof target)) < 0)
+		put_errno(out, errno);
+	else {
+		struct digest d;
+		digest_bytes(target, (size_t)n, &d);
+		observe_created_link_value(out, &d);
+	}
+}
+
 void observe_value(enum obs_kind kind, unsigned flags, const char *path,
 		   const char *const *excluded, struct digest_cache *dc, struct buf *out)
 {
@@ -265,6 +358,9 @@ void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 		break;
 	case OBS_FACT:
 		observe_fact_value(path, out);
+		break;
+	case OBS_CREATED:
+		value_of_created(flags, path, excluded, dc, out);
 		break;
 	default:
 		put_errno(out, EINVAL);
@@ -340,6 +436,12 @@ void observe_describe_value(const void *value, size_t len, struct buf *out)
 		return;
 	case 'P':
 		buf_add(out, v + 1, len - 1);
+		return;
+	case 'r':
+		if (len < 1 + DIGEST_LEN)
+			break;
+		digest_to_short_hex(v + 1, hex);
+		buf_addf(out, "symlink (target sha256 %s)", hex);
 		return;
 	case 'E':
 		if (len < 5)

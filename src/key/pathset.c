@@ -255,7 +255,7 @@ void pathset_encode(const struct pathset *ps, struct buf *out)
 		buf_put_u8(out, o->kind);
 		buf_put_u8(out, o->flags);
 		buf_put_u32(out, o->path);
-		if (o->kind == OBS_LIST) {
+		if (o->kind == OBS_LIST || o->kind == OBS_CREATED) {
 			buf_put_u32(out, o->nexcluded);
 			for (uint32_t j = 0; j < o->nexcluded; j++)
 				buf_put_u32(out, o->excluded[j]);
@@ -265,7 +265,7 @@ void pathset_encode(const struct pathset *ps, struct buf *out)
 
 static int known_kind(unsigned kind)
 {
-	return (kind >= OBS_READ && kind <= OBS_BASE) || kind == OBS_FACT;
+	return (kind >= OBS_READ && kind <= OBS_BASE) || kind == OBS_FACT || kind == OBS_CREATED;
 }
 
 int pathset_decode(const void *data, size_t len, struct pathset *ps, struct error *e)
@@ -306,9 +306,9 @@ int pathset_decode(const void *data, size_t len, struct pathset *ps, struct erro
 			goto corrupt;
 		if (o->kind == OBS_BASE && portable_base_index(ps->paths[o->path]) < 0)
 			goto corrupt;
-		if (o->kind == OBS_LIST) {
+		if (o->kind == OBS_LIST || o->kind == OBS_CREATED) {
 			uint32_t nx = reader_u32(&r);
-			if (r.failed || nx > r.left / 4)
+			if (r.failed || nx > r.left / 4 || (o->kind == OBS_CREATED && nx != 1))
 				goto corrupt;
 			o->excluded = xmalloc((nx ? nx : 1) * sizeof *o->excluded);
 			o->nexcluded = nx;

@@ -40,6 +40,10 @@ struct recorder {
 	/* directory -> (void *)1: the step listed it or looked a name up
 	 * inside it (at any depth) */
 	struct strmap looked_inside;
+	/* the probes made of a path before the step's first change to it, in
+	 * event order (add_prior_states) */
+	const struct trace_event **prior;
+	size_t nprior;
 	/* the step's cwd (cachet runs in it), or NULL */
 	char *cwd;
 	/* the mtimes the step set on purpose on its outputs (cp -p, touch -r) */
@@ -196,13 +200,9 @@ static int listing_seen(const struct trace_event *ev, const char *const *exclude
 	return rc;
 }
 
-/* Adds observation (kind, flags, path), made for event ev: ev's outcome is
- * what compute_values checks still holds at the end of the run. */
-static void add_obs_at(struct recorder *rc, enum obs_kind kind, unsigned flags, const char *path,
-		       const struct trace_event *ev, const struct digest *forced)
+/* The recorder's slot for the observation just added to the path set. */
+static void add_obs_slot(struct recorder *rc, const struct trace_event *ev)
 {
-	const char **excluded = kind == OBS_LIST ? excluded_names(rc, path) : NULL;
-	pathset_add(&rc->rec->ps, kind, flags, path, excluded);
 	if (rc->nobs == rc->alloc_obs) {
 		rc->alloc_obs = rc->alloc_obs ? rc->alloc_obs * 2 : 256;
 		rc->obs_event = xrealloc(rc->obs_event, rc->alloc_obs * sizeof *rc->obs_event);
@@ -212,21 +212,32 @@ static void add_obs_at(struct recorder *rc, enum obs_kind kind, unsigned flags, 
 	rc->obs_event[rc->nobs] = ev;
 	buf_init(&rc->forced[rc->nobs]);
 	buf_init(&rc->detail[rc->nobs]);
+	rc->nobs++;
+}
+
+/* Adds observation (kind, flags, path), made for event ev: ev's outcome is
+ * what compute_values checks still holds at the end of the run. */
+static void add_obs_at(struct recorder *rc, enum obs_kind kind, unsigned flags, const char *path,
+		       const struct trace_event *ev, const struct digest *forced)
+{
+	const char **excluded = kind == OBS_LIST ? excluded_names(rc, path) : NULL;
+	pathset_add(&rc->rec->ps, kind, flags, path, excluded);
+	add_obs_slot(rc, ev);
+	size_t k = rc->nobs - 1;
 	if (forced) {
-		buf_addch(&rc->forced[rc->nobs], 'F');
-		buf_add(&rc->forced[rc->nobs], forced->b, DIGEST_LEN);
+		buf_addch(&rc->forced[k], 'F');
+		buf_add(&rc->forced[k], forced->b, DIGEST_LEN);
 	}
 	if (kind == OBS_LIST && ev->kind == TRACE_LIST && !rc->rec->not_storable) {
-		int seen = listing_seen(ev, excluded, &rc->forced[rc->nobs], &rc->detail[rc->nobs]);
+		int seen = listing_seen(ev, excluded, &rc->forced[k], &rc->detail[k]);
 		if (seen < 0)
 			rc->rec->not_storable = MODIFIED;
 		if (seen <= 0) {
-			buf_reset(&rc->forced[rc->nobs]);
-			buf_reset(&rc->detail[rc->nobs]);
+			buf_reset(&rc->forced[k]);
+			buf_reset(&rc->detail[k]);
 		}
 	}
 	free(excluded);
-	rc->nobs++;
 }
 
 static unsigned obs_flags_of(const struct trace_event *ev)
@@ -350,8 +361,9 @@ static int is_set_mtime(const struct recorder *rc, int64_t mtime_ns)
  * directory that it stat'ed but neither listed nor looked into can only
  * have told it its times (make's directory prerequisites): it is keyed by
  * its listing, which moves with every entry added, removed or renamed, as
- * its mtime does, but survives a checkout. Only under the step's cwd, where
- * a build's own directories are: the gcc driver stats the system library
+ * its mtime does, but survives a checkout. Only beneath the step's cwd,
+ * where a build's own directories are (every shell stats the cwd itself to
+ * check $PWD, and would key it for nothing): the gcc driver stats the system library
  * directories of its search path (/usr/lib as "/lib/../lib") without
  * looking into them on a compile, and every package install would
  * otherwise change every compile's key. A file whose mtime
@@ -365,7 +377,7 @@ static void add_unchanged(struct recorder *rc, const struct trace_event *ev)
 		if (S_ISREG(ev->id.mode) && !strmap_get(&rc->read_paths, ev->path))
 			flags |= OBS_F_MTIME;
 		if (S_ISDIR(ev->id.mode) && rc->cwd && path_is_under(ev->path, rc->cwd) &&
-		    !strmap_get(&rc->looked_inside, ev->path))
+		    strcmp(ev->path, rc->cwd) != 0 && !strmap_get(&rc->looked_inside, ev->path))
 			add_obs_at(rc, OBS_LIST, 0, ev->path, ev, NULL);
 	}
 	add_obs_at(rc, kind, flags, ev->path, ev, NULL);
@@ -408,7 +420,12 @@ static void collect_observations(struct recorder *rc)
 			if (!rc->rec->not_storable)
 				rc->rec->not_storable = MODIFIED;
 		}
-		/* A probe of a path the run then creates or replaces is dropped. */
+		else if (ev->kind == TRACE_PROBE || ev->kind == TRACE_READLINK) {
+			/* The state before a path the run then creates or
+			 * replaces: keyed once the outputs are known. */
+			rc->prior = xrealloc(rc->prior, (rc->nprior + 1) * sizeof *rc->prior);
+			rc->prior[rc->nprior++] = ev;
+		}
 	}
 }
 
@@ -486,12 +503,17 @@ static int still_holds(struct recorder *rc, const struct trace_event *ev)
 	}
 }
 
-static void compute_values(struct recorder *rc)
+static void check_holds(struct recorder *rc)
 {
 	struct record *rec = rc->rec;
 	for (size_t i = 0; i < rc->nobs && !rec->not_storable; i++)
 		if (!rc->forced[i].len && !still_holds(rc, rc->obs_event[i]))
 			rec->not_storable = MODIFIED;
+}
+
+static void compute_values(struct recorder *rc)
+{
+	struct record *rec = rc->rec;
 
 	size_t *perm;
 	size_t before = rec->ps.nobs;
@@ -539,6 +561,158 @@ static void compute_values(struct recorder *rc)
 
 	pathset_encode(&rec->ps, &rec->ps_body);
 	digest_bytes(rec->ps_body.data, rec->ps_body.len, &rec->ps_digest);
+}
+
+/* What the entry restores at path, as observe.h's OBS_CREATED expects it,
+ * appended to out: the output captured there, or when nothing was captured
+ * (no store), the state the step left. */
+static void expected_output(struct recorder *rc, const struct strmap *outs, const char *path,
+			    struct buf *out)
+{
+	const struct output *o = strmap_get(outs, path);
+	if (o) {
+		switch (o->kind) {
+		case OUT_FILE:
+			observe_created_file(out, &o->blob.digest, o->mode);
+			return;
+		case OUT_SYMLINK:
+			observe_created_symlink(out, o->target);
+			return;
+		case OUT_DIR:
+			observe_created_dir(out, o->mode);
+			return;
+		default:
+			buf_addch(out, '-');
+			return;
+		}
+	}
+	const struct trace_event *fin = strmap_get(&rc->finals, path);
+	struct touch *t = strmap_get(&rc->touched, path);
+	struct stat st;
+	if (!fin || fin->err || lstat(path, &st) < 0) {
+		buf_addch(out, '-');
+		return;
+	}
+	struct digest d;
+	if (S_ISDIR(st.st_mode) && t && t->ev->pre_exists && S_ISDIR(t->ev->pre_id.mode) &&
+	    (t->ev->pre_id.mode & 07777) == (st.st_mode & 07777))
+		buf_addch(out, '-'); /* an existing directory is no output */
+	else if (S_ISDIR(st.st_mode))
+		observe_created_dir(out, st.st_mode & 07777);
+	else if (S_ISREG(st.st_mode) && digest_cached(path, 1, NULL, &d, NULL) == 0)
+		observe_created_file(out, &d, st.st_mode & 07777);
+	else if (S_ISLNK(st.st_mode)) {
+		char target[4096];
+		ssize_t n = readlink(path, target, sizeof target - 1);
+		target[n > 0 ? n : 0] = '\0';
+		observe_created_symlink(out, target);
+	} else
+		buf_addch(out, '-');
+}
+
+/* The value of a prior probe as the step saw it (observe.h OBS_CREATED),
+ * or -1 when what it saw is not known. A path that then held exactly
+ * what the entry restores there is "absent": the fingerprint cache may
+ * know its content from before the change. */
+static int prior_value(struct recorder *rc, const struct trace_event *ev, const char *expected,
+		       struct buf *out)
+{
+	const struct touch *t = strmap_get(&rc->touched, ev->path);
+	if (t && t->ev->pre_exists && S_ISREG(t->ev->pre_id.mode) && expected[1] == 'F' && rc->dc) {
+		struct digest d;
+		if (rc->dc->get(rc->dc->ctx, ev->path, &t->ev->pre_id, &d) == 1 &&
+		    observe_created_is_file(expected + 1, &d, t->ev->pre_id.mode & 07777)) {
+			buf_addch(out, 'E');
+			buf_put_u32(out, ENOENT);
+			return 0;
+		}
+	}
+	if (ev->seen_unknown)
+		return -1;
+	if (ev->err) {
+		buf_addch(out, 'E');
+		buf_put_u32(out, (uint32_t)ev->err);
+		return 0;
+	}
+	if (ev->kind == TRACE_READLINK) {
+		if (!ev->has_seen)
+			return -1;
+		observe_created_link_value(out, &ev->seen);
+		return 0;
+	}
+	struct file_id seen;
+	if (ev->has_seen)
+		seen = ev->id;
+	else if (t && t->ev->pre_exists && !S_ISLNK(t->ev->pre_id.mode))
+		seen = t->ev->pre_id; /* access(): the path as lstat found it */
+	else
+		return -1;
+	observe_created_stat_value(out, seen.mode, seen.size);
+	return 0;
+}
+
+/* The state before each path the step created or replaced, as its probes
+ * saw it: "absent, or exactly what this entry restores there" holds it
+ * (observe.h OBS_CREATED), so `gcc -o a.o` hits whether a.o is absent or
+ * already this output, while `[ -e f ] || cp g f`, `cp -n`, `mkdir d` and
+ * `ln -s` over an existing path miss where the path holds something else.
+ * A directory or symlink that the step made where there was none is keyed
+ * so too, probed or not (mkdir and symlink fail where the path exists).
+ * And the parent of every path the step changed must be a directory again,
+ * unless the step made it: `echo x > d/out` fails where d is gone. */
+static void add_prior_states(struct recorder *rc)
+{
+	struct strmap outs;
+	strmap_init(&outs);
+	for (size_t i = 0; i < rc->rec->result.noutputs; i++)
+		strmap_put(&outs, rc->rec->result.outputs[i].path, &rc->rec->result.outputs[i]);
+	struct buf expected, value;
+	buf_init(&expected);
+	buf_init(&value);
+	for (size_t i = 0; i < rc->nprior && !rc->rec->not_storable; i++) {
+		const struct trace_event *ev = rc->prior[i];
+		buf_reset(&expected);
+		buf_reset(&value);
+		buf_addch(&expected, ev->kind == TRACE_READLINK ? OBS_CREATED_READLINK
+								 : OBS_CREATED_STAT);
+		expected_output(rc, &outs, ev->path, &expected);
+		if (prior_value(rc, ev, expected.data, &value) < 0) {
+			rc->rec->not_storable = MODIFIED;
+			break;
+		}
+		const char *ex[] = { expected.data, NULL };
+		pathset_add(&rc->rec->ps, OBS_CREATED, obs_flags_of(ev), ev->path, ex);
+		add_obs_slot(rc, ev);
+		buf_add(&rc->forced[rc->nobs - 1], value.data, value.len);
+	}
+	for (size_t i = 0; i < rc->touched.cap && !rc->rec->not_storable; i++) {
+		const struct touch *t = rc->touched.slots[i].value;
+		if (!rc->touched.slots[i].key)
+			continue;
+		buf_reset(&expected);
+		buf_addch(&expected, OBS_CREATED_STAT);
+		expected_output(rc, &outs, t->ev->path, &expected);
+		if (!t->ev->pre_exists && (expected.data[1] == 'D' || expected.data[1] == 'L')) {
+			/* Absent when the step made a directory or symlink
+			 * there: mkdir and symlink fail where the path exists,
+			 * and are made without any probe. (A regular file made
+			 * so is mostly written whatever was there: `>` and
+			 * mv replace it; its probes, if any, decide.) */
+			const char *ex[] = { expected.data, NULL };
+			pathset_add(&rc->rec->ps, OBS_CREATED, OBS_F_NOFOLLOW, t->ev->path, ex);
+			add_obs_slot(rc, t->ev);
+			buf_addch(&rc->forced[rc->nobs - 1], 'E');
+			buf_put_u32(&rc->forced[rc->nobs - 1], ENOENT);
+		}
+		char *dir = path_dirname(t->ev->path);
+		if (strcmp(dir, t->ev->path) != 0 && !strmap_get(&rc->touched, dir) &&
+		    !ignored(rc, dir))
+			add_obs_at(rc, OBS_STAT, 0, dir, t->ev, NULL);
+		free(dir);
+	}
+	buf_free(&expected);
+	buf_free(&value);
+	strmap_free(&outs);
 }
 
 /* Notes the bases that f found, seen first in `where`. */
@@ -819,16 +993,21 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	collect_touches(&rc);
 	collect_uses(&rc);
 	collect_observations(&rc);
+	check_holds(&rc);
+	/* The outputs first: the state before a path the step created is
+	 * keyed against what the entry restores there. */
+	int rc2 = 0;
+	if (s && !out->not_storable)
+		rc2 = capture_outputs(&rc, e);
 	/* One snapshot of the index for the fingerprint lookups, instead of
 	 * a read transaction (and two lock calls) for each. */
 	if (s)
 		store_snapshot_begin(s);
+	if (rc2 == 0)
+		add_prior_states(&rc);
 	compute_values(&rc);
 	if (s)
 		store_snapshot_end(s);
-	int rc2 = 0;
-	if (s && !out->not_storable)
-		rc2 = capture_outputs(&rc, e);
 
 	for (size_t i = 0; i < rc.touched.cap; i++)
 		free(rc.touched.slots[i].value);
@@ -848,6 +1027,7 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_free(&rc.looked_inside);
 	free(rc.set_mtimes);
 	free(rc.cwd);
+	free(rc.prior);
 	for (size_t i = 0; i < rc.nobs; i++) {
 		buf_free(&rc.forced[i]);
 		buf_free(&rc.detail[i]);
