@@ -17,6 +17,7 @@
  *   'B' path                        BASE: the path itself (portable.h)
  *   'P' text                        FACT: the fact, readable ("uid 1000 euid ...")
  *   'r' digest[32]                  CREATED: a symlink, by its target's digest
+ *   'A'                             CREATED: as the step found it (see there)
  * observe_value never opens a FIFO, socket or device, whatever a path set says.
  */
 #ifndef CACHET_OBSERVE_H
@@ -46,13 +47,17 @@ enum obs_kind {
 	 * fact now. (7 is left to another kind in the making.) */
 	OBS_FACT = 8,
 	/* A probe (stat, access, failed open, readlink) of a path the step
-	 * then created, replaced or removed. Its one "excluded" string is the
-	 * probe's kind (OBS_CREATED_*) followed by what the entry restores
-	 * there: "F<sha256 hex> <mode>", "L<target>", "D<mode>", or "-" for
-	 * nothing. Its value is 'E' ENOENT where the path is absent or holds
-	 * exactly that ("absent, or exactly what this entry restores there"),
-	 * else what the probe finds: 'S' (no mtime), an 'E' errno, or 'r' for
-	 * a symlink that a readlink finds. */
+	 * then created, replaced or removed, or a directory or symlink it made
+	 * where there was none. Its one "excluded" string
+	 * (observe_created_describe) holds the probe's kind (OBS_CREATED_*),
+	 * the value that probe found, in hex, and what the entry restores
+	 * there: "F<sha256 hex> <mode>", "L<target>", "D<mode>", or "-".
+	 * Its value is 'A' where the path is absent, holds exactly that
+	 * regular file, or looks to the probe as it did to the step ("absent,
+	 * or exactly what this entry restores there", or the state the run
+	 * replaced); else what the probe finds: 'S' (no mtime), an 'E' errno,
+	 * or 'r' for a symlink. Only a regular file can be "exactly": an
+	 * existing directory or symlink makes mkdir and symlink fail. */
 	OBS_CREATED = 9,
 };
 
@@ -154,8 +159,9 @@ void observe_fact_value(const char *name, struct buf *out);
 void observe_created_file(struct buf *out, const struct digest *d, unsigned mode);
 void observe_created_symlink(struct buf *out, const char *target);
 void observe_created_dir(struct buf *out, unsigned mode);
-/* 1 when expected (an output part, as above) is a file of content d, mode */
-int observe_created_is_file(const char *expected, const struct digest *d, unsigned mode);
+/* The observation's string: probe kind, the value it saw, expected. */
+void observe_created_describe(struct buf *out, char probe, const void *seen, size_t seen_len,
+			      const char *expected);
 void observe_created_link_value(struct buf *out, const struct digest *target);
 void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size);
 

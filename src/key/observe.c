@@ -246,7 +246,21 @@ void observe_created_dir(struct buf *out, unsigned mode)
 	buf_addf(out, "D%o", mode & 07777);
 }
 
-int observe_created_is_file(const char *expected, const struct digest *d, unsigned mode)
+void observe_created_describe(struct buf *out, char probe, const void *seen, size_t seen_len,
+			      const char *expected)
+{
+	static const char hexdigits[] = "0123456789abcdef";
+	const unsigned char *v = seen;
+	buf_addch(out, probe);
+	for (size_t i = 0; i < seen_len; i++) {
+		buf_addch(out, hexdigits[v[i] >> 4]);
+		buf_addch(out, hexdigits[v[i] & 15]);
+	}
+	buf_addch(out, ' ');
+	buf_addstr(out, expected);
+}
+
+static int is_file_output(const char *expected, const struct digest *d, unsigned mode)
 {
 	struct buf want;
 	buf_init(&want);
@@ -283,23 +297,28 @@ static int holds_expected(const char *path, const char *expected, struct digest_
 	case 'F': {
 		struct digest d;
 		return S_ISREG(st.st_mode) && digest_cached(path, 1, dc, &d, NULL) == 0 &&
-		       observe_created_is_file(expected, &d, st.st_mode & 07777);
+		       is_file_output(expected, &d, st.st_mode & 07777);
 	}
 	default:
 		return 0;
 	}
 }
 
-static void value_of_created(unsigned flags, const char *path, const char *const *excluded,
-			     struct digest_cache *dc, struct buf *out)
+static int hex_nibble(char c)
 {
-	const char *expected = excluded && excluded[0] ? excluded[0] : "";
-	if (expected[0] && holds_expected(path, expected + 1, dc)) {
-		put_errno(out, ENOENT);
-		return;
-	}
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* The value a probe of kind `probe` finds at path now (observe.h
+ * OBS_CREATED: 'S' without mtime, an 'E' errno, or 'r'). */
+static void created_probe_value(char probe, unsigned flags, const char *path, struct buf *out)
+{
 	struct stat st;
-	if (expected[0] != OBS_CREATED_READLINK) {
+	if (probe != OBS_CREATED_READLINK) {
 		if ((flags & OBS_F_NOFOLLOW ? lstat(path, &st) : stat(path, &st)) < 0)
 			put_errno(out, errno);
 		else
@@ -319,6 +338,43 @@ static void value_of_created(unsigned flags, const char *path, const char *const
 		digest_bytes(target, (size_t)n, &d);
 		observe_created_link_value(out, &d);
 	}
+}
+
+/* 'A' where the path is as the step found it, absent, or exactly what
+ * the entry restores there; else what the probe finds now. desc is the
+ * observation's one string (observe_created_describe); one that does not
+ * parse makes a value no recorded run has. */
+static void value_of_created(unsigned flags, const char *path, const char *const *excluded,
+			     struct digest_cache *dc, struct buf *out)
+{
+	const char *desc = excluded && excluded[0] ? excluded[0] : "";
+	const char *space = strchr(desc, ' ');
+	if (!desc[0] || !space || (space - desc - 1) % 2) {
+		put_errno(out, EINVAL);
+		return;
+	}
+	struct buf seen, now;
+	buf_init(&seen);
+	buf_init(&now);
+	for (const char *h = desc + 1; h < space; h += 2) {
+		int hi = hex_nibble(h[0]), lo = hex_nibble(h[1]);
+		if (hi < 0 || lo < 0) {
+			buf_free(&seen);
+			put_errno(out, EINVAL);
+			return;
+		}
+		buf_addch(&seen, (char)(hi << 4 | lo));
+	}
+	created_probe_value(desc[0], flags, path, &now);
+	int absent = now.len == 5 && now.data[0] == 'E' && (uint8_t)now.data[1] == ENOENT &&
+		     !now.data[2] && !now.data[3] && !now.data[4];
+	if (absent || (now.len == seen.len && !memcmp(now.data, seen.data, now.len)) ||
+	    holds_expected(path, space + 1, dc))
+		buf_addch(out, 'A');
+	else
+		buf_add(out, now.data, now.len);
+	buf_free(&seen);
+	buf_free(&now);
 }
 
 void observe_value(enum obs_kind kind, unsigned flags, const char *path,
@@ -436,6 +492,9 @@ void observe_describe_value(const void *value, size_t len, struct buf *out)
 		return;
 	case 'P':
 		buf_add(out, v + 1, len - 1);
+		return;
+	case 'A':
+		buf_addstr(out, "absent, the step's own output, or as the step found it");
 		return;
 	case 'r':
 		if (len < 1 + DIGEST_LEN)

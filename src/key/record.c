@@ -611,22 +611,10 @@ static void expected_output(struct recorder *rc, const struct strmap *outs, cons
 }
 
 /* The value of a prior probe as the step saw it (observe.h OBS_CREATED),
- * or -1 when what it saw is not known. A path that then held exactly
- * what the entry restores there is "absent": the fingerprint cache may
- * know its content from before the change. */
-static int prior_value(struct recorder *rc, const struct trace_event *ev, const char *expected,
-		       struct buf *out)
+ * or -1 when what it saw is not known. */
+static int prior_value(struct recorder *rc, const struct trace_event *ev, struct buf *out)
 {
 	const struct touch *t = strmap_get(&rc->touched, ev->path);
-	if (t && t->ev->pre_exists && S_ISREG(t->ev->pre_id.mode) && expected[1] == 'F' && rc->dc) {
-		struct digest d;
-		if (rc->dc->get(rc->dc->ctx, ev->path, &t->ev->pre_id, &d) == 1 &&
-		    observe_created_is_file(expected + 1, &d, t->ev->pre_id.mode & 07777)) {
-			buf_addch(out, 'E');
-			buf_put_u32(out, ENOENT);
-			return 0;
-		}
-	}
 	if (ev->seen_unknown)
 		return -1;
 	if (ev->err) {
@@ -651,6 +639,22 @@ static int prior_value(struct recorder *rc, const struct trace_event *ev, const 
 	return 0;
 }
 
+/* One OBS_CREATED observation: probe kind, the value the probe saw and what
+ * the entry restores there go into the path set; its value, as the step
+ * found the path, is 'A' (observe.h). */
+static void add_created(struct recorder *rc, const struct trace_event *ev, unsigned flags,
+			char probe, const struct buf *seen, const char *expected)
+{
+	struct buf desc;
+	buf_init(&desc);
+	observe_created_describe(&desc, probe, seen->data, seen->len, expected);
+	const char *ex[] = { desc.data, NULL };
+	pathset_add(&rc->rec->ps, OBS_CREATED, flags, ev->path, ex);
+	add_obs_slot(rc, ev);
+	buf_addch(&rc->forced[rc->nobs - 1], 'A');
+	buf_free(&desc);
+}
+
 /* The state before each path the step created or replaced, as its probes
  * saw it: "absent, or exactly what this entry restores there" holds it
  * (observe.h OBS_CREATED), so `gcc -o a.o` hits whether a.o is absent or
@@ -673,36 +677,32 @@ static void add_prior_states(struct recorder *rc)
 		const struct trace_event *ev = rc->prior[i];
 		buf_reset(&expected);
 		buf_reset(&value);
-		buf_addch(&expected, ev->kind == TRACE_READLINK ? OBS_CREATED_READLINK
-								 : OBS_CREATED_STAT);
-		expected_output(rc, &outs, ev->path, &expected);
-		if (prior_value(rc, ev, expected.data, &value) < 0) {
+		if (prior_value(rc, ev, &value) < 0) {
 			rc->rec->not_storable = MODIFIED;
 			break;
 		}
-		const char *ex[] = { expected.data, NULL };
-		pathset_add(&rc->rec->ps, OBS_CREATED, obs_flags_of(ev), ev->path, ex);
-		add_obs_slot(rc, ev);
-		buf_add(&rc->forced[rc->nobs - 1], value.data, value.len);
+		expected_output(rc, &outs, ev->path, &expected);
+		add_created(rc, ev, obs_flags_of(ev),
+			    ev->kind == TRACE_READLINK ? OBS_CREATED_READLINK : OBS_CREATED_STAT,
+			    &value, expected.data);
 	}
 	for (size_t i = 0; i < rc->touched.cap && !rc->rec->not_storable; i++) {
 		const struct touch *t = rc->touched.slots[i].value;
 		if (!rc->touched.slots[i].key)
 			continue;
 		buf_reset(&expected);
-		buf_addch(&expected, OBS_CREATED_STAT);
 		expected_output(rc, &outs, t->ev->path, &expected);
-		if (!t->ev->pre_exists && (expected.data[1] == 'D' || expected.data[1] == 'L')) {
+		if (!t->ev->pre_exists && (expected.data[0] == 'D' || expected.data[0] == 'L')) {
 			/* Absent when the step made a directory or symlink
 			 * there: mkdir and symlink fail where the path exists,
 			 * and are made without any probe. (A regular file made
 			 * so is mostly written whatever was there: `>` and
 			 * mv replace it; its probes, if any, decide.) */
-			const char *ex[] = { expected.data, NULL };
-			pathset_add(&rc->rec->ps, OBS_CREATED, OBS_F_NOFOLLOW, t->ev->path, ex);
-			add_obs_slot(rc, t->ev);
-			buf_addch(&rc->forced[rc->nobs - 1], 'E');
-			buf_put_u32(&rc->forced[rc->nobs - 1], ENOENT);
+			buf_reset(&value);
+			buf_addch(&value, 'E');
+			buf_put_u32(&value, ENOENT);
+			add_created(rc, t->ev, OBS_F_NOFOLLOW, OBS_CREATED_STAT, &value,
+				    expected.data);
 		}
 		char *dir = path_dirname(t->ev->path);
 		if (strcmp(dir, t->ev->path) != 0 && !strmap_get(&rc->touched, dir) &&
