@@ -52,17 +52,21 @@ enum obs_kind {
 	 * (observe_created_describe) holds the probe's kind (OBS_CREATED_*),
 	 * the value that probe found, in hex, and what the entry restores
 	 * there: "F<sha256 hex> <mode>", "L<target>", "D<mode>", or "-".
-	 * Its value is 'A' where the path is absent, holds exactly that
-	 * regular file, or looks to the probe as it did to the step ("absent,
-	 * or exactly what this entry restores there", or the state the run
-	 * replaced); else what the probe finds: 'S' (no mtime), an 'E' errno,
-	 * or 'r' for a symlink. Only a regular file can be "exactly": an
-	 * existing directory or symlink makes mkdir and symlink fail. */
+	 * Its value is 'A' where the path is absent, holds exactly that, or
+	 * looks to the probe as it did to the step ("absent, or exactly what
+	 * this entry restores there", or the state the run replaced); else
+	 * what the probe finds: 'S' (no mtime), an 'E' errno, or 'r' for a
+	 * symlink. A directory or symlink made with no probe first
+	 * (OBS_CREATED_MADE) is never "exactly": mkdir and symlink fail where
+	 * the path exists. */
 	OBS_CREATED = 9,
 };
 
 #define OBS_CREATED_STAT 'S'
 #define OBS_CREATED_READLINK 'R'
+/* A directory or symlink made where there was none, with no probe first:
+ * looked at as lstat does. */
+#define OBS_CREATED_MADE 'M'
 
 enum {
 	OBS_F_NOFOLLOW = 1 << 0,

@@ -285,10 +285,11 @@ void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size
 }
 
 /* Does path hold exactly what the entry restores there (observe.h
- * OBS_CREATED's output part)? Only a regular file can: a directory or a
- * symlink that exists already makes `mkdir d` and `ln -s t l` fail, which
- * their hit would not. */
-static int holds_expected(const char *path, const char *expected, struct digest_cache *dc)
+ * OBS_CREATED's output part)? A directory or symlink that the step made
+ * without looking first (OBS_CREATED_MADE) never does: `mkdir d` and
+ * `ln -s t l` fail where the path exists, which their hit would not. */
+static int holds_expected(const char *path, const char *expected, int made,
+			  struct digest_cache *dc)
 {
 	struct stat st;
 	if (lstat(path, &st) < 0)
@@ -298,6 +299,23 @@ static int holds_expected(const char *path, const char *expected, struct digest_
 		struct digest d;
 		return S_ISREG(st.st_mode) && digest_cached(path, 1, dc, &d, NULL) == 0 &&
 		       is_file_output(expected, &d, st.st_mode & 07777);
+	}
+	case 'L': {
+		char target[4096];
+		ssize_t n = !made && S_ISLNK(st.st_mode) ? readlink(path, target, sizeof target - 1)
+							 : -1;
+		if (n < 0)
+			return 0;
+		target[n] = '\0';
+		return strcmp(target, expected + 1) == 0;
+	}
+	case 'D': {
+		struct buf want;
+		buf_init(&want);
+		observe_created_dir(&want, st.st_mode);
+		int same = !made && S_ISDIR(st.st_mode) && strcmp(want.data, expected) == 0;
+		buf_free(&want);
+		return same;
 	}
 	default:
 		return 0;
@@ -369,7 +387,7 @@ static void value_of_created(unsigned flags, const char *path, const char *const
 	int absent = now.len == 5 && now.data[0] == 'E' && (uint8_t)now.data[1] == ENOENT &&
 		     !now.data[2] && !now.data[3] && !now.data[4];
 	if (absent || (now.len == seen.len && !memcmp(now.data, seen.data, now.len)) ||
-	    holds_expected(path, space + 1, dc))
+	    holds_expected(path, space + 1, desc[0] == OBS_CREATED_MADE, dc))
 		buf_addch(out, 'A');
 	else
 		buf_add(out, now.data, now.len);

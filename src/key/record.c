@@ -660,8 +660,10 @@ static void add_created(struct recorder *rc, const struct trace_event *ev, unsig
  * (observe.h OBS_CREATED), so `gcc -o a.o` hits whether a.o is absent or
  * already this output, while `[ -e f ] || cp g f`, `cp -n`, `mkdir d` and
  * `ln -s` over an existing path miss where the path holds something else.
- * A directory or symlink that the step made where there was none is keyed
- * so too, probed or not (mkdir and symlink fail where the path exists).
+ * A directory or symlink that the step made where there was none without
+ * looking first is keyed as absent: `mkdir d` and `ln -s` fail where the
+ * path exists (after a probe, as in Python's __pycache__, the probe decides,
+ * and an existing directory of the same mode is exactly the output).
  * And the parent of every path the step changed must be a directory again,
  * unless the step made it: `echo x > d/out` fails where d is gone. */
 static void add_prior_states(struct recorder *rc)
@@ -673,8 +675,11 @@ static void add_prior_states(struct recorder *rc)
 	struct buf expected, value;
 	buf_init(&expected);
 	buf_init(&value);
+	struct strmap probed; /* paths with a prior probe: those decide */
+	strmap_init(&probed);
 	for (size_t i = 0; i < rc->nprior && !rc->rec->not_storable; i++) {
 		const struct trace_event *ev = rc->prior[i];
+		strmap_put(&probed, ev->path, (void *)1);
 		buf_reset(&expected);
 		buf_reset(&value);
 		if (prior_value(rc, ev, &value) < 0) {
@@ -692,7 +697,8 @@ static void add_prior_states(struct recorder *rc)
 			continue;
 		buf_reset(&expected);
 		expected_output(rc, &outs, t->ev->path, &expected);
-		if (!t->ev->pre_exists && (expected.data[0] == 'D' || expected.data[0] == 'L')) {
+		if (!t->ev->pre_exists && (expected.data[0] == 'D' || expected.data[0] == 'L') &&
+		    !strmap_get(&probed, t->ev->path)) {
 			/* Absent when the step made a directory or symlink
 			 * there: mkdir and symlink fail where the path exists,
 			 * and are made without any probe. (A regular file made
@@ -701,7 +707,7 @@ static void add_prior_states(struct recorder *rc)
 			buf_reset(&value);
 			buf_addch(&value, 'E');
 			buf_put_u32(&value, ENOENT);
-			add_created(rc, t->ev, OBS_F_NOFOLLOW, OBS_CREATED_STAT, &value,
+			add_created(rc, t->ev, OBS_F_NOFOLLOW, OBS_CREATED_MADE, &value,
 				    expected.data);
 		}
 		char *dir = path_dirname(t->ev->path);
@@ -713,6 +719,7 @@ static void add_prior_states(struct recorder *rc)
 	buf_free(&expected);
 	buf_free(&value);
 	strmap_free(&outs);
+	strmap_free(&probed);
 }
 
 /* Notes the bases that f found, seen first in `where`. */
