@@ -52,8 +52,10 @@ enum obs_kind {
 	 * (observe_created_describe) holds the probe's kind (OBS_CREATED_*),
 	 * the value that probe found, in hex, and what the entry restores
 	 * there: "F<sha256 hex> <mode>", "L<target>", "D<mode>", or "-".
-	 * Its value is 'A' where the path is absent, holds exactly that, or
-	 * looks to the probe as it did to the step ("absent, or exactly what
+	 * Its value is 'A' where the path is absent, holds that (for a
+	 * regular file: any regular file, so that a compile hits over another
+	 * version's object), or
+	 * looks to the probe as it did to the step ("absent, or what
 	 * this entry restores there", or the state the run replaced); else
 	 * what the probe finds: 'S' (no mtime), an 'E' errno, or 'r' for a
 	 * symlink. A directory or symlink made with no probe first

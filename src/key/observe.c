@@ -260,15 +260,6 @@ void observe_created_describe(struct buf *out, char probe, const void *seen, siz
 	buf_addstr(out, expected);
 }
 
-static int is_file_output(const char *expected, const struct digest *d, unsigned mode)
-{
-	struct buf want;
-	buf_init(&want);
-	observe_created_file(&want, d, mode);
-	int same = strcmp(want.data, expected) == 0;
-	buf_free(&want);
-	return same;
-}
 
 void observe_created_link_value(struct buf *out, const struct digest *target)
 {
@@ -295,11 +286,14 @@ static int holds_expected(const char *path, const char *expected, int made,
 	if (lstat(path, &st) < 0)
 		return 0;
 	switch (expected[0]) {
-	case 'F': {
-		struct digest d;
-		return S_ISREG(st.st_mode) && digest_cached(path, 1, dc, &d, NULL) == 0 &&
-		       is_file_output(expected, &d, st.st_mode & 07777);
-	}
+	case 'F':
+		/* Any regular file, not only the entry's output: a compile
+		 * probes its object (gcc readlinks it, as stats it) and must
+		 * hit after a revert, where the object holds the other
+		 * version's bytes; `[ -e f ] || cp` over an edited f cannot be
+		 * told from that, and is left out (README). */
+		(void)dc;
+		return S_ISREG(st.st_mode);
 	case 'L': {
 		char target[4096];
 		ssize_t n = !made && S_ISLNK(st.st_mode) ? readlink(path, target, sizeof target - 1)
@@ -358,7 +352,7 @@ static void created_probe_value(char probe, unsigned flags, const char *path, st
 	}
 }
 
-/* 'A' where the path is as the step found it, absent, or exactly what
+/* 'A' where the path is as the step found it, absent, or what
  * the entry restores there; else what the probe finds now. desc is the
  * observation's one string (observe_created_describe); one that does not
  * parse makes a value no recorded run has. */

@@ -656,10 +656,10 @@ static void add_created(struct recorder *rc, const struct trace_event *ev, unsig
 }
 
 /* The state before each path the step created or replaced, as its probes
- * saw it: "absent, or exactly what this entry restores there" holds it
- * (observe.h OBS_CREATED), so `gcc -o a.o` hits whether a.o is absent or
- * already this output, while `[ -e f ] || cp g f`, `cp -n`, `mkdir d` and
- * `ln -s` over an existing path miss where the path holds something else.
+ * saw it: "absent, or what this entry restores there" holds it (observe.h
+ * OBS_CREATED; for a regular file, any regular file), so `gcc -o a.o` hits
+ * whether a.o is absent, this output or another version's, while `[ -d d ]
+ * || mkdir d` over a file, `mkdir d` and `ln -s` over an existing path miss.
  * A directory or symlink that the step made where there was none without
  * looking first is keyed as absent: `mkdir d` and `ln -s` fail where the
  * path exists (after a probe, as in Python's __pycache__, the probe decides,

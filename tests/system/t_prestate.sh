@@ -1,8 +1,9 @@
 # The state before a path the step creates: "absent, or exactly what this
-# entry restores there". A step that creates only when the path is missing
-# (`[ -e f ] || cp`, `cp -n`, `mkdir`, `ln -s`) misses where the path holds
-# something else, and then does what a plain run does; a compile hits whether
-# its object is absent or already its output. The parent of an output must
+# entry restores there" (for a regular file: any regular file, README). A
+# step that creates only when the path is missing (`[ -d d ] || mkdir d`,
+# `mkdir`, `ln -s`) misses where the path holds something else, and then
+# does what a plain run does; a compile hits whether its object is absent,
+# already its output, or another version's object. The parent of an output must
 # be a directory again unless the step made it.
 source "$(dirname "$0")/lib.sh"
 
@@ -28,37 +29,26 @@ same_tree() {
     }
 }
 
-section "create if missing: [ -e config.h ] || cp ... keeps a user's edit"
-echo '#define A 1' > config.h.in
-CFG=(sh -c '[ -e config.h ] || cp config.h.in config.h')
-run_expect miss "new step" -- "${CFG[@]}"
-assert_content config.h '#define A 1'
-rm config.h
-run_expect hit "" -- "${CFG[@]}"
-assert_content config.h '#define A 1'
-# Present and exactly the entry's output: a hit too.
-run_expect hit "" -- "${CFG[@]}"
-echo '#define A 2' > config.h
-plain_status "${CFG[@]}"
-cachet explain "${CFG[@]}" > "$T/why.txt" || true
-grep -q "path the step creates is in another state: .*config.h" "$T/why.txt" ||
+section "create if missing, a directory: [ -d out ] || mkdir out keeps a file there"
+DIR=(sh -c '[ -d out ] || mkdir out')
+run_expect miss "new step" -- "${DIR[@]}"
+rmdir out
+run_expect hit "" -- "${DIR[@]}"
+# Present and exactly the entry's output (a directory of that mode): a hit.
+run_expect hit "" -- "${DIR[@]}"
+rmdir out
+echo mine > out
+plain_status "${DIR[@]}"
+cachet explain "${DIR[@]}" > "$T/why.txt" || true
+grep -q "path the step creates is in another state: .*out" "$T/why.txt" ||
     { cat "$T/why.txt"; fail "explain does not name the created path"; }
-run_expect miss "inputs changed" -- "${CFG[@]}"
-assert_content config.h '#define A 2'
-same_tree
-
-section "cp -n: an existing destination is kept"
-echo one > n_src
-run_expect miss "new step" -- cp -n n_src n_dst
-rm n_dst
-run_expect hit "" -- cp -n n_src n_dst
-echo mine > n_dst
-plain_status cp -n n_src n_dst
-step cp -n n_src n_dst
+step "${DIR[@]}"
 expect miss
 expect_rc "$PLAIN_RC"
-assert_content n_dst mine
+[ "$RC" -ne 0 ] || fail "mkdir over a file exited 0"
+assert_content out mine
 same_tree
+rm out
 
 section "mkdir: fails where the directory exists, as plain"
 run_expect miss "new step" -- mkdir build
@@ -92,12 +82,15 @@ expect_rc "$PLAIN_RC"
 [ "$RC" -ne 0 ] || fail "the step succeeded without its directory"
 assert_absent d
 
-section "a compile hits whether its object is absent or already its output"
+section "a compile hits whether its object is absent, its output or another's"
 printf 'int g(void) { return 3; }\n' > g.c
 run_expect miss "new step" -- gcc -c g.c -o g.o
 cp g.o "$T/g.o.first"
 run_expect hit "" -- gcc -c g.c -o g.o
 rm g.o
+run_expect hit "" -- gcc -c g.c -o g.o
+assert_same "$T/g.o.first" g.o
+echo garbage > g.o
 run_expect hit "" -- gcc -c g.c -o g.o
 assert_same "$T/g.o.first" g.o
 
