@@ -8,12 +8,17 @@
  *   'F' digest[32]                  READ: a regular file's content
  *   'X' digest[32] perm[2]          EXEC: content and permission bits
  *   'S' type[1] perm[2] size[8]     STAT: an existing path (size 0 for non-files)
+ *   's' type[1] perm[2] size[8] mtime_ns[8]
+ *                                   STAT with OBS_F_MTIME of a regular file
  *   'T' type[1]                     READ/EXEC of something not a regular file
  *   'L' digest[32]                  LIST: sorted names and types, minus the step's own
  *   'R' target                      READLINK
  *   'E' errno[4]                    any lookup that failed
  *   'B' path                        BASE: the path itself (portable.h)
- *   'A' digest[32]                  XATTR: sorted names, each with its value
+ *   'x' digest[32]                  XATTR: sorted names, each with its value
+ *   'P' text                        FACT: the fact, readable ("uid 1000 euid ...")
+ *   'r' digest[32]                  CREATED: a symlink, by its target's digest
+ *   'A'                             CREATED: as the step found it (see there)
  * observe_value never opens a FIFO, socket or device, whatever a path set says.
  */
 #ifndef CACHET_OBSERVE_H
@@ -39,10 +44,41 @@ enum obs_kind {
 	OBS_BASE = 6,
 	/* The extended attributes of a path: every name and value. */
 	OBS_XATTR = 7,
+	/* Not a lookup: a fact of the process that the step asked the kernel
+	 * for (trace.h TRACE_FACT_*: host name, ids, CPU set, a resource
+	 * limit). Its path is the fact's name; its value ('P') the caller's
+	 * fact now. */
+	OBS_FACT = 8,
+	/* A probe (stat, access, failed open, readlink) of a path the step
+	 * then created, replaced or removed, or a directory or symlink it made
+	 * where there was none. Its one "excluded" string
+	 * (observe_created_describe) holds the probe's kind (OBS_CREATED_*),
+	 * the value that probe found, in hex, and what the entry restores
+	 * there: "F<sha256 hex> <mode>", "L<target>", "D<mode>", or "-".
+	 * Its value is 'A' where the path is absent, holds that (for a
+	 * regular file: any regular file, so that a compile hits over another
+	 * version's object), or
+	 * looks to the probe as it did to the step ("absent, or what
+	 * this entry restores there", or the state the run replaced); else
+	 * what the probe finds: 'S' (no mtime), an 'E' errno, or 'r' for a
+	 * symlink. A directory or symlink made with no probe first
+	 * (OBS_CREATED_MADE) is never "exactly": mkdir and symlink fail where
+	 * the path exists. */
+	OBS_CREATED = 9,
 };
+
+#define OBS_CREATED_STAT 'S'
+#define OBS_CREATED_READLINK 'R'
+/* A directory or symlink made where there was none, with no probe first:
+ * looked at as lstat does. */
+#define OBS_CREATED_MADE 'M'
 
 enum {
 	OBS_F_NOFOLLOW = 1 << 0,
+	/* STAT: a regular file's mtime is part of the value ('s'): the step
+	 * stat'ed the file without reading it, and may have judged it by its
+	 * time (make, `[ a -nt b ]`), or copied its time onto an output. */
+	OBS_F_MTIME = 1 << 4,
 };
 
 /* The fingerprint -> digest cache that every path set shares. A content
@@ -119,6 +155,24 @@ struct listing_entry {
  * returned) and evaluation (from a readdir now) both use it. */
 void observe_listing_value(struct listing_entry *entries, size_t n, const char *const *excluded,
 			   struct buf *out, struct buf *detail);
+
+/* 1 when name is one of the facts OBS_FACT knows (trace.h TRACE_FACT_*). */
+int observe_fact_known(const char *name);
+/* Appends the 'P' value of fact `name` now (the calling process's), or an
+ * 'E' value when it cannot be had. */
+void observe_fact_value(const char *name, struct buf *out);
+
+/* The parts of an OBS_CREATED observation (see there): what the entry
+ * restores at the path, appended to out, and the values of the state a
+ * probe saw, appended to out. */
+void observe_created_file(struct buf *out, const struct digest *d, unsigned mode);
+void observe_created_symlink(struct buf *out, const char *target);
+void observe_created_dir(struct buf *out, unsigned mode);
+/* The observation's string: probe kind, the value it saw, expected. */
+void observe_created_describe(struct buf *out, char probe, const void *seen, size_t seen_len,
+			      const char *expected);
+void observe_created_link_value(struct buf *out, const struct digest *target);
+void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size);
 
 /* Human-readable rendering of a value, for explain and show. */
 void observe_describe_value(const void *value, size_t len, struct buf *out);

@@ -85,7 +85,20 @@ enum trace_event_kind {
 	 * their l-, f- and -at forms): keyed by all of them, as they are at
 	 * the end of the run. TRACE_F_NOFOLLOW for the l- forms. */
 	TRACE_XATTR,
+	/* The step asked the kernel for a fact of its process that is not a
+	 * file: `path` is the fact's name (TRACE_FACT_*), not a path. Its
+	 * value is the caller's (cachet's) at evaluation, which the step
+	 * inherited: the host name, ids, CPU set and resource limits. */
+	TRACE_FACT,
 };
+
+/* The names of TRACE_FACT events. */
+#define TRACE_FACT_UNAME "uname"       /* uname(): host name, kernel version... */
+#define TRACE_FACT_UID "uid"           /* real, effective, saved user id */
+#define TRACE_FACT_GID "gid"           /* real, effective, saved group id */
+#define TRACE_FACT_GROUPS "groups"     /* supplementary groups */
+#define TRACE_FACT_CPUS "cpu set"      /* sched_getaffinity */
+#define TRACE_FACT_RLIMIT "rlimit:"    /* + the resource's number: its limits */
 
 /* Flags that shape a lookup, as the step made it. */
 enum {

@@ -64,6 +64,8 @@ static const char *kind_name(int kind)
 	case OBS_READLINK: return "readlink";
 	case OBS_BASE: return "base";
 	case OBS_XATTR: return "xattr";
+	case OBS_FACT: return "fact";
+	case OBS_CREATED: return "before";
 	default: return "?";
 	}
 }

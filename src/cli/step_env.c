@@ -127,26 +127,22 @@ size_t step_tmpdir_sweep(int dry_run)
 	return n;
 }
 
-/* Python trusts its bytecode cache by mtime and size and would never read
- * an edited module whose mtime was restored: its cache goes to TMPDIR. */
+/* The caller's environment as it is, but for TMPDIR: a step must see what
+ * it would see without cachet (Python's bytecode cache, which trusts
+ * mtimes, is dealt with where reads are recorded, not by moving it). */
 char **step_environment(const char *tmpdir)
 {
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = xmalloc((n + 3) * sizeof *env);
+	char **env = xmalloc((n + 2) * sizeof *env);
 	size_t k = 0;
-	int has_pycache = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!strncmp(environ[i], "TMPDIR=", 7))
 			continue;
-		if (!strncmp(environ[i], "PYTHONPYCACHEPREFIX=", 20))
-			has_pycache = 1;
 		env[k++] = xstrdup(environ[i]);
 	}
 	env[k++] = xasprintf("TMPDIR=%s", tmpdir);
-	if (!has_pycache)
-		env[k++] = xasprintf("PYTHONPYCACHEPREFIX=%s/pycache", tmpdir);
 	env[k] = NULL;
 	return env;
 }

@@ -29,8 +29,7 @@ void step_tmpdir_remove(struct step_tmpdir *t);
  * dry_run). */
 size_t step_tmpdir_sweep(int dry_run);
 
-/* The step's environment: the caller's, with TMPDIR set to tmpdir and,
- * unless the user chose one, PYTHONPYCACHEPREFIX inside it. A
+/* The step's environment: the caller's, with TMPDIR set to tmpdir. A
  * NULL-terminated, malloc'd array of malloc'd strings (free_strv). */
 char **step_environment(const char *tmpdir);
 

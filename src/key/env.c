@@ -5,10 +5,10 @@
 
 /* Variables that cannot change what a step computes. PWD is deliberately
  * absent: gcc writes it into debug info when the cwd is reached through a
- * symlink. TMPDIR is absent from the key because every step gets a private
+ * symlink; so is OLDPWD, where `cd -` goes. TMPDIR is absent from the key because every step gets a private
  * one. */
 static const char *const neutral[] = {
-	"TERM", "SHLVL", "_", "OLDPWD", "SSH_*", "DISPLAY", "XAUTHORITY", "CACHET_*", "TMPDIR",
+	"TERM", "SHLVL", "_", "SSH_*", "DISPLAY", "XAUTHORITY", "CACHET_*", "TMPDIR",
 	NULL,
 };
 

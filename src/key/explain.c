@@ -506,7 +506,14 @@ static void observation_item(const struct pathset *ps, size_t i, const struct re
 	describe(nv, nlen, &n);
 	char *when = format_time(res->created);
 	struct explain_item *it;
-	if (o->kind == OBS_LIST && !is_absent(rv, rlen) && !is_absent(nv, nlen)) {
+	if (o->kind == OBS_CREATED) {
+		/* Neither absent nor what the entry would restore: the step
+		 * may decide by it (`[ -e f ] || cp`, `cp -n`, `mkdir`). */
+		it = add_item(out, "path the step creates is in another state", shown);
+		it->text = xasprintf("path the step creates is in another state: %s (%s → %s; "
+				     "absent or the step's own output would do)",
+				     shown, r.data, n.data);
+	} else if (o->kind == OBS_LIST && !is_absent(rv, rlen) && !is_absent(nv, nlen)) {
 		it = add_item(out, "directory listing changed", shown);
 		listing_item(it, ps, i, res, path);
 		it->text = xasprintf("directory listing changed: %s (%s)", shown, it->note);
@@ -543,6 +550,14 @@ static void observation_item(const struct pathset *ps, size_t i, const struct re
 		it = add_item(out, "extended attributes changed", shown);
 		it->text = xasprintf("extended attributes changed: %s (%s → %s)", shown, r.data,
 				     n.data);
+	} else if (o->kind == OBS_FACT) {
+		/* Not a file: the host, ids, CPUs or limits the step asked for. */
+		it = add_item(out, "process fact changed", path);
+		it->text = xasprintf("process fact changed: %s (%s → %s)", path, r.data, n.data);
+	} else if (o->kind == OBS_STAT && (o->flags & OBS_F_MTIME)) {
+		/* Stat'ed, never read: the step may have decided by the time. */
+		it = add_item(out, "file time changed", shown);
+		it->text = xasprintf("file time changed: %s (%s → %s)", shown, r.data, n.data);
 	} else if (o->kind == OBS_READLINK) {
 		it = add_item(out, "symlink changed", shown);
 		it->text = xasprintf("symlink changed: %s (%s → %s)", shown, r.data, n.data);

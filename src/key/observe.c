@@ -165,12 +165,15 @@ static void value_of_stat(unsigned flags, const char *path, struct observe_memo 
 		put_errno(out, errno);
 		return;
 	}
-	buf_addch(out, 'S');
+	int with_mtime = (flags & OBS_F_MTIME) && S_ISREG(st.st_mode);
+	buf_addch(out, with_mtime ? 's' : 'S');
 	buf_addch(out, (char)((st.st_mode & S_IFMT) >> 12));
 	put_u16(out, st.st_mode & 07777);
 	/* A directory's size moves with unrelated entries (and on tmpfs with
 	 * every one): only a regular file's size is a fact worth keying. */
 	buf_put_u64(out, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0);
+	if (with_mtime)
+		buf_put_u64(out, (uint64_t)st.st_mtim.tv_sec * 1000000000 + (uint64_t)st.st_mtim.tv_nsec);
 }
 
 static void value_of_listing(const char *path, const char *const *excluded, struct buf *out,
@@ -229,6 +232,167 @@ static void value_of_readlink(const char *path, struct observe_memo *m, struct b
 	buf_add(out, target, (size_t)n);
 }
 
+void observe_created_file(struct buf *out, const struct digest *d, unsigned mode)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(d, hex);
+	buf_addf(out, "F%s %o", hex, mode & 07777);
+}
+
+void observe_created_symlink(struct buf *out, const char *target)
+{
+	buf_addch(out, 'L');
+	buf_addstr(out, target);
+}
+
+void observe_created_dir(struct buf *out, unsigned mode)
+{
+	buf_addf(out, "D%o", mode & 07777);
+}
+
+void observe_created_describe(struct buf *out, char probe, const void *seen, size_t seen_len,
+			      const char *expected)
+{
+	static const char hexdigits[] = "0123456789abcdef";
+	const unsigned char *v = seen;
+	buf_addch(out, probe);
+	for (size_t i = 0; i < seen_len; i++) {
+		buf_addch(out, hexdigits[v[i] >> 4]);
+		buf_addch(out, hexdigits[v[i] & 15]);
+	}
+	buf_addch(out, ' ');
+	buf_addstr(out, expected);
+}
+
+
+void observe_created_link_value(struct buf *out, const struct digest *target)
+{
+	buf_addch(out, 'r');
+	buf_add(out, target->b, DIGEST_LEN);
+}
+
+void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size)
+{
+	buf_addch(out, 'S');
+	buf_addch(out, (char)((st_mode & S_IFMT) >> 12));
+	put_u16(out, st_mode & 07777);
+	buf_put_u64(out, S_ISREG(st_mode) ? size : 0);
+}
+
+/* Does path hold exactly what the entry restores there (observe.h
+ * OBS_CREATED's output part)? A directory or symlink that the step made
+ * without looking first (OBS_CREATED_MADE) never does: `mkdir d` and
+ * `ln -s t l` fail where the path exists, which their hit would not. */
+static int holds_expected(const char *path, const char *expected, int made,
+			  struct digest_cache *dc)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return 0;
+	switch (expected[0]) {
+	case 'F':
+		/* Any regular file, not only the entry's output: a compile
+		 * probes its object (gcc readlinks it, as stats it) and must
+		 * hit after a revert, where the object holds the other
+		 * version's bytes; `[ -e f ] || cp` over an edited f cannot be
+		 * told from that, and is left out (README). */
+		(void)dc;
+		return S_ISREG(st.st_mode);
+	case 'L': {
+		char target[4096];
+		ssize_t n = !made && S_ISLNK(st.st_mode) ? readlink(path, target, sizeof target - 1)
+							 : -1;
+		if (n < 0)
+			return 0;
+		target[n] = '\0';
+		return strcmp(target, expected + 1) == 0;
+	}
+	case 'D': {
+		struct buf want;
+		buf_init(&want);
+		observe_created_dir(&want, st.st_mode);
+		int same = !made && S_ISDIR(st.st_mode) && strcmp(want.data, expected) == 0;
+		buf_free(&want);
+		return same;
+	}
+	default:
+		return 0;
+	}
+}
+
+static int hex_nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* The value a probe of kind `probe` finds at path now (observe.h
+ * OBS_CREATED: 'S' without mtime, an 'E' errno, or 'r'). */
+static void created_probe_value(char probe, unsigned flags, const char *path, struct buf *out)
+{
+	struct stat st;
+	if (probe != OBS_CREATED_READLINK) {
+		if ((flags & OBS_F_NOFOLLOW ? lstat(path, &st) : stat(path, &st)) < 0)
+			put_errno(out, errno);
+		else
+			observe_created_stat_value(out, st.st_mode, (uint64_t)st.st_size);
+		return;
+	}
+	char target[4096];
+	ssize_t n;
+	if (lstat(path, &st) < 0)
+		put_errno(out, errno);
+	else if (!S_ISLNK(st.st_mode))
+		put_errno(out, EINVAL);
+	else if ((n = readlink(path, target, sizeof target)) < 0)
+		put_errno(out, errno);
+	else {
+		struct digest d;
+		digest_bytes(target, (size_t)n, &d);
+		observe_created_link_value(out, &d);
+	}
+}
+
+/* 'A' where the path is as the step found it, absent, or what
+ * the entry restores there; else what the probe finds now. desc is the
+ * observation's one string (observe_created_describe); one that does not
+ * parse makes a value no recorded run has. */
+static void value_of_created(unsigned flags, const char *path, const char *const *excluded,
+			     struct digest_cache *dc, struct buf *out)
+{
+	const char *desc = excluded && excluded[0] ? excluded[0] : "";
+	const char *space = strchr(desc, ' ');
+	if (!desc[0] || !space || (space - desc - 1) % 2) {
+		put_errno(out, EINVAL);
+		return;
+	}
+	struct buf seen, now;
+	buf_init(&seen);
+	buf_init(&now);
+	for (const char *h = desc + 1; h < space; h += 2) {
+		int hi = hex_nibble(h[0]), lo = hex_nibble(h[1]);
+		if (hi < 0 || lo < 0) {
+			buf_free(&seen);
+			put_errno(out, EINVAL);
+			return;
+		}
+		buf_addch(&seen, (char)(hi << 4 | lo));
+	}
+	created_probe_value(desc[0], flags, path, &now);
+	int absent = now.len == 5 && now.data[0] == 'E' && (uint8_t)now.data[1] == ENOENT &&
+		     !now.data[2] && !now.data[3] && !now.data[4];
+	if (absent || (now.len == seen.len && !memcmp(now.data, seen.data, now.len)) ||
+	    holds_expected(path, space + 1, desc[0] == OBS_CREATED_MADE, dc))
+		buf_addch(out, 'A');
+	else
+		buf_add(out, now.data, now.len);
+	buf_free(&seen);
+	buf_free(&now);
+}
+
 void observe_value(enum obs_kind kind, unsigned flags, const char *path,
 		   const char *const *excluded, struct digest_cache *dc, struct buf *out)
 {
@@ -247,7 +411,7 @@ static int compare_names(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* 'A' and the digest of every extended attribute of path, names sorted,
+/* 'x' and the digest of every extended attribute of path, names sorted,
  * each name with its NUL, the value's length (u32) and the value; or 'E'.
  * A file system without them (ENOTSUP) has none: the same value as a file
  * that has none. */
@@ -298,7 +462,7 @@ static void value_of_xattrs(unsigned flags, const char *path, struct buf *out)
 	free(sorted);
 	struct digest d;
 	digest_bytes(all.data, all.len, &d);
-	buf_addch(out, 'A');
+	buf_addch(out, 'x');
 	buf_add(out, d.b, DIGEST_LEN);
 done:
 	buf_free(&names);
@@ -329,6 +493,12 @@ void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 		break;
 	case OBS_XATTR:
 		value_of_xattrs(flags, path, out);
+		break;
+	case OBS_FACT:
+		observe_fact_value(path, out);
+		break;
+	case OBS_CREATED:
+		value_of_created(flags, path, excluded, dc, out);
 		break;
 	default:
 		put_errno(out, EINVAL);
@@ -361,26 +531,37 @@ void observe_describe_value(const void *value, size_t len, struct buf *out)
 	case 'F':
 	case 'X':
 	case 'L':
-	case 'A':
+	case 'x':
 		if (len < 1 + DIGEST_LEN)
 			break;
 		digest_to_short_hex(v + 1, hex);
 		buf_addf(out, "%s %s",
 			 v[0] == 'L'   ? "listing"
-			 : v[0] == 'A' ? "extended attributes"
+			 : v[0] == 'x' ? "extended attributes"
 				       : "sha256",
 			 hex);
 		if (v[0] == 'X' && len >= 1 + DIGEST_LEN + 2)
 			buf_addf(out, " mode %04o", v[1 + DIGEST_LEN] | v[2 + DIGEST_LEN] << 8);
 		return;
 	case 'S':
-		if (len < 1 + 1 + 2 + 8)
+	case 's':
+		if (len < 1 + 1 + 2 + 8 + (v[0] == 's' ? 8 : 0))
 			break;
 		buf_addf(out, "%s mode %04o", type_name(v[1]), v[2] | v[3] << 8);
 		if (v[1] << 12 == S_IFREG) {
 			struct reader r;
-			reader_init(&r, v + 4, 8);
+			reader_init(&r, v + 4, len - 4);
 			buf_addf(out, " size %llu", (unsigned long long)reader_u64(&r));
+			if (v[0] == 's') {
+				uint64_t ns = reader_u64(&r);
+				time_t sec = (time_t)(ns / 1000000000);
+				struct tm tm;
+				char when[32];
+				gmtime_r(&sec, &tm);
+				strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+				buf_addf(out, " mtime %s.%09llu UTC", when,
+					 (unsigned long long)(ns % 1000000000));
+			}
 		}
 		return;
 	case 'T':
@@ -395,6 +576,18 @@ void observe_describe_value(const void *value, size_t len, struct buf *out)
 	case 'B':
 		buf_addstr(out, "at ");
 		buf_add(out, v + 1, len - 1);
+		return;
+	case 'P':
+		buf_add(out, v + 1, len - 1);
+		return;
+	case 'A':
+		buf_addstr(out, "absent, the step's own output, or as the step found it");
+		return;
+	case 'r':
+		if (len < 1 + DIGEST_LEN)
+			break;
+		digest_to_short_hex(v + 1, hex);
+		buf_addf(out, "symlink (target sha256 %s)", hex);
 		return;
 	case 'E':
 		if (len < 5)

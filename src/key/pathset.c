@@ -255,12 +255,17 @@ void pathset_encode(const struct pathset *ps, struct buf *out)
 		buf_put_u8(out, o->kind);
 		buf_put_u8(out, o->flags);
 		buf_put_u32(out, o->path);
-		if (o->kind == OBS_LIST) {
+		if (o->kind == OBS_LIST || o->kind == OBS_CREATED) {
 			buf_put_u32(out, o->nexcluded);
 			for (uint32_t j = 0; j < o->nexcluded; j++)
 				buf_put_u32(out, o->excluded[j]);
 		}
 	}
+}
+
+static int known_kind(unsigned kind)
+{
+	return (kind >= OBS_READ && kind <= OBS_XATTR) || kind == OBS_FACT || kind == OBS_CREATED;
 }
 
 int pathset_decode(const void *data, size_t len, struct pathset *ps, struct error *e)
@@ -292,16 +297,18 @@ int pathset_decode(const void *data, size_t len, struct pathset *ps, struct erro
 		o->flags = reader_u8(&r);
 		o->path = reader_u32(&r);
 		ps->nobs++;
-		if (r.failed || o->kind < OBS_READ || o->kind > OBS_XATTR || o->path >= np ||
-		    (o->flags & ~OBS_F_NOFOLLOW))
+		if (r.failed || !known_kind(o->kind) || o->path >= np ||
+		    (o->flags & ~(OBS_F_NOFOLLOW | OBS_F_MTIME)))
 			goto corrupt;
-		if (ps->paths[o->path][0] != '/')
+		/* A fact's "path" is its name, never a path to look up. */
+		if (o->kind == OBS_FACT ? !observe_fact_known(ps->paths[o->path])
+					: ps->paths[o->path][0] != '/')
 			goto corrupt;
 		if (o->kind == OBS_BASE && portable_base_index(ps->paths[o->path]) < 0)
 			goto corrupt;
-		if (o->kind == OBS_LIST) {
+		if (o->kind == OBS_LIST || o->kind == OBS_CREATED) {
 			uint32_t nx = reader_u32(&r);
-			if (r.failed || nx > r.left / 4)
+			if (r.failed || nx > r.left / 4 || (o->kind == OBS_CREATED && nx != 1))
 				goto corrupt;
 			o->excluded = xmalloc((nx ? nx : 1) * sizeof *o->excluded);
 			o->nexcluded = nx;

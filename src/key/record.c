@@ -43,6 +43,20 @@ struct recorder {
 	 * link made from one, a name of one removed or replaced (own_links). */
 	struct strmap relinked;
 	int relinked_ready;
+	/* path -> (void *)1: read or executed by the step */
+	struct strmap read_paths;
+	/* directory -> (void *)1: the step listed it or looked a name up
+	 * inside it (at any depth) */
+	struct strmap looked_inside;
+	/* the probes made of a path before the step's first change to it, in
+	 * event order (add_prior_states) */
+	const struct trace_event **prior;
+	size_t nprior;
+	/* the step's cwd (cachet runs in it), or NULL */
+	char *cwd;
+	/* the mtimes the step set on purpose on its outputs (cp -p, touch -r) */
+	int64_t *set_mtimes;
+	size_t nset_mtimes;
 	size_t walked;           /* entries met by the walk of a moved-in directory */
 	struct record *rec;
 	struct store *store;
@@ -194,12 +208,9 @@ static int listing_seen(const struct trace_event *ev, const char *const *exclude
 	return rc;
 }
 
-static void add_obs(struct recorder *rc, enum obs_kind kind, const struct trace_event *ev,
-		    const struct digest *forced)
+/* The recorder's slot for the observation just added to the path set. */
+static void add_obs_slot(struct recorder *rc, const struct trace_event *ev)
 {
-	unsigned flags = (ev->flags & TRACE_F_NOFOLLOW) ? OBS_F_NOFOLLOW : 0;
-	const char **excluded = kind == OBS_LIST ? excluded_names(rc, ev->path) : NULL;
-	pathset_add(&rc->rec->ps, kind, flags, ev->path, excluded);
 	if (rc->nobs == rc->alloc_obs) {
 		rc->alloc_obs = rc->alloc_obs ? rc->alloc_obs * 2 : 256;
 		rc->obs_event = xrealloc(rc->obs_event, rc->alloc_obs * sizeof *rc->obs_event);
@@ -209,21 +220,43 @@ static void add_obs(struct recorder *rc, enum obs_kind kind, const struct trace_
 	rc->obs_event[rc->nobs] = ev;
 	buf_init(&rc->forced[rc->nobs]);
 	buf_init(&rc->detail[rc->nobs]);
+	rc->nobs++;
+}
+
+/* Adds observation (kind, flags, path), made for event ev: ev's outcome is
+ * what compute_values checks still holds at the end of the run. */
+static void add_obs_at(struct recorder *rc, enum obs_kind kind, unsigned flags, const char *path,
+		       const struct trace_event *ev, const struct digest *forced)
+{
+	const char **excluded = kind == OBS_LIST ? excluded_names(rc, path) : NULL;
+	pathset_add(&rc->rec->ps, kind, flags, path, excluded);
+	add_obs_slot(rc, ev);
+	size_t k = rc->nobs - 1;
 	if (forced) {
-		buf_addch(&rc->forced[rc->nobs], 'F');
-		buf_add(&rc->forced[rc->nobs], forced->b, DIGEST_LEN);
+		buf_addch(&rc->forced[k], 'F');
+		buf_add(&rc->forced[k], forced->b, DIGEST_LEN);
 	}
-	if (kind == OBS_LIST && !rc->rec->not_storable) {
-		int seen = listing_seen(ev, excluded, &rc->forced[rc->nobs], &rc->detail[rc->nobs]);
+	if (kind == OBS_LIST && ev->kind == TRACE_LIST && !rc->rec->not_storable) {
+		int seen = listing_seen(ev, excluded, &rc->forced[k], &rc->detail[k]);
 		if (seen < 0)
 			rc->rec->not_storable = MODIFIED;
 		if (seen <= 0) {
-			buf_reset(&rc->forced[rc->nobs]);
-			buf_reset(&rc->detail[rc->nobs]);
+			buf_reset(&rc->forced[k]);
+			buf_reset(&rc->detail[k]);
 		}
 	}
 	free(excluded);
-	rc->nobs++;
+}
+
+static unsigned obs_flags_of(const struct trace_event *ev)
+{
+	return (ev->flags & TRACE_F_NOFOLLOW) ? OBS_F_NOFOLLOW : 0;
+}
+
+static void add_obs(struct recorder *rc, enum obs_kind kind, const struct trace_event *ev,
+		    const struct digest *forced)
+{
+	add_obs_at(rc, kind, obs_flags_of(ev), ev->path, ev, forced);
 }
 
 static enum obs_kind obs_kind_of(enum trace_event_kind k)
@@ -234,8 +267,137 @@ static enum obs_kind obs_kind_of(enum trace_event_kind k)
 	case TRACE_LIST: return OBS_LIST;
 	case TRACE_READLINK: return OBS_READLINK;
 	case TRACE_XATTR: return OBS_XATTR;
+	case TRACE_FACT: return OBS_FACT;
 	default: return OBS_STAT;
 	}
+}
+
+/* The source D/N.py of a bytecode file D/__pycache__/N.TAG.pyc (or
+ * N.TAG.opt-K.pyc), malloc'd, or NULL when path is none. Python loads such a
+ * file when its header matches the source's mtime and size, without reading
+ * the source: a same-size edit with the mtime restored would load stale
+ * code. The source is therefore keyed by content as if read (and, stat'ed
+ * and not read, by its mtime too: Python compared it with the header). */
+static char *pyc_source(const char *path)
+{
+	const char *base = path_basename(path);
+	size_t n = strlen(base);
+	if (n < 5 || strcmp(base + n - 4, ".pyc") != 0)
+		return NULL;
+	char *dir = path_dirname(path);
+	if (strcmp(path_basename(dir), "__pycache__") != 0) {
+		free(dir);
+		return NULL;
+	}
+	char *name = xstrndup(base, n - 4);
+	char *dot = strrchr(name, '.');
+	if (dot && !strncmp(dot, ".opt-", 5)) {
+		*dot = '\0';
+		dot = strrchr(name, '.');
+	}
+	char *src = NULL;
+	if (dot && dot != name) {
+		*dot = '\0';
+		char *top = path_dirname(dir);
+		char *py = xasprintf("%s.py", name);
+		src = path_join(top, py);
+		free(py);
+		free(top);
+	}
+	free(name);
+	free(dir);
+	return src;
+}
+
+/* Marks dir and its ancestors as looked inside, up to one already marked. */
+static void mark_looked_inside(struct recorder *rc, const char *dir)
+{
+	char *d = xstrdup(dir);
+	while (!strmap_get(&rc->looked_inside, d)) {
+		strmap_put(&rc->looked_inside, d, (void *)1);
+		char *up = path_dirname(d);
+		int top = strcmp(up, d) == 0;
+		free(d);
+		d = up;
+		if (top)
+			break;
+	}
+	free(d);
+}
+
+/* What the observations of a probe depend on: which paths the step read
+ * or ran, where it looked names up, and the mtimes it set on purpose. */
+static void collect_uses(struct recorder *rc)
+{
+	for (size_t i = 0; i < rc->n; i++) {
+		const struct trace_event *ev = &rc->events[i];
+		if (ev->kind == TRACE_FINAL || ev->kind == TRACE_MOVED_IN || ev->kind == TRACE_FACT)
+			continue;
+		if (ev->kind == TRACE_READ || ev->kind == TRACE_EXEC)
+			strmap_put(&rc->read_paths, ev->path, (void *)1);
+		if (ev->kind == TRACE_LIST) {
+			mark_looked_inside(rc, ev->path);
+			continue;
+		}
+		char *dir = path_dirname(ev->path);
+		if (strcmp(dir, ev->path) != 0)
+			mark_looked_inside(rc, dir);
+		free(dir);
+	}
+	for (size_t i = 0; i < rc->touched.cap; i++) {
+		const struct touch *t = rc->touched.slots[i].value;
+		if (!rc->touched.slots[i].key || !t->set_mtime)
+			continue;
+		const struct trace_event *fin = strmap_get(&rc->finals, t->ev->path);
+		if (!fin || fin->err)
+			continue;
+		rc->set_mtimes = xrealloc(rc->set_mtimes, (rc->nset_mtimes + 1) * sizeof *rc->set_mtimes);
+		rc->set_mtimes[rc->nset_mtimes++] = fin->id.mtime_ns;
+	}
+}
+
+static int is_set_mtime(const struct recorder *rc, int64_t mtime_ns)
+{
+	for (size_t i = 0; i < rc->nset_mtimes; i++)
+		if (rc->set_mtimes[i] == mtime_ns)
+			return 1;
+	return 0;
+}
+
+/* The observations of a lookup of a path the step did not change. A file
+ * that the step stat'ed but never read may have been judged by its mtime
+ * (make, ninja, `[ a -nt b ]`, `cp -u`, rsync): its mtime is keyed. A
+ * directory that it stat'ed but neither listed nor looked into can only
+ * have told it its times (make's directory prerequisites): it is keyed by
+ * its listing, which moves with every entry added, removed or renamed, as
+ * its mtime does, but survives a checkout. Only beneath the step's cwd,
+ * where a build's own directories are (every shell stats the cwd itself to
+ * check $PWD, and would key it for nothing): the gcc driver stats the system library
+ * directories of its search path (/usr/lib as "/lib/../lib") without
+ * looking into them on a compile, and every package install would
+ * otherwise change every compile's key. A file whose mtime
+ * the step copied onto an output (cp -p, touch -r) is keyed by its mtime
+ * too: a hit restores that mtime. */
+static void add_unchanged(struct recorder *rc, const struct trace_event *ev)
+{
+	enum obs_kind kind = obs_kind_of(ev->kind);
+	unsigned flags = obs_flags_of(ev);
+	if (ev->kind == TRACE_PROBE && ev->err == 0 && ev->has_seen) {
+		if (S_ISREG(ev->id.mode) && !strmap_get(&rc->read_paths, ev->path))
+			flags |= OBS_F_MTIME;
+		if (S_ISDIR(ev->id.mode) && rc->cwd && path_is_under(ev->path, rc->cwd) &&
+		    strcmp(ev->path, rc->cwd) != 0 && !strmap_get(&rc->looked_inside, ev->path))
+			add_obs_at(rc, OBS_LIST, 0, ev->path, ev, NULL);
+	}
+	add_obs_at(rc, kind, flags, ev->path, ev, NULL);
+	if (ev->kind != TRACE_READ)
+		return;
+	if (rc->nset_mtimes && is_set_mtime(rc, ev->id.mtime_ns))
+		add_obs_at(rc, OBS_STAT, flags | OBS_F_MTIME, ev->path, ev, NULL);
+	char *src = pyc_source(ev->path);
+	if (src && !strmap_get(&rc->touched, src) && !ignored(rc, src))
+		add_obs_at(rc, OBS_READ, 0, src, ev, NULL);
+	free(src);
 }
 
 static void collect_observations(struct recorder *rc)
@@ -249,7 +411,7 @@ static void collect_observations(struct recorder *rc)
 			continue;
 		const struct touch *t = strmap_get(&rc->touched, ev->path);
 		if (!t) {
-			add_obs(rc, obs_kind_of(ev->kind), ev, NULL);
+			add_unchanged(rc, ev);
 			continue;
 		}
 		if (i > t->index)
@@ -267,7 +429,12 @@ static void collect_observations(struct recorder *rc)
 			if (!rc->rec->not_storable)
 				rc->rec->not_storable = MODIFIED;
 		}
-		/* A probe of a path the run then creates or replaces is dropped. */
+		else if (ev->kind == TRACE_PROBE || ev->kind == TRACE_READLINK) {
+			/* The state before a path the run then creates or
+			 * replaces: keyed once the outputs are known. */
+			rc->prior = xrealloc(rc->prior, (rc->nprior + 1) * sizeof *rc->prior);
+			rc->prior[rc->nprior++] = ev;
+		}
 	}
 }
 
@@ -319,6 +486,10 @@ static int still_holds(struct recorder *rc, const struct trace_event *ev)
 	case TRACE_PROBE:
 		if (ev->seen_unknown)
 			return 0;
+		if (ev->err == 0 && ev->has_seen && S_ISREG(ev->id.mode) && r == 0 &&
+		    !strmap_get(&rc->read_paths, ev->path) &&
+		    ev->id.mtime_ns != (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec)
+			return 0; /* its mtime is keyed (add_unchanged) */
 		if (ev->err == 0)
 			return !absent && (!ev->has_seen || same_stat_value(&ev->id, &st, r));
 		if (ev->err == ENOENT || ev->err == ENOTDIR)
@@ -401,13 +572,18 @@ static int relinked_by_step(struct recorder *rc, const struct trace_event *ev)
 	return own;
 }
 
-static void compute_values(struct recorder *rc)
+static void check_holds(struct recorder *rc)
 {
 	struct record *rec = rc->rec;
 	for (size_t i = 0; i < rc->nobs && !rec->not_storable; i++)
 		if (!rc->forced[i].len && !still_holds(rc, rc->obs_event[i]) &&
 		    !relinked_by_step(rc, rc->obs_event[i]))
 			rec->not_storable = MODIFIED;
+}
+
+static void compute_values(struct recorder *rc)
+{
+	struct record *rec = rc->rec;
 
 	size_t *perm;
 	size_t before = rec->ps.nobs;
@@ -455,6 +631,165 @@ static void compute_values(struct recorder *rc)
 
 	pathset_encode(&rec->ps, &rec->ps_body);
 	digest_bytes(rec->ps_body.data, rec->ps_body.len, &rec->ps_digest);
+}
+
+/* What the entry restores at path, as observe.h's OBS_CREATED expects it,
+ * appended to out: the output captured there, or when nothing was captured
+ * (no store), the state the step left. */
+static void expected_output(struct recorder *rc, const struct strmap *outs, const char *path,
+			    struct buf *out)
+{
+	const struct output *o = strmap_get(outs, path);
+	if (o) {
+		switch (o->kind) {
+		case OUT_FILE:
+			observe_created_file(out, &o->blob.digest, o->mode);
+			return;
+		case OUT_SYMLINK:
+			observe_created_symlink(out, o->target);
+			return;
+		case OUT_DIR:
+			observe_created_dir(out, o->mode);
+			return;
+		default:
+			buf_addch(out, '-');
+			return;
+		}
+	}
+	const struct trace_event *fin = strmap_get(&rc->finals, path);
+	struct touch *t = strmap_get(&rc->touched, path);
+	struct stat st;
+	if (!fin || fin->err || lstat(path, &st) < 0) {
+		buf_addch(out, '-');
+		return;
+	}
+	struct digest d;
+	if (S_ISDIR(st.st_mode) && t && t->ev->pre_exists && S_ISDIR(t->ev->pre_id.mode) &&
+	    (t->ev->pre_id.mode & 07777) == (st.st_mode & 07777))
+		buf_addch(out, '-'); /* an existing directory is no output */
+	else if (S_ISDIR(st.st_mode))
+		observe_created_dir(out, st.st_mode & 07777);
+	else if (S_ISREG(st.st_mode) && digest_cached(path, 1, NULL, &d, NULL) == 0)
+		observe_created_file(out, &d, st.st_mode & 07777);
+	else if (S_ISLNK(st.st_mode)) {
+		char target[4096];
+		ssize_t n = readlink(path, target, sizeof target - 1);
+		target[n > 0 ? n : 0] = '\0';
+		observe_created_symlink(out, target);
+	} else
+		buf_addch(out, '-');
+}
+
+/* The value of a prior probe as the step saw it (observe.h OBS_CREATED),
+ * or -1 when what it saw is not known. */
+static int prior_value(struct recorder *rc, const struct trace_event *ev, struct buf *out)
+{
+	const struct touch *t = strmap_get(&rc->touched, ev->path);
+	if (ev->seen_unknown)
+		return -1;
+	if (ev->err) {
+		buf_addch(out, 'E');
+		buf_put_u32(out, (uint32_t)ev->err);
+		return 0;
+	}
+	if (ev->kind == TRACE_READLINK) {
+		if (!ev->has_seen)
+			return -1;
+		observe_created_link_value(out, &ev->seen);
+		return 0;
+	}
+	struct file_id seen;
+	if (ev->has_seen)
+		seen = ev->id;
+	else if (t && t->ev->pre_exists && !S_ISLNK(t->ev->pre_id.mode))
+		seen = t->ev->pre_id; /* access(): the path as lstat found it */
+	else
+		return -1;
+	observe_created_stat_value(out, seen.mode, seen.size);
+	return 0;
+}
+
+/* One OBS_CREATED observation: probe kind, the value the probe saw and what
+ * the entry restores there go into the path set; its value, as the step
+ * found the path, is 'A' (observe.h). */
+static void add_created(struct recorder *rc, const struct trace_event *ev, unsigned flags,
+			char probe, const struct buf *seen, const char *expected)
+{
+	struct buf desc;
+	buf_init(&desc);
+	observe_created_describe(&desc, probe, seen->data, seen->len, expected);
+	const char *ex[] = { desc.data, NULL };
+	pathset_add(&rc->rec->ps, OBS_CREATED, flags, ev->path, ex);
+	add_obs_slot(rc, ev);
+	buf_addch(&rc->forced[rc->nobs - 1], 'A');
+	buf_free(&desc);
+}
+
+/* The state before each path the step created or replaced, as its probes
+ * saw it: "absent, or what this entry restores there" holds it (observe.h
+ * OBS_CREATED; for a regular file, any regular file), so `gcc -o a.o` hits
+ * whether a.o is absent, this output or another version's, while `[ -d d ]
+ * || mkdir d` over a file, `mkdir d` and `ln -s` over an existing path miss.
+ * A directory or symlink that the step made where there was none without
+ * looking first is keyed as absent: `mkdir d` and `ln -s` fail where the
+ * path exists (after a probe, as in Python's __pycache__, the probe decides,
+ * and an existing directory of the same mode is exactly the output).
+ * And the parent of every path the step changed must be a directory again,
+ * unless the step made it: `echo x > d/out` fails where d is gone. */
+static void add_prior_states(struct recorder *rc)
+{
+	struct strmap outs;
+	strmap_init(&outs);
+	for (size_t i = 0; i < rc->rec->result.noutputs; i++)
+		strmap_put(&outs, rc->rec->result.outputs[i].path, &rc->rec->result.outputs[i]);
+	struct buf expected, value;
+	buf_init(&expected);
+	buf_init(&value);
+	struct strmap probed; /* paths with a prior probe: those decide */
+	strmap_init(&probed);
+	for (size_t i = 0; i < rc->nprior && !rc->rec->not_storable; i++) {
+		const struct trace_event *ev = rc->prior[i];
+		strmap_put(&probed, ev->path, (void *)1);
+		buf_reset(&expected);
+		buf_reset(&value);
+		if (prior_value(rc, ev, &value) < 0) {
+			rc->rec->not_storable = MODIFIED;
+			break;
+		}
+		expected_output(rc, &outs, ev->path, &expected);
+		add_created(rc, ev, obs_flags_of(ev),
+			    ev->kind == TRACE_READLINK ? OBS_CREATED_READLINK : OBS_CREATED_STAT,
+			    &value, expected.data);
+	}
+	for (size_t i = 0; i < rc->touched.cap && !rc->rec->not_storable; i++) {
+		const struct touch *t = rc->touched.slots[i].value;
+		if (!rc->touched.slots[i].key)
+			continue;
+		buf_reset(&expected);
+		expected_output(rc, &outs, t->ev->path, &expected);
+		if (!t->ev->pre_exists && (expected.data[0] == 'D' || expected.data[0] == 'L') &&
+		    !strmap_get(&probed, t->ev->path)) {
+			/* Absent when the step made a directory or symlink
+			 * there: mkdir and symlink fail where the path exists,
+			 * and are made without any probe. (A regular file made
+			 * so is mostly written whatever was there: `>` and
+			 * mv replace it; its probes, if any, decide.) */
+			buf_reset(&value);
+			buf_addch(&value, 'E');
+			buf_put_u32(&value, ENOENT);
+			add_created(rc, t->ev, OBS_F_NOFOLLOW, OBS_CREATED_MADE, &value,
+				    expected.data);
+		}
+		char *dir = path_dirname(t->ev->path);
+		if (strcmp(dir, t->ev->path) != 0 && !strmap_get(&rc->touched, dir) &&
+		    !ignored(rc, dir))
+			add_obs_at(rc, OBS_STAT, 0, dir, t->ev, NULL);
+		free(dir);
+	}
+	buf_free(&expected);
+	buf_free(&value);
+	strmap_free(&outs);
+	strmap_free(&probed);
 }
 
 /* Notes the bases that f found, seen first in `where`. */
@@ -911,19 +1246,28 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_init(&rc.physical);
 	strmap_init(&rc.inodes);
 	strmap_init(&rc.relinked);
+	strmap_init(&rc.read_paths);
+	strmap_init(&rc.looked_inside);
+	rc.cwd = getcwd(NULL, 0);
 
 	collect_touches(&rc);
+	collect_uses(&rc);
 	collect_observations(&rc);
+	check_holds(&rc);
+	/* The outputs first: the state before a path the step created is
+	 * keyed against what the entry restores there. */
+	int rc2 = 0;
+	if (s && !out->not_storable)
+		rc2 = capture_outputs(&rc, e);
 	/* One snapshot of the index for the fingerprint lookups, instead of
 	 * a read transaction (and two lock calls) for each. */
 	if (s)
 		store_snapshot_begin(s);
+	if (rc2 == 0)
+		add_prior_states(&rc);
 	compute_values(&rc);
 	if (s)
 		store_snapshot_end(s);
-	int rc2 = 0;
-	if (s && !out->not_storable)
-		rc2 = capture_outputs(&rc, e);
 
 	for (size_t i = 0; i < rc.touched.cap; i++)
 		free(rc.touched.slots[i].value);
@@ -949,6 +1293,11 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 		}
 	strmap_free(&rc.inodes);
 	strmap_free(&rc.relinked);
+	strmap_free(&rc.read_paths);
+	strmap_free(&rc.looked_inside);
+	free(rc.set_mtimes);
+	free(rc.cwd);
+	free(rc.prior);
 	for (size_t i = 0; i < rc.nobs; i++) {
 		buf_free(&rc.forced[i]);
 		buf_free(&rc.detail[i]);

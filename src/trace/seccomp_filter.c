@@ -47,7 +47,8 @@
 
 /* Traced whatever their arguments: every one carries a path, changes how
  * paths resolve, or makes the step uncacheable; or reads or sets a CPU
- * affinity, which the tracer may be holding for the step (placement.h). */
+ * affinity, which the tracer may be holding for the step (placement.h);
+ * or reads a fact of the process (below). */
 static const int always_traced[] = {
     __NR_open,           __NR_openat,      __NR_openat2,      __NR_creat,
     __NR_stat,           __NR_lstat,       __NR_access,       __NR_faccessat,
@@ -70,6 +71,11 @@ static const int always_traced[] = {
     __NR_getxattr,       __NR_lgetxattr,   __NR_fgetxattr,    __NR_listxattr,
     __NR_llistxattr,     __NR_flistxattr,  __NR_getxattrat,   __NR_listxattrat,
     __NR_chown,          __NR_fchown,      __NR_lchown,       __NR_fchownat,
+    /* Facts of the process that a step may put into its outputs (uname
+     * -n, id -u, getconf ARG_MAX): keyed where the step asks for them. */
+    __NR_uname,          __NR_getuid,      __NR_geteuid,      __NR_getgid,
+    __NR_getegid,        __NR_getresuid,   __NR_getresgid,    __NR_getgroups,
+    __NR_getrlimit,      __NR_prlimit64,
 };
 
 /* sendto is not here: its own block below stops it when it names a

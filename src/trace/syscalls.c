@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1098,6 +1099,25 @@ static void entry_fd_use(struct tracer *tr, struct tracee *t, const struct fd_us
 	}
 }
 
+/* A fact of the process the step asked for (trace.h, TRACE_FACT). */
+static enum resume entry_fact(struct tracer *tr, struct tracee *t, const char *name)
+{
+	emit(tr, t, TRACE_FACT, 0, 0, name, NULL);
+	return RESUME_CONT;
+}
+
+/* A read of resource limit `resource`. RLIMIT_NOFILE is left out: ld and
+ * most runtimes read it to size their descriptor tables, and it differs
+ * between every login session, container and CI runner (README). */
+static enum resume entry_rlimit(struct tracer *tr, struct tracee *t, uint64_t resource)
+{
+	if (resource == RLIMIT_NOFILE || resource >= RLIM_NLIMITS)
+		return RESUME_CONT;
+	char name[32];
+	snprintf(name, sizeof name, "%s%u", TRACE_FACT_RLIMIT, (unsigned)resource);
+	return entry_fact(tr, t, name);
+}
+
 enum resume syscall_entry(struct tracer *tr, struct tracee *t,
                           const struct __ptrace_syscall_info *si)
 {
@@ -1248,6 +1268,30 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 		return change_at_flags(tr, t, (int)a[0], a[1], a[4], 1);
 	case __NR_fchown:
 		return change_fd(tr, t, (int)a[0], 1);
+	case __NR_uname:
+		return entry_fact(tr, t, TRACE_FACT_UNAME);
+	case __NR_getuid:
+	case __NR_geteuid:
+	case __NR_getresuid:
+		return entry_fact(tr, t, TRACE_FACT_UID);
+	case __NR_getgid:
+	case __NR_getegid:
+	case __NR_getresgid:
+		return entry_fact(tr, t, TRACE_FACT_GID);
+	case __NR_getgroups:
+		return entry_fact(tr, t, TRACE_FACT_GROUPS);
+	case __NR_sched_getaffinity:
+		/* The tracer may hold the step on its CPU, and gives the caller
+		 * its own mask back at this very call (placement.h): what the
+		 * step sees is the caller's affinity, which is keyed. */
+		return entry_fact(tr, t, TRACE_FACT_CPUS);
+	case __NR_getrlimit:
+		return entry_rlimit(tr, t, a[0]);
+	case __NR_prlimit64:
+		/* Only a call that reads a limit (old_limit given). */
+		if (!a[3])
+			return RESUME_CONT;
+		return entry_rlimit(tr, t, a[1]);
 	case __NR_connect:
 		return entry_connect(tr, t, a[1], a[2]);
 	case __NR_sendto:

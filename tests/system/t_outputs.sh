@@ -39,7 +39,11 @@ assert_absent scratch.tmp
 section "a directory of outputs"
 S=(sh -c 'mkdir -p outdir/sub/deeper && printf A > outdir/a && printf B > outdir/sub/b && mkdir outdir/empty')
 run_expect miss "new step" -- "${S[@]}"
-run_expect hit "" -- "${S[@]}"
+# The directories exist now: `mkdir outdir/empty` fails, as it does plainly
+# (t_prestate.sh: a directory the step made was absent).
+step "${S[@]}"
+expect miss
+expect_rc 1
 rm -rf outdir
 run_expect hit "" -- "${S[@]}"
 assert_content outdir/a A
@@ -47,6 +51,12 @@ assert_content outdir/sub/b B
 [ -d outdir/sub/deeper ] || fail "outdir/sub/deeper was not restored"
 [ -d outdir/empty ] || fail "outdir/empty was not restored"
 echo junk > outdir/sub/b
+rm -rf outdir
+mkdir outdir
+run_expect miss "inputs changed" -- "${S[@]}"
+assert_content outdir/sub/b B
+echo junk > outdir/sub/b
+rm -rf outdir/sub outdir/empty
 run_expect hit "" -- "${S[@]}"
 assert_content outdir/sub/b B
 
@@ -54,6 +64,9 @@ section "a symlink output is restored as a symlink with the same target"
 S=(sh -c 'ln -sfn ../elsewhere/target.txt lnk')
 run_expect miss "new step" -- "${S[@]}"
 [ -L lnk ] && [ "$(readlink lnk)" = ../elsewhere/target.txt ] || fail "step made no symlink lnk"
+# The link exists now, where the step made one: a plain `ln -s` would fail,
+# so this runs (and `ln -sfn` replaces it), then hits.
+run_expect miss "inputs changed" -- "${S[@]}"
 run_expect hit "" -- "${S[@]}"
 rm lnk
 run_expect hit "" -- "${S[@]}"

@@ -111,11 +111,18 @@ static void a_read_before_the_steps_own_rewrite_keeps_the_old_content(void **sta
 	struct error e = { 0 };
 	assert_int_equal(record_run(events, 3, NULL, NULL, NULL, NULL, &rec, &e), 0);
 	assert_null(rec.not_storable);
-	assert_int_equal(rec.ps.nobs, 1);
+	/* The file by its old content, and its directory, which must exist
+	 * for the rewrite (sorted by path: the directory first). */
+	assert_int_equal(rec.ps.nobs, 2);
+	assert_int_equal(rec.ps.obs[0].kind, OBS_STAT);
+	assert_int_equal(rec.ps.obs[1].kind, OBS_READ);
 	struct reader r;
 	reader_init(&r, rec.values.data, rec.values.len);
 	size_t len;
 	const unsigned char *v = reader_bytes(&r, &len);
+	assert_non_null(v);
+	assert_int_equal(v[0], 'S');
+	v = reader_bytes(&r, &len);
 	assert_int_equal(len, 1 + DIGEST_LEN);
 	assert_int_equal(v[0], 'F');
 	assert_memory_equal(v + 1, events[1].pre_digest.b, DIGEST_LEN);

@@ -1,0 +1,134 @@
+#include "cachet/observe.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cachet/trace.h"
+
+/* The resources by number, for a readable value. */
+static const char *const rlimit_names[] = {
+	[RLIMIT_CPU] = "cpu time",       [RLIMIT_FSIZE] = "file size",
+	[RLIMIT_DATA] = "data size",     [RLIMIT_STACK] = "stack size",
+	[RLIMIT_CORE] = "core size",     [RLIMIT_RSS] = "resident set",
+	[RLIMIT_NPROC] = "processes",    [RLIMIT_NOFILE] = "open files",
+	[RLIMIT_MEMLOCK] = "locked memory", [RLIMIT_AS] = "address space",
+	[RLIMIT_LOCKS] = "file locks",   [RLIMIT_SIGPENDING] = "pending signals",
+	[RLIMIT_MSGQUEUE] = "message queues", [RLIMIT_NICE] = "nice ceiling",
+	[RLIMIT_RTPRIO] = "realtime priority", [RLIMIT_RTTIME] = "realtime timeout",
+};
+
+/* The resource number of a TRACE_FACT_RLIMIT name, or -1. */
+static int rlimit_of(const char *name)
+{
+	size_t n = strlen(TRACE_FACT_RLIMIT);
+	if (strncmp(name, TRACE_FACT_RLIMIT, n) != 0 || !name[n])
+		return -1;
+	char *end;
+	long r = strtol(name + n, &end, 10);
+	if (*end || r < 0 || r >= (long)(sizeof rlimit_names / sizeof rlimit_names[0]) ||
+	    !rlimit_names[r] || (name[n] == '0' && name[n + 1]))
+		return -1;
+	return (int)r;
+}
+
+int observe_fact_known(const char *name)
+{
+	return !strcmp(name, TRACE_FACT_UNAME) || !strcmp(name, TRACE_FACT_UID) ||
+	       !strcmp(name, TRACE_FACT_GID) || !strcmp(name, TRACE_FACT_GROUPS) ||
+	       !strcmp(name, TRACE_FACT_CPUS) || rlimit_of(name) >= 0;
+}
+
+static void put_limit(struct buf *out, const char *what, rlim_t v)
+{
+	if (v == RLIM_INFINITY)
+		buf_addf(out, " %s unlimited", what);
+	else
+		buf_addf(out, " %s %llu", what, (unsigned long long)v);
+}
+
+/* The CPUs of mask as a list ("0-3,6"). */
+static void put_cpus(struct buf *out, const cpu_set_t *mask)
+{
+	const char *sep = "";
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, mask))
+			continue;
+		int last = c;
+		while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, mask))
+			last++;
+		if (last == c)
+			buf_addf(out, "%s%d", sep, c);
+		else
+			buf_addf(out, "%s%d-%d", sep, c, last);
+		sep = ",";
+		c = last;
+	}
+}
+
+/* Values are text after the 'P', so that explain can show them as they
+ * are: the facts are the caller's, which every process of the step
+ * inherited (what the step then changed of them itself is the step's own
+ * doing, a function of its other inputs). */
+void observe_fact_value(const char *name, struct buf *out)
+{
+	size_t start = out->len;
+	buf_addch(out, 'P');
+	int r = rlimit_of(name);
+	if (!strcmp(name, TRACE_FACT_UNAME)) {
+		struct utsname u;
+		if (uname(&u) < 0)
+			goto failed;
+		buf_addf(out, "%s %s %s %s %s", u.sysname, u.nodename, u.release, u.version,
+			 u.machine);
+	} else if (!strcmp(name, TRACE_FACT_UID)) {
+		uid_t ru, eu, su;
+		if (getresuid(&ru, &eu, &su) < 0)
+			goto failed;
+		buf_addf(out, "uid %u euid %u suid %u", ru, eu, su);
+	} else if (!strcmp(name, TRACE_FACT_GID)) {
+		gid_t rg, eg, sg;
+		if (getresgid(&rg, &eg, &sg) < 0)
+			goto failed;
+		buf_addf(out, "gid %u egid %u sgid %u", rg, eg, sg);
+	} else if (!strcmp(name, TRACE_FACT_GROUPS)) {
+		int n = getgroups(0, NULL);
+		gid_t *g = xmalloc((n > 0 ? (size_t)n : 1) * sizeof *g);
+		n = getgroups(n, g);
+		if (n < 0) {
+			free(g);
+			goto failed;
+		}
+		buf_addstr(out, "groups");
+		for (int i = 0; i < n; i++)
+			buf_addf(out, " %u", g[i]);
+		free(g);
+	} else if (!strcmp(name, TRACE_FACT_CPUS)) {
+		cpu_set_t mask;
+		if (sched_getaffinity(0, sizeof mask, &mask) < 0)
+			goto failed;
+		buf_addstr(out, "cpus ");
+		put_cpus(out, &mask);
+	} else if (r >= 0) {
+		struct rlimit l;
+		if (getrlimit(r, &l) < 0)
+			goto failed;
+		buf_addstr(out, rlimit_names[r]);
+		put_limit(out, "soft", l.rlim_cur);
+		put_limit(out, "hard", l.rlim_max);
+	} else {
+		errno = EINVAL;
+		goto failed;
+	}
+	return;
+failed:
+	out->len = start;
+	out->data[start] = '\0';
+	buf_addch(out, 'E');
+	buf_put_u32(out, (uint32_t)errno);
+}
