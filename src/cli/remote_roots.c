@@ -148,6 +148,10 @@ const char *remote_pathset_outside(const struct pathset *ps, const struct step *
 	roots_of(step, &r);
 	const char *bad = NULL;
 	for (size_t i = 0; i < ps->nobs && !bad; i++) {
+		/* A fact of the process names no file: its name is one that
+		 * pathset_decode knows, and its value is the reader's own. */
+		if (ps->obs[i].kind == OBS_FACT)
+			continue;
 		const char *p = ps->paths[ps->obs[i].path];
 		/* A path with ".." could climb out of a root it names: judged by
 		 * where it leads (compilers name "/usr/lib/gcc/.../../lib"). */

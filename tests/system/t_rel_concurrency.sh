@@ -150,6 +150,9 @@ db = sqlite3.connect(sys.argv[1])
 assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 EOF
 cachet stats --json > /dev/null || fail "stats failed"
+# out/ there before both runs: a run whose `mkdir -p out` made it keys it
+# as absent before, as `mkdir out` needs (README, the state before a path).
 rm -rf out
+mkdir out
 run_expect miss "" -- sh gen.sh 1 1000
 run_expect hit "" -- sh gen.sh 1 1000

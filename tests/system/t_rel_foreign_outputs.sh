@@ -24,8 +24,12 @@ export CACHET_IGNORE_PATHS="$W/sync"
 head -c 5000 /dev/urandom > big.bin
 head -c 5000 big.bin > expected-y.bin
 
-cat > x.sh <<'EOF'
+# out/ is there before X's first run, as before every later one: a run
+# whose mkdir made it keys it as absent before (README, the state before a
+# path the step creates), and `mkdir out` over an existing one fails.
 mkdir out
+cat > x.sh <<'EOF'
+mkdir -p out
 echo x > out/x.txt
 if [ -e sync/x.wait ]; then
     echo ready > sync/x.ready
