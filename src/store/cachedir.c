@@ -150,12 +150,19 @@ int store_claim_dir(struct store *s, struct error *e)
 {
 	if (has_tag(s))
 		return 0;
-	if (!looks_like_old_cache(s))
+	/* A new cache's tag comes before anything else in it: what the
+	 * listing found beside no tag may be a parallel cachet's blobs/ and
+	 * tmp/, made just after its tag, between our look for the tag and
+	 * the listing. Looked for once more, the tag is there. */
+	if (!looks_like_old_cache(s)) {
+		if (has_tag(s))
+			return 0;
 		return error_set(e,
 		                 "%s is not empty and has no " TAG_NAME
 		                 ": not a cachet cache (set CACHET_DIR or dir to a cache, or to"
 		                 " an empty directory)",
 		                 s->dir);
+	}
 	/* A read-only cache of an older cachet stays usable, untagged. */
 	if (!s->readonly && write_tag(s) < 0 && errno != EACCES && errno != EPERM && errno != EROFS)
 		return error_errno(e, "marking %s as a cache (" TAG_NAME ")", s->dir);

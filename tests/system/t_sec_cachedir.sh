@@ -94,3 +94,18 @@ for f in tmp/keep.txt blobs/zz/notes.md blobs/ab/notes.md memo/README; do
 done
 rm one.out
 run_expect miss "" -- sh -c 'echo one > one.out'
+
+section "parallel first uses of a new cache all use it"
+# Each tags the new directory or finds another's tag: one that looked for
+# the tag just before a parallel cachet made it, then listed blobs/ and
+# tmp/ made just after it, must not take the cache for a stranger's files.
+for round in 1 2 3 4 5; do
+    fresh="$T/fresh-$round"
+    : > "$T/par.status"
+    for i in 1 2 3 4 5 6; do
+        CACHET_DIR=$fresh CACHET_STATUS_FILE="$T/par.status" "$CACHET_BIN" run -- sh -c "echo $i > par-$i.out" 2> "$T/par-$i.err" &
+    done
+    wait
+    ! grep -q "not a cachet cache" "$T"/par-*.err || fail "round $round: a parallel first use refused the new cache: $(cat "$T"/par-*.err)"
+    [ "$(wc -l < "$T/par.status")" -eq 6 ] || fail "round $round: $(wc -l < "$T/par.status") of 6 steps used the cache"
+done
