@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,27 +14,6 @@
 #include "cli/remote_tier.h"
 #include "cli/settings.h"
 #include <sys/stat.h>
-
-static void vreport(const char *fmt, va_list ap)
-{
-	struct buf b;
-	buf_init(&b);
-	buf_addstr(&b, "cachet: ");
-	buf_vaddf(&b, fmt, ap);
-	buf_addch(&b, '\n');
-	/* One write, so that parallel steps' messages do not interleave. */
-	ssize_t rc = write(2, b.data, b.len);
-	(void)rc;
-	buf_free(&b);
-}
-
-void cli_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vreport(fmt, ap);
-	va_end(ap);
-}
 
 int cli_option_value(int argc, char **argv, int *i, const char *cmd, const char *opt,
 		     const char **value)
@@ -57,14 +35,6 @@ int cli_option_value(int argc, char **argv, int *i, const char *cmd, const char 
 	}
 	*value = argv[++*i];
 	return 1;
-}
-
-void cli_warn(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vreport(fmt, ap);
-	va_end(ap);
 }
 
 int env_flag(const char *name)
