@@ -1,7 +1,7 @@
 /*
  * libFuzzer target: result_decode, which reads results from the index and
  * from remote entries. A decoded result has only absolute output paths and
- * known kinds, and survives an encode/decode round trip unchanged.
+ * known kinds (a link or an attribute with its target or name), and survives an encode/decode round trip unchanged.
  *
  * An encoding ends with a SHA-256 of the rest, which random bytes never
  * match: the input is decoded as it is (the checksum must reject it), and
@@ -33,8 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	for (size_t i = 0; i < r.noutputs; i++) {
 		const struct output *o = &r.outputs[i];
-		if (!o->path || o->path[0] != '/' || o->kind < OUT_FILE || o->kind > OUT_DELETE ||
-		    (o->kind == OUT_SYMLINK && !o->target) || (o->mode & ~07777u))
+		if (!o->path || o->path[0] != '/' || o->kind < OUT_FILE || o->kind > OUT_OWNER ||
+		    ((o->kind == OUT_SYMLINK || o->kind == OUT_HARDLINK || o->kind == OUT_XATTR) &&
+		     !o->target) ||
+		    (o->mode & ~07777u))
 			abort();
 	}
 	size_t nblobs;
