@@ -32,27 +32,6 @@
 #include "trace/exec_image.h"
 #include "trace/tracer.h"
 
-#ifndef __X32_SYSCALL_BIT
-#define __X32_SYSCALL_BIT 0x40000000
-#endif
-#ifndef __NR_fchmodat2
-#define __NR_fchmodat2 452
-#endif
-#ifndef __NR_setxattrat
-#define __NR_setxattrat 463
-#endif
-#ifndef __NR_removexattrat
-#define __NR_removexattrat 466
-#endif
-#ifndef __NR_getxattrat
-#define __NR_getxattrat 464
-#endif
-#ifndef __NR_listxattrat
-#define __NR_listxattrat 465
-#endif
-#ifndef __NR_open_tree_attr
-#define __NR_open_tree_attr 467
-#endif
 #ifndef OPEN_TREE_CLONE
 #define OPEN_TREE_CLONE 1
 #endif
