@@ -123,3 +123,16 @@ remote_counter() {
 import json, sys
 print(json.load(sys.stdin)["counters"].get(sys.argv[1], 0))' "$1"
 }
+
+# The entry file on the nginx server (start_nginx) whose outputs include
+# the path $1.
+entry_with_output() {
+    local f
+    for f in "$NGINX_ROOT"/cache/ac/*; do
+        if [ "$("$TESTTOOL" kind "$f")" = entry ] && "$TESTTOOL" paths "$f" | grep -qxF "$1"; then
+            echo "$f"
+            return 0
+        fi
+    done
+    fail "no entry on the server has the output $1"
+}

@@ -17,16 +17,6 @@ cd "$W"
 on() { # MACHINE: the cache of that machine, with the remote
     export CACHET_DIR="$T/$1" CACHET_REMOTE="$URL"
 }
-entry_with_output() {
-    local f
-    for f in "$NGINX_ROOT"/cache/ac/*; do
-        if [ "$("$TESTTOOL" kind "$f")" = entry ] && "$TESTTOOL" paths "$f" | grep -qxF "$1"; then
-            echo "$f"
-            return 0
-        fi
-    done
-    fail "no entry on the server has the output $1"
-}
 
 section "the writer stores an entry that writes s/pwned while s is a directory"
 on writer

@@ -58,18 +58,6 @@ timed_step() {
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 }
 
-# The entry file on the server whose outputs include PATH.
-entry_with_output() {
-    local f
-    for f in "$NGINX_ROOT"/cache/ac/*; do
-        if [ "$("$TESTTOOL" kind "$f")" = entry ] && "$TESTTOOL" paths "$f" | grep -qxF "$1"; then
-            echo "$f"
-            return 0
-        fi
-    done
-    fail "no entry on the server has the output $1"
-}
-
 section "a step run on one machine hits on another, with identical outputs"
 printf 'int answer(void) { return 42; }\n' > a.c
 step_on m1 miss "new step" -- gcc -c a.c -o a.o
