@@ -1,0 +1,108 @@
+/*
+ * The lookup engine: the decisions of the hit path and the miss path that
+ * every tier and every command shares, so that each is made in one place.
+ *
+ * - A stored path set is evaluated for a step by one function, whether it
+ *   comes from the index (run, explain, show), a memo or a remote: a body
+ *   that does not match its digest is damaged and never keyed, a path set
+ *   recorded under a base unset here cannot hold.
+ * - An entry is stored locally by one function, for a miss just recorded
+ *   and for a remote hit alike, under one bound of path sets per step.
+ * - A result is served only when every blob it names is present, checked
+ *   before anything is written.
+ *
+ * The engine never prints and never exits: what it finds travels back as
+ * values and struct error, and the command-line layer says it.
+ */
+#ifndef CACHET_LOOKUP_H
+#define CACHET_LOOKUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cachet/buf.h"
+#include "cachet/digest.h"
+#include "cachet/error.h"
+#include "cachet/pathset.h"
+
+struct result;
+struct step;
+struct step_bases;
+struct store;
+
+/* Path sets kept per weak key in the local store; beyond this the least
+ * recently used go, with their results. One bound for every way in. */
+#define LOOKUP_MAX_PATHSETS 16
+
+/* What lookup_evaluate_pathset found. */
+enum {
+	LOOKUP_PATHSET_KEYED = 0,     /* ev->strong is the key of the values found now */
+	LOOKUP_PATHSET_DAMAGED = -1,  /* the body does not match its digest or does not decode */
+	LOOKUP_PATHSET_UNSET_BASE = -2, /* recorded under a base unset here: cannot hold */
+	LOOKUP_PATHSET_REFUSED = -3,  /* ev->admit refused it: not evaluated */
+};
+
+/* One stored path set to evaluate, and what the evaluation gives back. */
+struct pathset_evaluation {
+	/* The path set as stored (portable form). */
+	const struct digest *digest;
+	const void *body;
+	size_t len;
+	/* The body was already checked against digest by a checksum of its
+	 * own (a memo's, a remote list's): not hashed again. */
+	int digest_checked;
+	/* A memo's shortcut (dirfp.h): the directory fingerprints and the
+	 * values its result recorded. Unusable ones fall back to a full
+	 * evaluation. */
+	const void *memo_dirs;
+	size_t memo_dirs_len;
+	const void *recorded_values;
+	size_t recorded_values_len;
+	/* Asked with the decoded, localised path set before anything it names
+	 * is read: 0 refuses it (LOOKUP_PATHSET_REFUSED). NULL admits all. */
+	int (*admit)(void *ctx, const struct pathset *ps);
+	void *admit_ctx;
+	/* Receives the values as keyed (for explain and a remote hit's local
+	 * copy), or NULL. */
+	struct buf *values;
+	/* Keep ps decoded for the caller after LOOKUP_PATHSET_KEYED (the
+	 * caller frees it with pathset_free); otherwise it is freed here. */
+	int keep_pathset;
+
+	/* Out. */
+	struct pathset ps;
+	struct digest strong;
+};
+
+/* Evaluates a stored path set for the step whose weak key is weak, under
+ * bases, against the file system now. Returns one of LOOKUP_PATHSET_*; on
+ * LOOKUP_PATHSET_DAMAGED e says why. */
+int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest *weak,
+			    struct digest_cache *dc, struct pathset_evaluation *ev,
+			    struct error *e);
+
+/* 1 when every non-empty blob res names is in the store (res localised or
+ * not: only blob references are read), 0 when one is missing. A hit checks
+ * this before it writes anything, so that a damaged entry costs a run,
+ * never a half-restored tree. */
+int lookup_blobs_present(struct store *s, const struct result *res);
+
+/* One entry for the local store: the step, its path set as stored
+ * (portable), the strong key, and the result both encoded (as stored) and
+ * decoded (for its blobs and duration). */
+struct lookup_entry {
+	const struct step *step;
+	const struct digest *pathset;
+	const void *pathset_body;
+	size_t pathset_len;
+	const struct digest *strong;
+	const void *result_body;
+	size_t result_len;
+	const struct result *result;
+};
+
+/* Stores the entry in the local index, under LOOKUP_MAX_PATHSETS: the one
+ * way an entry goes in, for a local miss and a remote hit alike. Fails
+ * (ENOENT) without storing anything when one of its blobs is missing. */
+int lookup_store_entry(struct store *s, const struct lookup_entry *en, struct error *e);
+
+#endif
