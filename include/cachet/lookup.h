@@ -50,9 +50,10 @@ struct pathset_evaluation {
 	/* The body was already checked against digest by a checksum of its
 	 * own (a memo's, a remote list's): not hashed again. */
 	int digest_checked;
-	/* A memo's shortcut (dirfp.h): the directory fingerprints and the
-	 * values its result recorded. Unusable ones fall back to a full
-	 * evaluation. */
+	/* A memo's shortcut (dirfp.h), when memo is set: the directory
+	 * fingerprints and the values its result recorded. Unusable ones fall
+	 * back to a full evaluation. */
+	int memo;
 	const void *memo_dirs;
 	size_t memo_dirs_len;
 	const void *recorded_values;

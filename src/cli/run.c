@@ -21,6 +21,7 @@
 #include "cachet/buf.h"
 #include "cachet/dirfp.h"
 #include "cachet/elfsyms.h"
+#include "cachet/lookup.h"
 #include "cachet/outputs.h"
 #include "cachet/path.h"
 #include "cachet/pathset.h"
@@ -284,44 +285,33 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 }
 
 /* The strong key of a stored path set for the step as the file system is
- * now. -1 when the body is damaged (counted) or names a base that is unset
- * here. With a memo and its result, the lookups that the memo's unchanged
- * directories decide are skipped. */
+ * now (lookup_evaluate_pathset). -1 when the body is damaged (counted) or
+ * names a base that is unset here. With a memo and its result, the lookups
+ * that the memo's unchanged directories decide are skipped; a memo's own
+ * checksum covers the body. */
 static int strong_key(struct run *r, const void *body, size_t len, const struct digest *digest,
 		      const struct store_memo *m, const struct result *res, struct digest *strong)
 {
 	struct error e = { 0 };
-	/* A path set is named by the digest of its body: a damaged row (the
-	 * index has no checksums) shows as a mismatch. A memo's own checksum
-	 * covers both. */
-	struct digest body_digest;
-	if (!m)
-		digest_bytes(body, len, &body_digest);
-	struct pathset ps;
-	if (!m && !digest_equal(&body_digest, digest)) {
-		error_set(&e, "path set: body does not match its digest (damaged entry)");
+	struct pathset_evaluation ev = {
+		.digest = digest,
+		.body = body,
+		.len = len,
+		.digest_checked = m != NULL,
+	};
+	if (m && res) {
+		ev.memo = 1;
+		ev.memo_dirs = m->dirs;
+		ev.memo_dirs_len = m->dirs_len;
+		ev.recorded_values = res->values;
+		ev.recorded_values_len = res->values_len;
+	}
+	int rc = lookup_evaluate_pathset(&r->step.bases, &r->step.weak, &r->dc, &ev, &e);
+	if (rc == LOOKUP_PATHSET_DAMAGED)
 		count_error(r, "corrupt path set", &e);
+	if (rc != LOOKUP_PATHSET_KEYED)
 		return -1;
-	}
-	if (pathset_decode(body, len, &ps, &e) < 0) {
-		count_error(r, "corrupt path set", &e);
-		return -1;
-	}
-	/* Recorded under a base that is not set here: it cannot hold. */
-	if (portable_localise_pathset(&ps, &r->step.bases) < 0) {
-		pathset_free(&ps);
-		return -1;
-	}
-	struct dirfp_set dirs;
-	if (m && res && dirfp_decode(m->dirs, m->dirs_len, ps.nobs, &dirs) == 0) {
-		dirfp_strong_key(&dirs, &ps, &r->step.bases, &r->step.weak, digest, &r->dc,
-				 res->values, res->values_len, strong);
-		dirfp_free(&dirs);
-	} else {
-		pathset_strong_key(&ps, &r->step.bases, &r->step.weak, digest, &r->dc, NULL,
-				   strong);
-	}
-	pathset_free(&ps);
+	*strong = ev.strong;
 	return 0;
 }
 

@@ -41,7 +41,7 @@ int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest 
 	/* With a memo, the lookups that its unchanged directories decide are
 	 * skipped. */
 	struct dirfp_set dirs;
-	if (ev->memo_dirs && ev->recorded_values &&
+	if (ev->memo &&
 	    dirfp_decode(ev->memo_dirs, ev->memo_dirs_len, ev->ps.nobs, &dirs) == 0) {
 		dirfp_strong_key(&dirs, &ev->ps, bases, weak, ev->digest, dc, ev->recorded_values,
 				 ev->recorded_values_len, &ev->strong);
