@@ -65,8 +65,10 @@ struct pathset_evaluation {
 	/* Receives the values as keyed (for explain and a remote hit's local
 	 * copy), or NULL. */
 	struct buf *values;
-	/* Keep ps decoded for the caller after LOOKUP_PATHSET_KEYED (the
-	 * caller frees it with pathset_free); otherwise it is freed here. */
+	/* Keep ps for the caller whenever the body decoded (every outcome but
+	 * LOOKUP_PATHSET_DAMAGED; the caller frees it with pathset_free): what
+	 * names a base unset here stays in its portable form. Otherwise it is
+	 * freed here. */
 	int keep_pathset;
 
 	/* Out. */

@@ -9,8 +9,8 @@
 
 #include "cachet/buf.h"
 #include "cachet/explain.h"
+#include "cachet/lookup.h"
 #include "cachet/path.h"
-#include "cachet/portable.h"
 #include "cli/cli.h"
 
 extern char **environ;
@@ -78,18 +78,26 @@ static void explain_known_step(struct store *s, const struct step *now, struct s
 	size_t best_differ = SIZE_MAX;
 	v->summary = "inputs changed";
 	for (size_t i = 0; i < nsets && !v->hit; i++) {
-		struct pathset ps;
-		if (pathset_decode(sets[i].body, sets[i].len, &ps, &e) < 0)
-			continue;
-		if (portable_localise_pathset(&ps, &now->bases) < 0) {
-			pathset_free(&ps);
-			continue; /* recorded under a base that is not set here */
-		}
 		struct buf values;
 		buf_init(&values);
-		struct digest strong;
-		pathset_strong_key(&ps, &now->bases, &now->weak, &sets[i].digest, dc, &values,
-				   &strong);
+		/* As run evaluates it: a damaged path set, or one recorded under a
+		 * base that is not set here, cannot hit. */
+		struct pathset_evaluation ev = {
+			.digest = &sets[i].digest,
+			.body = sets[i].body,
+			.len = sets[i].len,
+			.values = &values,
+			.keep_pathset = 1,
+		};
+		int rc = lookup_evaluate_pathset(&now->bases, &now->weak, dc, &ev, &e);
+		if (rc != LOOKUP_PATHSET_KEYED) {
+			if (rc != LOOKUP_PATHSET_DAMAGED)
+				pathset_free(&ev.ps);
+			buf_free(&values);
+			continue;
+		}
+		struct pathset ps = ev.ps;
+		struct digest strong = ev.strong;
 		void *body;
 		size_t len;
 		if (store_get_result(s, &strong, &body, &len, &e) == 1) {

@@ -13,6 +13,7 @@
 
 #include "cachet/buf.h"
 #include "cachet/explain.h"
+#include "cachet/lookup.h"
 #include "cachet/path.h"
 #include "cachet/portable.h"
 #include "cli/cli.h"
@@ -102,18 +103,29 @@ static int shown_load(struct store *s, const struct store_result_row *row, const
 		out->have_step = step_decode(body, len, &out->step, e) == 0;
 		free(body);
 	}
-	if (store_get_pathset(s, &row->weak, &row->pathset, &body, &len, e) == 1) {
-		out->have_ps = pathset_decode(body, len, &out->ps, e) == 0;
-		free(body);
-	}
-	if (!out->have_ps)
+	if (store_get_pathset(s, &row->weak, &row->pathset, &body, &len, e) != 1)
 		return 0;
-	if (portable_localise_pathset(&out->ps, bases) < 0)
-		return 0; /* recorded under a base that is not set here: no verdict */
+	/* As run evaluates it (lookup.h): a damaged path set gives no verdict,
+	 * nor does one recorded under a base that is not set here. */
 	struct buf values;
 	buf_init(&values);
-	struct digest strong;
-	pathset_strong_key(&out->ps, bases, &row->weak, &row->pathset, dc, &values, &strong);
+	struct pathset_evaluation ev = {
+		.digest = &row->pathset,
+		.body = body,
+		.len = len,
+		.values = &values,
+		.keep_pathset = 1,
+	};
+	int rc = lookup_evaluate_pathset(bases, &row->weak, dc, &ev, e);
+	free(body);
+	out->have_ps = rc != LOOKUP_PATHSET_DAMAGED;
+	if (out->have_ps)
+		out->ps = ev.ps;
+	if (rc != LOOKUP_PATHSET_KEYED) {
+		buf_free(&values);
+		return 0;
+	}
+	struct digest strong = ev.strong;
 	if (digest_equal(&strong, &row->strong)) {
 		out->state = STATE_CURRENT;
 	} else {

@@ -30,13 +30,15 @@ int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest 
 	if (pathset_decode(ev->body, ev->len, &ev->ps, e) < 0)
 		return LOOKUP_PATHSET_DAMAGED;
 	/* Recorded under a base that is not set here: it cannot hold. */
-	if (portable_localise_pathset(&ev->ps, bases) < 0) {
-		pathset_free(&ev->ps);
-		return LOOKUP_PATHSET_UNSET_BASE;
-	}
-	if (ev->admit && !ev->admit(ev->admit_ctx, &ev->ps)) {
-		pathset_free(&ev->ps);
-		return LOOKUP_PATHSET_REFUSED;
+	int rc = LOOKUP_PATHSET_KEYED;
+	if (portable_localise_pathset(&ev->ps, bases) < 0)
+		rc = LOOKUP_PATHSET_UNSET_BASE;
+	else if (ev->admit && !ev->admit(ev->admit_ctx, &ev->ps))
+		rc = LOOKUP_PATHSET_REFUSED;
+	if (rc != LOOKUP_PATHSET_KEYED) {
+		if (!ev->keep_pathset)
+			pathset_free(&ev->ps);
+		return rc;
 	}
 	/* With a memo, the lookups that its unchanged directories decide are
 	 * skipped. */
