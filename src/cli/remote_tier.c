@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cachet/lookup.h"
 #include "cachet/outputs.h"
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
@@ -323,6 +324,36 @@ static void store_locally(struct ctx *x, const struct step *step, const struct r
 	buf_free(&step_body);
 }
 
+/* What an untrusted or empty remote path set must pass before anything it
+ * names is read. */
+struct admission {
+	struct ctx *x;
+	const struct step *step;
+};
+
+static int admit_remote_pathset(void *arg, const struct pathset *ps)
+{
+	struct admission *a = arg;
+	struct ctx *x = a->x;
+	/* A step observes at least its program: an entry that depends on
+	 * nothing would be stored locally and hit for ever, whatever the
+	 * sources hold. */
+	if (ps->nobs == 0) {
+		count(x, "remote_refused");
+		note(x, "path set with no observation refused", NULL);
+		return 0;
+	}
+	const char *outside = trust_required(x) == 0 ? remote_pathset_outside(ps, a->step) : NULL;
+	if (outside) {
+		count(x, "remote_refused");
+		struct error why = { 0 };
+		error_set(&why, "%s", outside);
+		note(x, "unsigned path set naming a path outside the step's roots refused", &why);
+		return 0;
+	}
+	return 1;
+}
+
 /* Tries one path set of the list. 1 hit, 0 not this one, -1 the server
  * failed (stop asking this tier). */
 static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
@@ -338,42 +369,34 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 		note(x, "unsigned or untrusted path set", NULL);
 		return 0;
 	}
-	struct pathset ps;
-	if (pathset_decode(set->body, set->len, &ps, &e) < 0) {
-		count(x, "remote_corrupt");
-		note(x, "corrupt path set", &e);
-		struct digest kw;
-		remote_key_pathsets(w, &kw);
-		remote_client_fault(x->client, tier, &kw, "corrupt path set");
-		return 0;
-	}
-	if (portable_localise_pathset(&ps, &step->bases) < 0) {
-		pathset_free(&ps);
-		return 0; /* recorded under a base that is not set here */
-	}
-	/* A step observes at least its program: an entry that depends on
-	 * nothing would be stored locally and hit for ever, whatever the
-	 * sources hold. */
-	if (ps.nobs == 0) {
-		count(x, "remote_refused");
-		note(x, "path set with no observation refused", NULL);
-		pathset_free(&ps);
-		return 0;
-	}
-	const char *outside = trust_required(x) == 0 ? remote_pathset_outside(&ps, step) : NULL;
-	if (outside) {
-		count(x, "remote_refused");
-		struct error why = { 0 };
-		error_set(&why, "%s", outside);
-		note(x, "unsigned path set naming a path outside the step's roots refused", &why);
-		pathset_free(&ps);
-		return 0;
-	}
 	struct buf values, result_body;
 	buf_init(&values);
 	buf_init(&result_body);
-	struct digest strong, key;
-	pathset_strong_key(&ps, &step->bases, w, &set->digest, dc, &values, &strong);
+	struct admission adm = { x, step };
+	/* remote_pathsets_decode checked each body against its digest. */
+	struct pathset_evaluation ev = {
+		.digest = &set->digest,
+		.body = set->body,
+		.len = set->len,
+		.digest_checked = 1,
+		.admit = admit_remote_pathset,
+		.admit_ctx = &adm,
+		.values = &values,
+	};
+	int evaluated = lookup_evaluate_pathset(&step->bases, w, dc, &ev, &e);
+	if (evaluated != LOOKUP_PATHSET_KEYED) {
+		if (evaluated == LOOKUP_PATHSET_DAMAGED) {
+			count(x, "remote_corrupt");
+			note(x, "corrupt path set", &e);
+			struct digest kw;
+			remote_key_pathsets(w, &kw);
+			remote_client_fault(x->client, tier, &kw, "corrupt path set");
+		}
+		buf_free(&values);
+		buf_free(&result_body);
+		return 0;
+	}
+	struct digest strong = ev.strong, key;
 	remote_key_entry(&strong, &key);
 	void *data = NULL;
 	size_t len = 0;
@@ -461,7 +484,6 @@ out:
 	free(data);
 	buf_free(&values);
 	buf_free(&result_body);
-	pathset_free(&ps);
 	return rc;
 }
 
