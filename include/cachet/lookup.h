@@ -108,4 +108,27 @@ struct lookup_entry {
  * (ENOENT) without storing anything when one of its blobs is missing. */
 int lookup_store_entry(struct store *s, const struct lookup_entry *en, struct error *e);
 
+struct record;
+
+/* What only the end of a traced run knows, for lookup_finish_record. */
+struct lookup_run_end {
+	const void *out; /* the step's stdout and stderr, as it wrote them */
+	size_t out_len;
+	const void *err;
+	size_t err_len;
+	int exit_code;
+	int64_t stdin_advance; /* how far it moved a regular file's stdin */
+	int64_t duration_ms;
+};
+
+/* Completes a recorded run (record.h, in its stored, portable form) into
+ * the entry a miss stores: stdout and stderr go into the store as blobs and
+ * the result takes them with the exit code, duration, host, version, and
+ * the values and listings found. *strong receives its strong key and
+ * result_body (initialised by the caller) the result as stored; then
+ * lookup_store_entry stores it. */
+int lookup_finish_record(struct store *s, const struct step *step, struct record *rec,
+			 const struct lookup_run_end *end, struct digest *strong,
+			 struct buf *result_body, struct error *e);
+
 #endif

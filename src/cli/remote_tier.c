@@ -37,8 +37,6 @@
 
 extern char **environ;
 
-/* Path sets kept per weak key locally (as run.c keeps them). */
-#define LOCAL_MAX_PATHSETS 16
 /* The least op-timeout of the background drainer. */
 #define DRAIN_OP_TIMEOUT_MS 30000
 /* Jobs the spool holds while every server rests; later ones are dropped. */
@@ -289,39 +287,28 @@ static int fetch_blobs(struct ctx *x, size_t tier, struct result *res)
 	return rc;
 }
 
-/* Stores a remote hit in the local index. Keys and forms are the same in
- * both tiers: the path set goes in as the remote has it, the result (still
- * portable) with the values found here, for explain. */
+/* Stores a remote hit in the local index (lookup_store_entry). Keys and
+ * forms are the same in both tiers: the path set goes in as the remote has
+ * it, the result (still portable) with the values found here, for explain. */
 static void store_locally(struct ctx *x, const struct step *step, const struct remote_pathset *set,
 			  const struct digest *strong, const struct buf *result_body,
 			  const struct result *res)
 {
-	struct buf step_body;
-	buf_init(&step_body);
-	step_encode(step, &step_body);
-	size_t nblobs;
-	struct blob_ref *blobs = result_blobs(res, &nblobs);
-	struct store_entry entry = {
-		.weak = &step->weak,
-		.step_body = step_body.data,
-		.step_len = step_body.len,
+	struct lookup_entry entry = {
+		.step = step,
 		.pathset = &set->digest,
 		.pathset_body = set->body,
 		.pathset_len = set->len,
 		.strong = strong,
 		.result_body = result_body->data,
 		.result_len = result_body->len,
-		.blobs = blobs,
-		.nblobs = nblobs,
-		.duration_ms = res->duration_ms,
+		.result = res,
 	};
 	struct error e = { 0 };
-	if (store_put_entry(x->store, &entry, LOCAL_MAX_PATHSETS, &e) < 0) {
+	if (lookup_store_entry(x->store, &entry, &e) < 0) {
 		count(x, "errors");
 		note(x, "cannot store the remote hit locally", &e);
 	}
-	free(blobs);
-	buf_free(&step_body);
 }
 
 /* What an untrusted or empty remote path set must pass before anything it

@@ -44,9 +44,6 @@
 
 extern char **environ;
 
-/* Path sets kept per weak key; beyond this the least recently used go. */
-#define MAX_PATHSETS 16
-
 struct run {
 	const struct settings *settings; /* NULL when the configuration is bad */
 	int64_t stdin_advance;  /* how far the miss moved a regular file's stdin */
@@ -510,69 +507,52 @@ static int lookup(struct run *r, int *exit_code, int *had_pathsets)
 
 /* ---- the miss path ---- */
 
+/* Stores the recorded run (lookup_finish_record, lookup_store_entry) and
+ * leaves it as the step's memo. */
 static int store_result(struct run *r, struct record *rec, struct tee *t, int exit_code,
 			int64_t duration, struct error *e)
 {
-	struct result *res = &rec->result;
-	if (store_put_blob_mem(r->store, t->out.data, t->out.len, &res->out, e) < 0 ||
-	    store_put_blob_mem(r->store, t->err.data, t->err.len, &res->err, e) < 0)
-		return -1;
-	res->exit_code = exit_code;
-	res->stdin_advance = r->stdin_advance;
-	res->duration_ms = duration;
-	res->created = time(NULL);
-	char host[256] = "";
-	gethostname(host, sizeof host - 1);
-	res->host = xstrdup(host);
-	res->cachet_version = xstrdup(CACHET_VERSION);
-	res->values = xmalloc(rec->values.len ? rec->values.len : 1);
-	memcpy(res->values, rec->values.data, rec->values.len);
-	res->values_len = rec->values.len;
-	res->listings = xmalloc(rec->listings.len ? rec->listings.len : 1);
-	memcpy(res->listings, rec->listings.data, rec->listings.len);
-	res->listings_len = rec->listings.len;
-
+	struct lookup_run_end end = {
+		.out = t->out.data,
+		.out_len = t->out.len,
+		.err = t->err.data,
+		.err_len = t->err.len,
+		.exit_code = exit_code,
+		.stdin_advance = r->stdin_advance,
+		.duration_ms = duration,
+	};
 	struct digest strong;
-	pathset_strong_key_from_values(&r->step.weak, &rec->ps_digest, rec->values.data,
-				       rec->values.len, &strong);
-	struct buf step_body, result_body;
-	buf_init(&step_body);
+	struct buf result_body;
 	buf_init(&result_body);
-	step_encode(&r->step, &step_body);
-	result_encode(res, &result_body);
-	size_t nblobs;
-	struct blob_ref *blobs = result_blobs(res, &nblobs);
-	struct store_entry entry = {
-		.weak = &r->step.weak,
-		.step_body = step_body.data,
-		.step_len = step_body.len,
+	if (lookup_finish_record(r->store, &r->step, rec, &end, &strong, &result_body, e) < 0) {
+		buf_free(&result_body);
+		return -1;
+	}
+	struct lookup_entry entry = {
+		.step = &r->step,
 		.pathset = &rec->ps_digest,
 		.pathset_body = rec->ps_body.data,
 		.pathset_len = rec->ps_body.len,
 		.strong = &strong,
 		.result_body = result_body.data,
 		.result_len = result_body.len,
-		.blobs = blobs,
-		.nblobs = nblobs,
-		.duration_ms = duration,
+		.result = &rec->result,
 	};
 	/* The memo's directories are found on another CPU while this one
 	 * writes the entry (0.65 ms each for a small compile). */
 	int memo = !r->nondeterministic && !store_is_readonly(r->store);
-	struct memo_dirs md = { r, rec->ps_body.data, rec->ps_body.len, res, { 0 } };
+	struct memo_dirs md = { r, rec->ps_body.data, rec->ps_body.len, &rec->result, { 0 } };
 	struct side_job dirs_job;
 	buf_init(&md.out);
 	if (memo)
 		side_job_start(&dirs_job, memo_dirs_collect, &md);
-	int rc = store_put_entry(r->store, &entry, MAX_PATHSETS, e);
+	int rc = lookup_store_entry(r->store, &entry, e);
 	if (memo) {
 		side_job_wait(&dirs_job);
 		if (rc == 0)
 			put_memo(r, &strong, result_body.data, result_body.len, &md, &rec->ps_digest);
 	}
 	buf_free(&md.out);
-	free(blobs);
-	buf_free(&step_body);
 	buf_free(&result_body);
 	return rc;
 }

@@ -5,8 +5,12 @@
 #include "cachet/lookup.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cachet/outputs.h"
+#include "cachet/record.h"
 #include "cachet/step.h"
 #include "cachet/store.h"
 
@@ -35,4 +39,32 @@ int lookup_store_entry(struct store *s, const struct lookup_entry *en, struct er
 	free(blobs);
 	buf_free(&step_body);
 	return rc;
+}
+
+int lookup_finish_record(struct store *s, const struct step *step, struct record *rec,
+			 const struct lookup_run_end *end, struct digest *strong,
+			 struct buf *result_body, struct error *e)
+{
+	struct result *res = &rec->result;
+	if (store_put_blob_mem(s, end->out, end->out_len, &res->out, e) < 0 ||
+	    store_put_blob_mem(s, end->err, end->err_len, &res->err, e) < 0)
+		return -1;
+	res->exit_code = end->exit_code;
+	res->stdin_advance = end->stdin_advance;
+	res->duration_ms = end->duration_ms;
+	res->created = time(NULL);
+	char host[256] = "";
+	gethostname(host, sizeof host - 1);
+	res->host = xstrdup(host);
+	res->cachet_version = xstrdup(CACHET_VERSION);
+	res->values = xmalloc(rec->values.len ? rec->values.len : 1);
+	memcpy(res->values, rec->values.data, rec->values.len);
+	res->values_len = rec->values.len;
+	res->listings = xmalloc(rec->listings.len ? rec->listings.len : 1);
+	memcpy(res->listings, rec->listings.data, rec->listings.len);
+	res->listings_len = rec->listings.len;
+	pathset_strong_key_from_values(&step->weak, &rec->ps_digest, rec->values.data,
+				       rec->values.len, strong);
+	result_encode(res, result_body);
+	return 0;
 }

@@ -1,0 +1,427 @@
+/* The lookup engine's decisions (lookup.h), which only system tests reached
+ * while they lived in the command-line layer: a damaged path set is never
+ * keyed, a result with a missing blob is not served, an entry (a miss's or
+ * a remote hit's) stored under the bound of path sets, a stored miss built
+ * whole. */
+#include "test_store_fixture.h"
+
+#include "cachet/lookup.h"
+#include "cachet/outputs.h"
+#include "cachet/portable.h"
+#include "cachet/record.h"
+#include "cachet/step.h"
+#include "store/store_internal.h"
+
+/* An input file under the scratch directory, and the path set of a step
+ * that read it (and, with extra, a second file named by number). */
+static void make_pathset(const char *input, unsigned extra, struct buf *body, struct digest *d)
+{
+	struct pathset ps;
+	pathset_init(&ps);
+	pathset_add(&ps, OBS_READ, 0, input, NULL);
+	if (extra) {
+		char *other = scratch_path("other-%u", extra);
+		pathset_add(&ps, OBS_STAT, 0, other, NULL);
+		free(other);
+	}
+	pathset_canonicalise(&ps, NULL);
+	buf_init(body);
+	pathset_encode(&ps, body);
+	digest_bytes(body->data, body->len, d);
+	pathset_free(&ps);
+}
+
+static struct digest strong_now(const struct buf *body, const struct digest *d,
+				const struct digest *weak)
+{
+	struct pathset ps;
+	struct error e = { 0, "" };
+	assert_int_equal(pathset_decode(body->data, body->len, &ps, &e), 0);
+	struct digest strong;
+	pathset_strong_key(&ps, NULL, weak, d, NULL, NULL, &strong);
+	pathset_free(&ps);
+	return strong;
+}
+
+static void test_pathset_keyed_as_recorded(void **state)
+{
+	(void)state;
+	char *input = scratch_path("input.c");
+	write_file(input, "int x;\n", 7);
+	struct buf body;
+	struct digest d, weak = key_digest("weak", 1);
+	make_pathset(input, 0, &body, &d);
+	struct buf values;
+	buf_init(&values);
+	struct pathset_evaluation ev = { .digest = &d, .body = body.data, .len = body.len,
+					 .values = &values };
+	struct error e = { 0, "" };
+	assert_int_equal(lookup_evaluate_pathset(NULL, &weak, NULL, &ev, &e), LOOKUP_PATHSET_KEYED);
+	struct digest want = strong_now(&body, &d, &weak);
+	assert_true(digest_equal(&ev.strong, &want));
+	assert_true(values.len > 0);
+	/* The key follows the file. */
+	write_file(input, "int y;\n", 7);
+	struct pathset_evaluation again = { .digest = &d, .body = body.data, .len = body.len };
+	assert_int_equal(lookup_evaluate_pathset(NULL, &weak, NULL, &again, &e),
+			 LOOKUP_PATHSET_KEYED);
+	assert_false(digest_equal(&again.strong, &want));
+	buf_free(&values);
+	buf_free(&body);
+	free(input);
+}
+
+/* A body that does not match its digest decodes fine and would key: it
+ * must be refused as damaged, by every caller, before anything is read. */
+static void test_damaged_pathset_never_keyed(void **state)
+{
+	(void)state;
+	char *input = scratch_path("input.c");
+	write_file(input, "int x;\n", 7);
+	struct buf body;
+	struct digest d, weak = key_digest("weak", 1);
+	make_pathset(input, 0, &body, &d);
+	/* One byte of the path changed: still a valid encoding. */
+	char *p = memmem(body.data, body.len, "input.c", 7);
+	assert_non_null(p);
+	p[0] = 'o';
+	struct pathset_evaluation ev = { .digest = &d, .body = body.data, .len = body.len,
+					 .keep_pathset = 1 };
+	struct error e = { 0, "" };
+	assert_int_equal(lookup_evaluate_pathset(NULL, &weak, NULL, &ev, &e),
+			 LOOKUP_PATHSET_DAMAGED);
+	assert_non_null(strstr(e.msg, "damaged"));
+	/* Garbage under a checked digest: the decoder refuses it. */
+	struct pathset_evaluation garbage = { .digest = &d, .body = "garbage", .len = 7,
+					      .digest_checked = 1 };
+	struct error e2 = { 0, "" };
+	assert_int_equal(lookup_evaluate_pathset(NULL, &weak, NULL, &garbage, &e2),
+			 LOOKUP_PATHSET_DAMAGED);
+	assert_true(e2.msg[0] != '\0');
+	buf_free(&body);
+	free(input);
+}
+
+static void test_pathset_under_unset_base(void **state)
+{
+	(void)state;
+	struct pathset ps;
+	pathset_init(&ps);
+	pathset_add(&ps, OBS_READ, 0, STEP_PORTABLE_PREFIX "0/src/a.c", NULL);
+	pathset_canonicalise(&ps, NULL);
+	struct buf body;
+	buf_init(&body);
+	pathset_encode(&ps, &body);
+	pathset_free(&ps);
+	struct digest d = digest_of(body.data, body.len), weak = key_digest("weak", 1);
+	struct pathset_evaluation ev = { .digest = &d, .body = body.data, .len = body.len };
+	struct error e = { 0, "" };
+	struct step_bases none = { 0 };
+	assert_int_equal(lookup_evaluate_pathset(&none, &weak, NULL, &ev, &e),
+			 LOOKUP_PATHSET_UNSET_BASE);
+	/* Under the base set here, the path is this checkout's. */
+	struct step_bases here = { { scratch_dir } };
+	struct pathset_evaluation kept = { .digest = &d, .body = body.data, .len = body.len,
+					   .keep_pathset = 1 };
+	assert_int_equal(lookup_evaluate_pathset(&here, &weak, NULL, &kept, &e),
+			 LOOKUP_PATHSET_KEYED);
+	char *want = xasprintf("%s/src/a.c", scratch_dir);
+	assert_string_equal(kept.ps.paths[kept.ps.obs[0].path], want);
+	free(want);
+	pathset_free(&kept.ps);
+	buf_free(&body);
+}
+
+static int refuse_all(void *ctx, const struct pathset *ps)
+{
+	*(size_t *)ctx = ps->nobs;
+	return 0;
+}
+
+static void test_admit_refuses_before_keying(void **state)
+{
+	(void)state;
+	char *input = scratch_path("input.c");
+	write_file(input, "int x;\n", 7);
+	struct buf body;
+	struct digest d, weak = key_digest("weak", 1);
+	make_pathset(input, 0, &body, &d);
+	size_t seen = 0;
+	struct digest zero = { 0 };
+	struct pathset_evaluation ev = { .digest = &d, .body = body.data, .len = body.len,
+					 .admit = refuse_all, .admit_ctx = &seen };
+	struct error e = { 0, "" };
+	assert_int_equal(lookup_evaluate_pathset(NULL, &weak, NULL, &ev, &e),
+			 LOOKUP_PATHSET_REFUSED);
+	assert_int_equal(seen, 1);
+	assert_true(digest_equal(&ev.strong, &zero));
+	buf_free(&body);
+	free(input);
+}
+
+/* A result whose stdout blob is stored and whose output blob is not. */
+static void test_missing_blob_found_before_any_write(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	struct error e = { 0, "" };
+	struct result res;
+	result_init(&res);
+	assert_int_equal(store_put_blob_mem(s, "hello\n", 6, &res.out, &e), 0);
+	struct output *o = result_add_output(&res, OUT_FILE, "/nowhere/x.o");
+	assert_int_equal(store_put_blob_mem(s, "object", 6, &o->blob, &e), 0);
+	o->mode = 0644;
+	assert_int_equal(lookup_blobs_present(s, &res), 1);
+	char *path = blob_path(s, &o->blob.digest, o->blob.form);
+	assert_int_equal(unlink(path), 0);
+	free(path);
+	assert_int_equal(lookup_blobs_present(s, &res), 0);
+	/* Nothing was restored: the output's directory was never made. */
+	struct stat st;
+	assert_int_equal(stat("/nowhere", &st), -1);
+	result_free(&res);
+	store_close(s);
+}
+
+static char *no_env[] = { NULL };
+static char *cc_argv[] = { "cc", "-c", "x.c", NULL };
+
+static void test_step(struct step *step, unsigned w)
+{
+	memset(step, 0, sizeof *step);
+	step->argv = cc_argv;
+	step->cwd = scratch_dir;
+	step->exe = "/usr/bin/cc";
+	step->env = no_env;
+	step->platform = "test";
+	step->weak = key_digest("weak", w);
+}
+
+/* An entry as a remote hit arrives: its path set and result as stored,
+ * its blobs already fetched. */
+static void store_entry(struct store *s, const struct step *step, const struct buf *ps_body,
+			const struct digest *ps, const struct digest *strong, int expect)
+{
+	struct error e = { 0, "" };
+	struct result res;
+	result_init(&res);
+	res.duration_ms = 42;
+	assert_int_equal(store_put_blob_mem(s, "compiled", 8, &res.out, &e), 0);
+	assert_int_equal(store_put_blob_mem(s, "", 0, &res.err, &e), 0);
+	res.host = xstrdup("elsewhere");
+	res.cachet_version = xstrdup("test");
+	res.values = xmalloc(1);
+	res.listings = xmalloc(1);
+	struct buf body;
+	buf_init(&body);
+	result_encode(&res, &body);
+	struct lookup_entry en = { .step = step, .pathset = ps, .pathset_body = ps_body->data,
+				   .pathset_len = ps_body->len, .strong = strong,
+				   .result_body = body.data, .result_len = body.len,
+				   .result = &res };
+	int rc = lookup_store_entry(s, &en, &e);
+	if (rc != expect)
+		print_error("lookup_store_entry: %s\n", e.msg);
+	assert_int_equal(rc, expect);
+	buf_free(&body);
+	result_free(&res);
+}
+
+/* Stored locally, a remote hit is found again by the local lookup: the
+ * same path set, evaluated the same way, gives the key it was stored
+ * under. */
+static void test_stored_entry_hits_locally(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	char *input = scratch_path("input.c");
+	write_file(input, "int x;\n", 7);
+	struct step step;
+	test_step(&step, 1);
+	struct buf body;
+	struct digest d;
+	make_pathset(input, 0, &body, &d);
+	struct digest strong = strong_now(&body, &d, &step.weak);
+	store_entry(s, &step, &body, &d, &strong, 0);
+
+	struct store_pathset *sets;
+	size_t n;
+	struct error e = { 0, "" };
+	assert_int_equal(store_get_pathsets(s, &step.weak, &sets, &n, &e), 0);
+	assert_int_equal(n, 1);
+	struct pathset_evaluation ev = { .digest = &sets[0].digest, .body = sets[0].body,
+					 .len = sets[0].len };
+	assert_int_equal(lookup_evaluate_pathset(NULL, &step.weak, NULL, &ev, &e),
+			 LOOKUP_PATHSET_KEYED);
+	assert_true(digest_equal(&ev.strong, &strong));
+	void *rbody;
+	size_t rlen;
+	assert_int_equal(store_get_result(s, &ev.strong, &rbody, &rlen, &e), 1);
+	struct result got;
+	assert_int_equal(result_decode(rbody, rlen, &got, &e), 0);
+	assert_int_equal(got.duration_ms, 42);
+	assert_int_equal(lookup_blobs_present(s, &got), 1);
+	result_free(&got);
+	free(rbody);
+	store_pathsets_free(sets, n);
+	buf_free(&body);
+	free(input);
+	store_close(s);
+}
+
+static void test_store_entry_refuses_missing_blob(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	struct step step;
+	test_step(&step, 2);
+	char *input = scratch_path("input.c");
+	write_file(input, "int x;\n", 7);
+	struct buf body;
+	struct digest d;
+	make_pathset(input, 0, &body, &d);
+	struct digest strong = key_digest("strong", 2);
+	struct error e = { 0, "" };
+	struct result res;
+	result_init(&res);
+	struct output *o = result_add_output(&res, OUT_FILE, input);
+	assert_int_equal(store_put_blob_mem(s, "gone soon", 9, &o->blob, &e), 0);
+	char *path = blob_path(s, &o->blob.digest, o->blob.form);
+	assert_int_equal(unlink(path), 0);
+	free(path);
+	struct buf rbody;
+	buf_init(&rbody);
+	result_encode(&res, &rbody);
+	struct lookup_entry en = { .step = &step, .pathset = &d, .pathset_body = body.data,
+				   .pathset_len = body.len, .strong = &strong,
+				   .result_body = rbody.data, .result_len = rbody.len,
+				   .result = &res };
+	assert_int_equal(lookup_store_entry(s, &en, &e), -1);
+	assert_int_equal(e.code, ENOENT);
+	struct store_pathset *sets;
+	size_t n;
+	assert_int_equal(store_get_pathsets(s, &step.weak, &sets, &n, &e), 0);
+	assert_int_equal(n, 0);
+	store_pathsets_free(sets, n);
+	buf_free(&rbody);
+	result_free(&res);
+	buf_free(&body);
+	free(input);
+	store_close(s);
+}
+
+/* However an entry comes in, a step keeps at most LOOKUP_MAX_PATHSETS path
+ * sets: the least recently used goes. */
+static void test_bound_of_pathsets(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	struct step step;
+	test_step(&step, 3);
+	char *input = scratch_path("input.c");
+	write_file(input, "int x;\n", 7);
+	struct digest first;
+	for (unsigned i = 1; i <= LOOKUP_MAX_PATHSETS + 1; i++) {
+		struct buf body;
+		struct digest d;
+		make_pathset(input, i, &body, &d);
+		if (i == 1)
+			first = d;
+		struct digest strong = key_digest("strong", 100 + i);
+		store_entry(s, &step, &body, &d, &strong, 0);
+		buf_free(&body);
+	}
+	struct store_pathset *sets;
+	size_t n;
+	struct error e = { 0, "" };
+	assert_int_equal(store_get_pathsets(s, &step.weak, &sets, &n, &e), 0);
+	assert_int_equal(n, LOOKUP_MAX_PATHSETS);
+	for (size_t i = 0; i < n; i++)
+		assert_false(digest_equal(&sets[i].digest, &first));
+	store_pathsets_free(sets, n);
+	struct digest strong1 = key_digest("strong", 101);
+	void *rbody;
+	size_t rlen;
+	assert_int_equal(store_get_result(s, &strong1, &rbody, &rlen, &e), 0);
+	free(input);
+	store_close(s);
+}
+
+/* A miss is built whole in one place: stdout and stderr stored, the
+ * result completed, the strong key that of the recorded values. */
+static void test_finish_record(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	struct step step;
+	test_step(&step, 4);
+	char *input = scratch_path("input.c");
+	write_file(input, "int x;\n", 7);
+	struct record rec;
+	memset(&rec, 0, sizeof rec);
+	result_init(&rec.result);
+	buf_init(&rec.values);
+	buf_init(&rec.listings);
+	make_pathset(input, 0, &rec.ps_body, &rec.ps_digest);
+	/* The values as the run recorded them: those found now. */
+	struct pathset ps;
+	struct error e = { 0, "" };
+	assert_int_equal(pathset_decode(rec.ps_body.data, rec.ps_body.len, &ps, &e), 0);
+	struct digest want;
+	pathset_strong_key(&ps, NULL, &step.weak, &rec.ps_digest, NULL, &rec.values, &want);
+	pathset_free(&ps);
+	struct lookup_run_end end = { .out = "out\n", .out_len = 4, .err = "warning\n",
+				      .err_len = 8, .exit_code = 0, .duration_ms = 7 };
+	struct digest strong;
+	struct buf body;
+	buf_init(&body);
+	assert_int_equal(lookup_finish_record(s, &step, &rec, &end, &strong, &body, &e), 0);
+	assert_true(digest_equal(&strong, &want));
+	struct result got;
+	assert_int_equal(result_decode(body.data, body.len, &got, &e), 0);
+	assert_int_equal(got.duration_ms, 7);
+	assert_int_equal(got.values_len, rec.values.len);
+	void *data;
+	size_t len;
+	assert_int_equal(store_blob_read(s, &got.err, &data, &len, &e), 0);
+	assert_int_equal(len, 8);
+	assert_memory_equal(data, "warning\n", 8);
+	free(data);
+	struct lookup_entry en = { .step = &step, .pathset = &rec.ps_digest,
+				   .pathset_body = rec.ps_body.data, .pathset_len = rec.ps_body.len,
+				   .strong = &strong, .result_body = body.data,
+				   .result_len = body.len, .result = &rec.result };
+	assert_int_equal(lookup_store_entry(s, &en, &e), 0);
+	result_free(&got);
+	buf_free(&body);
+	result_free(&rec.result);
+	buf_free(&rec.values);
+	buf_free(&rec.listings);
+	buf_free(&rec.ps_body);
+	free(input);
+	store_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_pathset_keyed_as_recorded, scratch_setup,
+						scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_pathset_never_keyed, scratch_setup,
+						scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_pathset_under_unset_base, scratch_setup,
+						scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_admit_refuses_before_keying, scratch_setup,
+						scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_missing_blob_found_before_any_write,
+						scratch_setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_stored_entry_hits_locally, scratch_setup,
+						scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_store_entry_refuses_missing_blob, scratch_setup,
+						scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_bound_of_pathsets, scratch_setup,
+						scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_finish_record, scratch_setup, scratch_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
