@@ -11,7 +11,7 @@
 #include "cachet/buf.h"
 #include "cachet/redact.h"
 #include "cachet/step.h"
-#include "cli/remote_tier.h"
+#include "cli/hermetic_env.h"
 #include "cli/settings.h"
 #include <sys/stat.h>
 
@@ -72,14 +72,14 @@ const struct step_bases *cli_bases(struct error *e)
 	if (!process_bases.state) {
 		const struct settings *st = cli_settings();
 		/* The hermetic mode's HOME is a base: prepare it first. */
-		remote_tier_prepare(st);
+		hermetic_env_prepare(st);
 		const char *dir = st ? settings_str(st, "base_dir") : NULL;
 		struct error *why = &process_bases.error;
 		process_bases.state = 1;
 		if (dir && !(process_bases.base_dir = portable_base(dir, "base_dir", why)))
 			process_bases.state = -1;
 		process_bases.bases.dir[STEP_BASE_DIR] = process_bases.base_dir;
-		process_bases.bases.dir[STEP_BASE_HOME] = remote_tier_home();
+		process_bases.bases.dir[STEP_BASE_HOME] = hermetic_env_home();
 	}
 	if (process_bases.state < 0) {
 		if (e)
@@ -96,7 +96,7 @@ int cli_step_init(struct step *step, char *const *argv, const char *program,
 	const struct settings *st = cli_settings();
 	/* hermetic_env: the step runs with, and is keyed by, only those
 	 * variables; explain and repro must see the same environment. */
-	remote_tier_prepare(st);
+	hermetic_env_prepare(st);
 	const struct step_bases *b = cli_bases(e);
 	if (!b)
 		return -1;

@@ -13,13 +13,9 @@
 #include "cli/remote_tier.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cachet/lookup.h"
@@ -31,11 +27,10 @@
 #include "cachet/step.h"
 #include "cachet/store.h"
 #include "cli/cli.h"
+#include "cli/drainer.h"
 #include "cli/progress.h"
 #include "cli/settings.h"
 #include "cli/tee.h"
-
-extern char **environ;
 
 /* The least op-timeout of the background drainer. */
 #define DRAIN_OP_TIMEOUT_MS 30000
@@ -43,68 +38,6 @@ extern char **environ;
 #define SPOOL_MAX_JOBS 10000
 
 static size_t spool_size(const char *state_dir);
-
-/* What remote_tier_prepare learned before the environment was narrowed. */
-static struct {
-	int hermetic;
-	char *home;        /* canonical HOME of the caller, in the hermetic mode */
-	char **caller_env; /* the caller's environment, for the drainer */
-} prepared;
-
-/* ---- the hermetic environment ---- */
-
-static int listed(const char *entry, char *const *names)
-{
-	const char *eq = strchr(entry, '=');
-	size_t n = eq ? (size_t)(eq - entry) : strlen(entry);
-	if (n >= 7 && !strncmp(entry, "CACHET_", 7))
-		return 1; /* cachet's own settings: neutral, and the drainer needs them */
-	for (char *const *p = names; *p; p++) {
-		size_t pl = strlen(*p);
-		if (pl && (*p)[pl - 1] == '*' ? n >= pl - 1 && !strncmp(entry, *p, pl - 1)
-					       : pl == n && !strncmp(entry, *p, n))
-			return 1;
-	}
-	return 0;
-}
-
-void remote_tier_prepare(const struct settings *st)
-{
-	if (!st || prepared.hermetic)
-		return; /* once: a second call would see the narrowed environment */
-	char **names = settings_list(st, "hermetic_env");
-	if (!names[0]) {
-		settings_list_free(names);
-		return;
-	}
-	prepared.hermetic = 1;
-	const char *home = getenv("HOME");
-	if (home && home[0] == '/')
-		prepared.home = realpath(home, NULL);
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **keep = xmalloc((n + 1) * sizeof *keep);
-	prepared.caller_env = xmalloc((n + 1) * sizeof *prepared.caller_env);
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		prepared.caller_env[i] = xstrdup(environ[i]);
-		if (listed(environ[i], names))
-			keep[k++] = xstrdup(environ[i]);
-	}
-	prepared.caller_env[n] = NULL;
-	keep[k] = NULL;
-	/* Replaced whole: the step's key (step_init) and its environment
-	 * (step_environment) both read environ. Never freed: the process
-	 * execs or exits with it. */
-	environ = keep;
-	settings_list_free(names);
-}
-
-const char *remote_tier_home(void)
-{
-	return prepared.home;
-}
 
 /* ---- context: configuration and client ---- */
 
@@ -583,62 +516,6 @@ static void make_job(const struct step *step, const struct record *rec, struct s
 	result_free(&pr);
 }
 
-/* Starts `cachet remote drain` in the background unless one runs. The
- * drainer is a new session with no descriptor of ours beyond /dev/null, so
- * make, ctest or a pipe never wait for it. */
-static void start_drainer(struct ctx *x)
-{
-	int lock = spool_lock(x->state_dir, 0);
-	if (lock < 0)
-		return; /* a drainer holds the lock and will see our job */
-	spool_unlock(lock);
-	char *self = cli_self_exe();
-	if (!self)
-		return;
-	char **base = prepared.caller_env ? prepared.caller_env : environ;
-	size_t n = 0;
-	while (base[n])
-		n++;
-	char **env = xmalloc((n + 2) * sizeof *env);
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(base[i], "CACHET_DIR=", 11) != 0)
-			env[k++] = base[i];
-	char *dir = xasprintf("CACHET_DIR=%s", store_dir(x->store));
-	env[k++] = dir;
-	env[k] = NULL;
-	char *argv[] = { "cachet", "remote", "drain", NULL };
-	pid_t pid = fork();
-	if (pid == 0) {
-		setsid();
-		if (fork() != 0)
-			_exit(0);
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-		}
-		close_range(3, ~0U, 0);
-		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
-		sa.sa_handler = SIG_DFL;
-		for (int sig = 1; sig < NSIG; sig++)
-			sigaction(sig, &sa, NULL);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		execve(self, argv, env);
-		_exit(127);
-	}
-	if (pid > 0)
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	free(dir);
-	free(env);
-	free(self);
-}
-
 void remote_tier_upload(struct store *s, const struct step *step, const struct record *rec)
 {
 	struct ctx x;
@@ -670,7 +547,7 @@ void remote_tier_upload(struct store *s, const struct step *step, const struct r
 		/* While every writable server rests, jobs wait for the next
 		 * drainer instead of starting one per step. */
 		if (awake)
-			start_drainer(&x);
+			drainer_start(x.state_dir, store_dir(x.store));
 	}
 	spool_job_free(&job);
 out:

@@ -13,22 +13,11 @@
 #include <stddef.h>
 #include "cachet/error.h"
 
-struct settings;
 struct step;
 struct record;
 struct store;
 struct digest_cache;
 struct progress;
-
-/* Before the step's key is built. With hermetic_env set, the process's
- * environment becomes only the listed variables (NAME, or PREFIX* for a
- * prefix) plus CACHET_*, so the step runs with exactly what is keyed, and
- * HOME becomes a base of portable keys. Does nothing otherwise. */
-void remote_tier_prepare(const struct settings *st);
-
-/* The canonical HOME that remote_tier_prepare made a base in the hermetic
- * mode, or NULL. */
-const char *remote_tier_home(void);
 
 /* After a local miss: asks the remotes. Returns 1 on a hit: the outputs are
  * restored (only inside the output roots: the cwd subtree and base_dir),
