@@ -1,7 +1,7 @@
 /*
- * The remote tier of `cachet run`: the glue between the local store, the
- * key layer and the remote layer (cachet/remote.h). run.c calls three
- * hooks; `cachet remote` drains the upload spool.
+ * The remote tier of `cachet run`: its configuration from the settings, the
+ * lookup (the engine's, remote_lookup.h) with the replay of a hit, and the
+ * packaging of uploads into the spool that `cachet remote` drains.
  *
  * Nothing here ever fails a step: a remote that is down, slow, answers
  * garbage or hostile entries costs a miss and a counter (remote_* in
@@ -26,12 +26,6 @@ struct progress;
  * configured and not resting after a failure. */
 int remote_tier_lookup(struct store *s, const struct step *step, struct digest_cache *dc,
 		       int *exit_code);
-
-/* The first path of an untrusted remote path set (localised) that lies
- * outside the step's roots and toolchain (remote_roots.c), or NULL when
- * every one is inside. */
-struct pathset;
-const char *remote_pathset_outside(const struct pathset *ps, const struct step *step);
 
 /* After a miss stored its entry: writes an upload job to the spool and
  * starts a background drainer if none runs. Never waits for the network.

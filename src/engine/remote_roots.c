@@ -22,7 +22,7 @@
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
 #include "cachet/step.h"
-#include "cli/remote_tier.h"
+#include "cachet/remote_lookup.h"
 
 static const char *const system_roots[] = {
     "/usr",
