@@ -214,14 +214,7 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 		return 0;
 	/* Every blob must be there before anything is written, so that a
 	 * damaged entry costs a run, never a half-restored tree. */
-	size_t nblobs;
-	struct blob_ref *blobs = result_blobs(res, &nblobs);
-	int complete = 1;
-	for (size_t b = 0; b < nblobs && complete; b++)
-		if (blobs[b].size && !store_blob_exists(r->store, &blobs[b]))
-			complete = 0;
-	free(blobs);
-	if (!complete) {
+	if (!lookup_blobs_present(r->store, res)) {
 		count(r, "errors", 1);
 		count(r, "missing_blobs", 1);
 		return 0;
