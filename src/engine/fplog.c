@@ -1,4 +1,4 @@
-#include "cli/fplog.h"
+#include "cachet/fplog.h"
 
 #include <stdlib.h>
 #include <string.h>

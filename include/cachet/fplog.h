@@ -4,8 +4,8 @@
  * was told, so that the run can leave them in the step's memo. Loaded from
  * a memo, it answers the hit path without the index.
  */
-#ifndef CACHET_CLI_FPLOG_H
-#define CACHET_CLI_FPLOG_H
+#ifndef CACHET_FPLOG_H
+#define CACHET_FPLOG_H
 
 #include <stddef.h>
 
