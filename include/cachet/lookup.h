@@ -35,10 +35,10 @@ struct store;
 
 /* What lookup_evaluate_pathset found. */
 enum {
-	LOOKUP_PATHSET_KEYED = 0,     /* ev->strong is the key of the values found now */
-	LOOKUP_PATHSET_DAMAGED = -1,  /* the body does not match its digest or does not decode */
+	LOOKUP_PATHSET_KEYED = 0,       /* ev->strong is the key of the values found now */
+	LOOKUP_PATHSET_DAMAGED = -1,    /* the body does not match its digest or does not decode */
 	LOOKUP_PATHSET_UNSET_BASE = -2, /* recorded under a base unset here: cannot hold */
-	LOOKUP_PATHSET_REFUSED = -3,  /* ev->admit refused it: not evaluated */
+	LOOKUP_PATHSET_REFUSED = -3,    /* ev->admit refused it: not evaluated */
 };
 
 /* One stored path set to evaluate, and what the evaluation gives back. */
@@ -80,8 +80,8 @@ struct pathset_evaluation {
  * bases, against the file system now. Returns one of LOOKUP_PATHSET_*; on
  * LOOKUP_PATHSET_DAMAGED e says why. */
 int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest *weak,
-			    struct digest_cache *dc, struct pathset_evaluation *ev,
-			    struct error *e);
+                            struct digest_cache *dc, struct pathset_evaluation *ev,
+                            struct error *e);
 
 /* 1 when every non-empty blob res names is in the store (res localised or
  * not: only blob references are read), 0 when one is missing. A hit checks
@@ -128,7 +128,7 @@ struct lookup_run_end {
  * result_body (initialised by the caller) the result as stored; then
  * lookup_store_entry stores it. */
 int lookup_finish_record(struct store *s, const struct step *step, struct record *rec,
-			 const struct lookup_run_end *end, struct digest *strong,
-			 struct buf *result_body, struct error *e);
+                         const struct lookup_run_end *end, struct digest *strong,
+                         struct buf *result_body, struct error *e);
 
 #endif

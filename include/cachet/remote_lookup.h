@@ -18,9 +18,9 @@ struct step;
 struct store;
 
 struct remote_lookup {
-	struct store *store;           /* the local store: counters, blobs, the hit */
-	struct remote_client *client;  /* the configured remotes */
-	char *const *trusted_keys;     /* the trusted_keys setting (NULL-terminated) */
+	struct store *store;          /* the local store: counters, blobs, the hit */
+	struct remote_client *client; /* the configured remotes */
+	char *const *trusted_keys;    /* the trusted_keys setting (NULL-terminated) */
 	/* Told what happened: always (trust that cannot be checked) or only
 	 * for those who asked (a failed fetch, a refused path set...). */
 	void (*note)(void *ctx, int always, const char *what, const struct error *e);
@@ -36,8 +36,8 @@ struct remote_lookup {
  * stored locally, and *hit (initialised by the caller) holds the result
  * (localised) whose stdout, stderr and exit code the caller replays. 0
  * otherwise. */
-int remote_lookup_step(struct remote_lookup *rl, const struct step *step,
-		       struct digest_cache *dc, struct result *hit);
+int remote_lookup_step(struct remote_lookup *rl, const struct step *step, struct digest_cache *dc,
+                       struct result *hit);
 void remote_lookup_free(struct remote_lookup *rl);
 
 /* The first path of an untrusted remote path set (localised) that lies

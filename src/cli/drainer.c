@@ -42,7 +42,7 @@ void drainer_start(const char *state_dir, const char *cache_dir)
 	char *dir = xasprintf("CACHET_DIR=%s", cache_dir);
 	env[k++] = dir;
 	env[k] = NULL;
-	char *argv[] = { "cachet", "remote", "drain", NULL };
+	char *argv[] = {"cachet", "remote", "drain", NULL};
 	pid_t pid = fork();
 	if (pid == 0) {
 		setsid();

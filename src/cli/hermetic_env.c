@@ -30,7 +30,7 @@ static int listed(const char *entry, char *const *names)
 	for (char *const *p = names; *p; p++) {
 		size_t pl = strlen(*p);
 		if (pl && (*p)[pl - 1] == '*' ? n >= pl - 1 && !strncmp(entry, *p, pl - 1)
-					       : pl == n && !strncmp(entry, *p, n))
+		                              : pl == n && !strncmp(entry, *p, n))
 			return 1;
 	}
 	return 0;

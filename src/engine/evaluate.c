@@ -13,8 +13,7 @@
 #include "cachet/store.h"
 
 int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest *weak,
-			    struct digest_cache *dc, struct pathset_evaluation *ev,
-			    struct error *e)
+                            struct digest_cache *dc, struct pathset_evaluation *ev, struct error *e)
 {
 	/* A path set is named by the digest of its body: a damaged row (the
 	 * index has no checksums) shows as a mismatch, and is never keyed, or
@@ -43,10 +42,9 @@ int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest 
 	/* With a memo, the lookups that its unchanged directories decide are
 	 * skipped. */
 	struct dirfp_set dirs;
-	if (ev->memo &&
-	    dirfp_decode(ev->memo_dirs, ev->memo_dirs_len, ev->ps.nobs, &dirs) == 0) {
+	if (ev->memo && dirfp_decode(ev->memo_dirs, ev->memo_dirs_len, ev->ps.nobs, &dirs) == 0) {
 		dirfp_strong_key(&dirs, &ev->ps, bases, weak, ev->digest, dc, ev->recorded_values,
-				 ev->recorded_values_len, &ev->strong);
+		                 ev->recorded_values_len, &ev->strong);
 		dirfp_free(&dirs);
 	} else {
 		pathset_strong_key(&ev->ps, bases, weak, ev->digest, dc, ev->values, &ev->strong);

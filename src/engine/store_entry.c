@@ -22,18 +22,18 @@ int lookup_store_entry(struct store *s, const struct lookup_entry *en, struct er
 	size_t nblobs;
 	struct blob_ref *blobs = result_blobs(en->result, &nblobs);
 	struct store_entry entry = {
-		.weak = &en->step->weak,
-		.step_body = step_body.data,
-		.step_len = step_body.len,
-		.pathset = en->pathset,
-		.pathset_body = en->pathset_body,
-		.pathset_len = en->pathset_len,
-		.strong = en->strong,
-		.result_body = en->result_body,
-		.result_len = en->result_len,
-		.blobs = blobs,
-		.nblobs = nblobs,
-		.duration_ms = en->result->duration_ms,
+	    .weak = &en->step->weak,
+	    .step_body = step_body.data,
+	    .step_len = step_body.len,
+	    .pathset = en->pathset,
+	    .pathset_body = en->pathset_body,
+	    .pathset_len = en->pathset_len,
+	    .strong = en->strong,
+	    .result_body = en->result_body,
+	    .result_len = en->result_len,
+	    .blobs = blobs,
+	    .nblobs = nblobs,
+	    .duration_ms = en->result->duration_ms,
 	};
 	int rc = store_put_entry(s, &entry, LOOKUP_MAX_PATHSETS, e);
 	free(blobs);
@@ -42,8 +42,8 @@ int lookup_store_entry(struct store *s, const struct lookup_entry *en, struct er
 }
 
 int lookup_finish_record(struct store *s, const struct step *step, struct record *rec,
-			 const struct lookup_run_end *end, struct digest *strong,
-			 struct buf *result_body, struct error *e)
+                         const struct lookup_run_end *end, struct digest *strong,
+                         struct buf *result_body, struct error *e)
 {
 	struct result *res = &rec->result;
 	if (store_put_blob_mem(s, end->out, end->out_len, &res->out, e) < 0 ||
@@ -64,7 +64,7 @@ int lookup_finish_record(struct store *s, const struct step *step, struct record
 	memcpy(res->listings, rec->listings.data, rec->listings.len);
 	res->listings_len = rec->listings.len;
 	pathset_strong_key_from_values(&step->weak, &rec->ps_digest, rec->values.data,
-				       rec->values.len, strong);
+	                               rec->values.len, strong);
 	result_encode(res, result_body);
 	return 0;
 }

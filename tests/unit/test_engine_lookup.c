@@ -32,10 +32,10 @@ static void make_pathset(const char *input, unsigned extra, struct buf *body, st
 }
 
 static struct digest strong_now(const struct buf *body, const struct digest *d,
-				const struct digest *weak)
+                                const struct digest *weak)
 {
 	struct pathset ps;
-	struct error e = { 0, "" };
+	struct error e = {0, ""};
 	assert_int_equal(pathset_decode(body->data, body->len, &ps, &e), 0);
 	struct digest strong;
 	pathset_strong_key(&ps, NULL, weak, d, NULL, NULL, &strong);
@@ -53,18 +53,18 @@ static void test_pathset_keyed_as_recorded(void **state)
 	make_pathset(input, 0, &body, &d);
 	struct buf values;
 	buf_init(&values);
-	struct pathset_evaluation ev = { .digest = &d, .body = body.data, .len = body.len,
-					 .values = &values };
-	struct error e = { 0, "" };
+	struct pathset_evaluation ev = {
+	    .digest = &d, .body = body.data, .len = body.len, .values = &values};
+	struct error e = {0, ""};
 	assert_int_equal(lookup_evaluate_pathset(NULL, &weak, NULL, &ev, &e), LOOKUP_PATHSET_KEYED);
 	struct digest want = strong_now(&body, &d, &weak);
 	assert_true(digest_equal(&ev.strong, &want));
 	assert_true(values.len > 0);
 	/* The key follows the file. */
 	write_file(input, "int y;\n", 7);
-	struct pathset_evaluation again = { .digest = &d, .body = body.data, .len = body.len };
+	struct pathset_evaluation again = {.digest = &d, .body = body.data, .len = body.len};
 	assert_int_equal(lookup_evaluate_pathset(NULL, &weak, NULL, &again, &e),
-			 LOOKUP_PATHSET_KEYED);
+	                 LOOKUP_PATHSET_KEYED);
 	assert_false(digest_equal(&again.strong, &want));
 	buf_free(&values);
 	buf_free(&body);
@@ -85,18 +85,18 @@ static void test_damaged_pathset_never_keyed(void **state)
 	char *p = memmem(body.data, body.len, "input.c", 7);
 	assert_non_null(p);
 	p[0] = 'o';
-	struct pathset_evaluation ev = { .digest = &d, .body = body.data, .len = body.len,
-					 .keep_pathset = 1 };
-	struct error e = { 0, "" };
+	struct pathset_evaluation ev = {
+	    .digest = &d, .body = body.data, .len = body.len, .keep_pathset = 1};
+	struct error e = {0, ""};
 	assert_int_equal(lookup_evaluate_pathset(NULL, &weak, NULL, &ev, &e),
-			 LOOKUP_PATHSET_DAMAGED);
+	                 LOOKUP_PATHSET_DAMAGED);
 	assert_non_null(strstr(e.msg, "damaged"));
 	/* Garbage under a checked digest: the decoder refuses it. */
-	struct pathset_evaluation garbage = { .digest = &d, .body = "garbage", .len = 7,
-					      .digest_checked = 1 };
-	struct error e2 = { 0, "" };
+	struct pathset_evaluation garbage = {
+	    .digest = &d, .body = "garbage", .len = 7, .digest_checked = 1};
+	struct error e2 = {0, ""};
 	assert_int_equal(lookup_evaluate_pathset(NULL, &weak, NULL, &garbage, &e2),
-			 LOOKUP_PATHSET_DAMAGED);
+	                 LOOKUP_PATHSET_DAMAGED);
 	assert_true(e2.msg[0] != '\0');
 	buf_free(&body);
 	free(input);
@@ -114,17 +114,17 @@ static void test_pathset_under_unset_base(void **state)
 	pathset_encode(&ps, &body);
 	pathset_free(&ps);
 	struct digest d = digest_of(body.data, body.len), weak = key_digest("weak", 1);
-	struct pathset_evaluation ev = { .digest = &d, .body = body.data, .len = body.len };
-	struct error e = { 0, "" };
-	struct step_bases none = { 0 };
+	struct pathset_evaluation ev = {.digest = &d, .body = body.data, .len = body.len};
+	struct error e = {0, ""};
+	struct step_bases none = {0};
 	assert_int_equal(lookup_evaluate_pathset(&none, &weak, NULL, &ev, &e),
-			 LOOKUP_PATHSET_UNSET_BASE);
+	                 LOOKUP_PATHSET_UNSET_BASE);
 	/* Under the base set here, the path is this checkout's. */
-	struct step_bases here = { { scratch_dir } };
-	struct pathset_evaluation kept = { .digest = &d, .body = body.data, .len = body.len,
-					   .keep_pathset = 1 };
+	struct step_bases here = {{scratch_dir}};
+	struct pathset_evaluation kept = {
+	    .digest = &d, .body = body.data, .len = body.len, .keep_pathset = 1};
 	assert_int_equal(lookup_evaluate_pathset(&here, &weak, NULL, &kept, &e),
-			 LOOKUP_PATHSET_KEYED);
+	                 LOOKUP_PATHSET_KEYED);
 	char *want = xasprintf("%s/src/a.c", scratch_dir);
 	assert_string_equal(kept.ps.paths[kept.ps.obs[0].path], want);
 	free(want);
@@ -147,12 +147,15 @@ static void test_admit_refuses_before_keying(void **state)
 	struct digest d, weak = key_digest("weak", 1);
 	make_pathset(input, 0, &body, &d);
 	size_t seen = 0;
-	struct digest zero = { 0 };
-	struct pathset_evaluation ev = { .digest = &d, .body = body.data, .len = body.len,
-					 .admit = refuse_all, .admit_ctx = &seen };
-	struct error e = { 0, "" };
+	struct digest zero = {0};
+	struct pathset_evaluation ev = {.digest = &d,
+	                                .body = body.data,
+	                                .len = body.len,
+	                                .admit = refuse_all,
+	                                .admit_ctx = &seen};
+	struct error e = {0, ""};
 	assert_int_equal(lookup_evaluate_pathset(NULL, &weak, NULL, &ev, &e),
-			 LOOKUP_PATHSET_REFUSED);
+	                 LOOKUP_PATHSET_REFUSED);
 	assert_int_equal(seen, 1);
 	assert_true(digest_equal(&ev.strong, &zero));
 	buf_free(&body);
@@ -164,7 +167,7 @@ static void test_missing_blob_found_before_any_write(void **state)
 {
 	(void)state;
 	struct store *s = open_cache();
-	struct error e = { 0, "" };
+	struct error e = {0, ""};
 	struct result res;
 	result_init(&res);
 	assert_int_equal(store_put_blob_mem(s, "hello\n", 6, &res.out, &e), 0);
@@ -183,8 +186,8 @@ static void test_missing_blob_found_before_any_write(void **state)
 	store_close(s);
 }
 
-static char *no_env[] = { NULL };
-static char *cc_argv[] = { "cc", "-c", "x.c", NULL };
+static char *no_env[] = {NULL};
+static char *cc_argv[] = {"cc", "-c", "x.c", NULL};
 
 static void test_step(struct step *step, unsigned w)
 {
@@ -200,9 +203,9 @@ static void test_step(struct step *step, unsigned w)
 /* An entry as a remote hit arrives: its path set and result as stored,
  * its blobs already fetched. */
 static void store_entry(struct store *s, const struct step *step, const struct buf *ps_body,
-			const struct digest *ps, const struct digest *strong, int expect)
+                        const struct digest *ps, const struct digest *strong, int expect)
 {
-	struct error e = { 0, "" };
+	struct error e = {0, ""};
 	struct result res;
 	result_init(&res);
 	res.duration_ms = 42;
@@ -215,10 +218,14 @@ static void store_entry(struct store *s, const struct step *step, const struct b
 	struct buf body;
 	buf_init(&body);
 	result_encode(&res, &body);
-	struct lookup_entry en = { .step = step, .pathset = ps, .pathset_body = ps_body->data,
-				   .pathset_len = ps_body->len, .strong = strong,
-				   .result_body = body.data, .result_len = body.len,
-				   .result = &res };
+	struct lookup_entry en = {.step = step,
+	                          .pathset = ps,
+	                          .pathset_body = ps_body->data,
+	                          .pathset_len = ps_body->len,
+	                          .strong = strong,
+	                          .result_body = body.data,
+	                          .result_len = body.len,
+	                          .result = &res};
 	int rc = lookup_store_entry(s, &en, &e);
 	if (rc != expect)
 		print_error("lookup_store_entry: %s\n", e.msg);
@@ -246,13 +253,13 @@ static void test_stored_entry_hits_locally(void **state)
 
 	struct store_pathset *sets;
 	size_t n;
-	struct error e = { 0, "" };
+	struct error e = {0, ""};
 	assert_int_equal(store_get_pathsets(s, &step.weak, &sets, &n, &e), 0);
 	assert_int_equal(n, 1);
-	struct pathset_evaluation ev = { .digest = &sets[0].digest, .body = sets[0].body,
-					 .len = sets[0].len };
+	struct pathset_evaluation ev = {
+	    .digest = &sets[0].digest, .body = sets[0].body, .len = sets[0].len};
 	assert_int_equal(lookup_evaluate_pathset(NULL, &step.weak, NULL, &ev, &e),
-			 LOOKUP_PATHSET_KEYED);
+	                 LOOKUP_PATHSET_KEYED);
 	assert_true(digest_equal(&ev.strong, &strong));
 	void *rbody;
 	size_t rlen;
@@ -281,7 +288,7 @@ static void test_store_entry_refuses_missing_blob(void **state)
 	struct digest d;
 	make_pathset(input, 0, &body, &d);
 	struct digest strong = key_digest("strong", 2);
-	struct error e = { 0, "" };
+	struct error e = {0, ""};
 	struct result res;
 	result_init(&res);
 	struct output *o = result_add_output(&res, OUT_FILE, input);
@@ -292,10 +299,14 @@ static void test_store_entry_refuses_missing_blob(void **state)
 	struct buf rbody;
 	buf_init(&rbody);
 	result_encode(&res, &rbody);
-	struct lookup_entry en = { .step = &step, .pathset = &d, .pathset_body = body.data,
-				   .pathset_len = body.len, .strong = &strong,
-				   .result_body = rbody.data, .result_len = rbody.len,
-				   .result = &res };
+	struct lookup_entry en = {.step = &step,
+	                          .pathset = &d,
+	                          .pathset_body = body.data,
+	                          .pathset_len = body.len,
+	                          .strong = &strong,
+	                          .result_body = rbody.data,
+	                          .result_len = rbody.len,
+	                          .result = &res};
 	assert_int_equal(lookup_store_entry(s, &en, &e), -1);
 	assert_int_equal(e.code, ENOENT);
 	struct store_pathset *sets;
@@ -333,7 +344,7 @@ static void test_bound_of_pathsets(void **state)
 	}
 	struct store_pathset *sets;
 	size_t n;
-	struct error e = { 0, "" };
+	struct error e = {0, ""};
 	assert_int_equal(store_get_pathsets(s, &step.weak, &sets, &n, &e), 0);
 	assert_int_equal(n, LOOKUP_MAX_PATHSETS);
 	for (size_t i = 0; i < n; i++)
@@ -365,13 +376,17 @@ static void test_finish_record(void **state)
 	make_pathset(input, 0, &rec.ps_body, &rec.ps_digest);
 	/* The values as the run recorded them: those found now. */
 	struct pathset ps;
-	struct error e = { 0, "" };
+	struct error e = {0, ""};
 	assert_int_equal(pathset_decode(rec.ps_body.data, rec.ps_body.len, &ps, &e), 0);
 	struct digest want;
 	pathset_strong_key(&ps, NULL, &step.weak, &rec.ps_digest, NULL, &rec.values, &want);
 	pathset_free(&ps);
-	struct lookup_run_end end = { .out = "out\n", .out_len = 4, .err = "warning\n",
-				      .err_len = 8, .exit_code = 0, .duration_ms = 7 };
+	struct lookup_run_end end = {.out = "out\n",
+	                             .out_len = 4,
+	                             .err = "warning\n",
+	                             .err_len = 8,
+	                             .exit_code = 0,
+	                             .duration_ms = 7};
 	struct digest strong;
 	struct buf body;
 	buf_init(&body);
@@ -387,10 +402,14 @@ static void test_finish_record(void **state)
 	assert_int_equal(len, 8);
 	assert_memory_equal(data, "warning\n", 8);
 	free(data);
-	struct lookup_entry en = { .step = &step, .pathset = &rec.ps_digest,
-				   .pathset_body = rec.ps_body.data, .pathset_len = rec.ps_body.len,
-				   .strong = &strong, .result_body = body.data,
-				   .result_len = body.len, .result = &rec.result };
+	struct lookup_entry en = {.step = &step,
+	                          .pathset = &rec.ps_digest,
+	                          .pathset_body = rec.ps_body.data,
+	                          .pathset_len = rec.ps_body.len,
+	                          .strong = &strong,
+	                          .result_body = body.data,
+	                          .result_len = body.len,
+	                          .result = &rec.result};
 	assert_int_equal(lookup_store_entry(s, &en, &e), 0);
 	result_free(&got);
 	buf_free(&body);
@@ -405,23 +424,23 @@ static void test_finish_record(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_pathset_keyed_as_recorded, scratch_setup,
-						scratch_teardown),
-		cmocka_unit_test_setup_teardown(test_damaged_pathset_never_keyed, scratch_setup,
-						scratch_teardown),
-		cmocka_unit_test_setup_teardown(test_pathset_under_unset_base, scratch_setup,
-						scratch_teardown),
-		cmocka_unit_test_setup_teardown(test_admit_refuses_before_keying, scratch_setup,
-						scratch_teardown),
-		cmocka_unit_test_setup_teardown(test_missing_blob_found_before_any_write,
-						scratch_setup, scratch_teardown),
-		cmocka_unit_test_setup_teardown(test_stored_entry_hits_locally, scratch_setup,
-						scratch_teardown),
-		cmocka_unit_test_setup_teardown(test_store_entry_refuses_missing_blob, scratch_setup,
-						scratch_teardown),
-		cmocka_unit_test_setup_teardown(test_bound_of_pathsets, scratch_setup,
-						scratch_teardown),
-		cmocka_unit_test_setup_teardown(test_finish_record, scratch_setup, scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_pathset_keyed_as_recorded, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_damaged_pathset_never_keyed, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_pathset_under_unset_base, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_admit_refuses_before_keying, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_missing_blob_found_before_any_write, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_stored_entry_hits_locally, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_store_entry_refuses_missing_blob, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_bound_of_pathsets, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_finish_record, scratch_setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
