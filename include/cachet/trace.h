@@ -99,6 +99,7 @@ enum trace_event_kind {
 #define TRACE_FACT_GROUPS "groups"     /* supplementary groups */
 #define TRACE_FACT_CPUS "cpu set"      /* sched_getaffinity */
 #define TRACE_FACT_RLIMIT "rlimit:"    /* + the resource's number: its limits */
+#define TRACE_FACT_STDIN "stdin"       /* what stdin is, read while /dev/null */
 
 /* Flags that shape a lookup, as the step made it. */
 enum {
@@ -180,8 +181,9 @@ struct trace_spec {
 	const char *const *ignore_roots;
 	/* stdin is not a regular file (a pipe, socket, terminal, /dev/null):
 	 * a read of fd 0 while it still refers to that file makes the step
-	 * uncacheable, "reads stdin stream" ("reads stdin /dev/null" for
-	 * /dev/null, "duplicates stdin stream" for a copy made with dup). */
+	 * uncacheable, "reads stdin stream" ("duplicates stdin stream" for a
+	 * copy made with dup). /dev/null reads the same every time: its read,
+	 * copy or open through /dev/stdin is a TRACE_FACT_STDIN instead. */
 	int stdin_is_stream;
 
 	/* Variations of the conditions a step runs under, for `cachet repro`.
