@@ -224,6 +224,17 @@ struct trace_spec {
 	void *on_input_ctx;
 	uint64_t on_input_min_size;
 
+	/* Called in the tracer at the entry of each write to the step's
+	 * descriptor 1 or 2 (write, writev, pwrite*, sendmsg, sendfile,
+	 * splice, tee, copy_file_range, vmsplice), before the kernel runs
+	 * it, whatever file the descriptor holds by then: the caller takes in
+	 * what the stdout and stderr it gave the step hold already, so that
+	 * it sees the step's writes to them in the order they were made. A
+	 * copy of them at another number is not watched. On the tracer's
+	 * thread while the tracee waits. NULL: no callback (and no stops). */
+	void (*on_stream_write)(void *ctx);
+	void *on_stream_write_ctx;
+
 	/* The preload fast path (src/trace/ring.h), which spares most stops of
 	 * dynamically linked programs: NULL looks for libcachet-preload.so
 	 * beside the running binary, then in ../lib/cachet/; "" turns it off;

@@ -269,8 +269,7 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 		return 0;
 	}
 	report(r, "hit", NULL);
-	write_all(1, out_data, out_len);
-	write_all(2, err_data, err_len);
+	replay_streams(res, out_data, out_len, err_data, err_len);
 	free(out_data);
 	free(err_data);
 	store_touch_hit(r->store, &r->step.weak, pathset, strong);
@@ -529,6 +528,7 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 		return -1;
 	res->exit_code = exit_code;
 	res->stdin_advance = r->stdin_advance;
+	tee_take_order(t, res);
 	res->duration_ms = duration;
 	res->created = time(NULL);
 	char host[256] = "";
@@ -724,6 +724,8 @@ static void miss(struct run *r, const char *reason)
 		.stderr_fd = t.err_write,
 		.ignore_roots = (const char *const *)ignore,
 		.stdin_is_stream = r->step.stdin_kind != STEP_STDIN_FILE,
+		.on_stream_write = tee_sync,
+		.on_stream_write_ctx = &t,
 	};
 	inherited_for_step(env, &spec);
 	/* The step's big inputs are hashed while it runs, on another CPU. */

@@ -1073,6 +1073,11 @@ static int fd_refers_to(struct tracee *t, int fd, dev_t dev, ino_t ino)
 static void entry_fd_use(struct tracer *tr, struct tracee *t, const struct fd_use *u,
                          const uint64_t *a)
 {
+	/* Not judged by what the descriptor holds: that costs a lookup per
+	 * write, and taking in what the streams hold is harmless anyway. */
+	if (u->out >= 0 && ((int)a[u->out] == 1 || (int)a[u->out] == 2) &&
+	    tr->spec->on_stream_write)
+		tr->spec->on_stream_write(tr->spec->on_stream_write_ctx);
 	if (tr->uncacheable)
 		return;
 	if (u->nr == __NR_fcntl && a[1] != F_DUPFD && a[1] != F_DUPFD_CLOEXEC)
