@@ -235,12 +235,7 @@ static void replay(struct store *s, const struct result *res)
 	size_t out_len, err_len;
 	void *out = stream_blob(s, &res->out, &out_len);
 	void *err = stream_blob(s, &res->err, &err_len);
-	if (out_len == res->out.size && err_len == res->err.size) {
-		replay_streams(res, out, out_len, err, err_len);
-	} else {
-		write_all(1, out, out_len);
-		write_all(2, err, err_len);
-	}
+	replay_streams(res, out, out_len, err, err_len);
 	free(out);
 	free(err);
 }

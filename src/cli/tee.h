@@ -45,7 +45,7 @@ void tee_sync(void *tee);
 void tee_take_order(struct tee *t, struct result *res);
 /* Writes a recorded stdout and stderr to fds 1 and 2: in the order res
  * recorded when both are one file (`> log 2>&1`, `|&`, one terminal), else
- * each whole. */
+ * (or when they are not the blobs res names) each whole. */
 void replay_streams(const struct result *res, const void *out, size_t out_len, const void *err,
                     size_t err_len);
 /* Closes the write ends held by this process. */
