@@ -43,14 +43,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* The order of stdout and stderr, as replay_streams trusts it: runs
 	 * that alternate and divide each blob exactly. */
-	uint64_t sum[2] = {0, 0};
+	uint64_t run_sum[2] = {0, 0};
 	for (size_t i = 0; i < r.nstream_runs; i++) {
 		uint64_t run = r.stream_runs[i];
 		if (!(run >> 1) || (i && (r.stream_runs[i - 1] & 1) == (run & 1)))
 			abort();
-		sum[run & 1] += run >> 1;
+		run_sum[run & 1] += run >> 1;
 	}
-	if (r.nstream_runs && (r.nstream_runs < 2 || sum[0] != r.out.size || sum[1] != r.err.size))
+	if (r.nstream_runs &&
+	    (r.nstream_runs < 2 || run_sum[0] != r.out.size || run_sum[1] != r.err.size))
 		abort();
 	size_t nblobs;
 	free(result_blobs(&r, &nblobs));
