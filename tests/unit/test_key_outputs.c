@@ -236,6 +236,16 @@ static void a_file_added_to_a_directory_moved_into_place_after_the_step_is_not_s
 	trace_result_free(&r);
 }
 
+/* A result with no outputs and the provenance fields that encode needs. */
+static void empty_result(struct result *r)
+{
+	result_init(r);
+	r->host = xstrdup("h");
+	r->cachet_version = xstrdup("v");
+	r->values = xstrdup("");
+	r->listings = xstrdup("");
+}
+
 /* A result encodes its optional fields (pinned, stdin_advance) only when
  * set, and each combination decodes to what was encoded. */
 static void a_results_stdin_advance_and_pin_survive_encoding(void **state)
@@ -246,11 +256,7 @@ static void a_results_stdin_advance_and_pin_survive_encoding(void **state)
 	for (size_t p = 0; p < 2; p++)
 		for (size_t a = 0; a < 3; a++) {
 			struct result r, back;
-			result_init(&r);
-			r.host = xstrdup("h");
-			r.cachet_version = xstrdup("v");
-			r.values = xstrdup("");
-			r.listings = xstrdup("");
+			empty_result(&r);
 			r.pinned = pins[p] ? xstrdup(pins[p]) : NULL;
 			r.stdin_advance = advances[a];
 			struct buf b;
@@ -286,11 +292,7 @@ static void a_results_stream_order_survives_encoding_and_is_checked(void **state
 	for (size_t c = 0; c < 1 + sizeof bad / sizeof bad[0]; c++)
 		for (int64_t advance = 0; advance < 2; advance++) {
 			struct result r, back;
-			result_init(&r);
-			r.host = xstrdup("h");
-			r.cachet_version = xstrdup("v");
-			r.values = xstrdup("");
-			r.listings = xstrdup("");
+			empty_result(&r);
 			r.out.size = 5;
 			r.err.size = 7;
 			r.stdin_advance = advance;
