@@ -67,6 +67,14 @@ struct result {
 	 * it shares with the caller (`{ head -n1; head -n1; } < data`): a hit
 	 * moves it as far. */
 	int64_t stdin_advance;
+	/* The order in which the step's stdout and stderr reached cachet, as
+	 * runs of one stream: each element is the run's length << 1 | the
+	 * stream (0 stdout, 1 stderr); consecutive runs alternate, and each
+	 * stream's lengths add up to its blob's size. Empty (NULL, 0) when
+	 * the order is all of stdout, then all of stderr (also for entries
+	 * made before it was kept): a hit writes them one after the other. */
+	uint64_t *stream_runs;
+	size_t nstream_runs;
 };
 
 void result_init(struct result *r);
@@ -78,9 +86,9 @@ struct output *result_copy_output(struct result *r, const struct output *o, cons
  * hard link's): made portable and localised as paths are. */
 int output_target_is_path(const struct output *o);
 
-/* pinned and stdin_advance are written only when set (pinned, as "", when
- * only stdin_advance is), so results without them encode as they always
- * did. */
+/* pinned, stdin_advance and stream_runs are written only when set (each
+ * earlier one as its empty value when a later one is set), so results
+ * without them encode as they always did. */
 void result_encode(const struct result *r, struct buf *out);
 /* A hit leaves stdin, a regular file shared with the caller, where the
  * step left it (stdin_advance). */

@@ -99,6 +99,7 @@ enum trace_event_kind {
 #define TRACE_FACT_GROUPS "groups"     /* supplementary groups */
 #define TRACE_FACT_CPUS "cpu set"      /* sched_getaffinity */
 #define TRACE_FACT_RLIMIT "rlimit:"    /* + the resource's number: its limits */
+#define TRACE_FACT_STDIN "stdin"       /* what stdin is, read while /dev/null */
 
 /* Flags that shape a lookup, as the step made it. */
 enum {
@@ -180,8 +181,9 @@ struct trace_spec {
 	const char *const *ignore_roots;
 	/* stdin is not a regular file (a pipe, socket, terminal, /dev/null):
 	 * a read of fd 0 while it still refers to that file makes the step
-	 * uncacheable, "reads stdin stream" ("reads stdin /dev/null" for
-	 * /dev/null, "duplicates stdin stream" for a copy made with dup). */
+	 * uncacheable, "reads stdin stream" ("duplicates stdin stream" for a
+	 * copy made with dup). /dev/null reads the same every time: its read,
+	 * copy or open through /dev/stdin is a TRACE_FACT_STDIN instead. */
 	int stdin_is_stream;
 
 	/* Variations of the conditions a step runs under, for `cachet repro`.
@@ -221,6 +223,17 @@ struct trace_spec {
 	void (*on_input)(void *ctx, const char *path, uint64_t size);
 	void *on_input_ctx;
 	uint64_t on_input_min_size;
+
+	/* Called in the tracer at the entry of each write to the step's
+	 * descriptor 1 or 2 (write, writev, pwrite*, sendmsg, sendfile,
+	 * splice, tee, copy_file_range, vmsplice), before the kernel runs
+	 * it, whatever file the descriptor holds by then: the caller takes in
+	 * what the stdout and stderr it gave the step hold already, so that
+	 * it sees the step's writes to them in the order they were made. A
+	 * copy of them at another number is not watched. On the tracer's
+	 * thread while the tracee waits. NULL: no callback (and no stops). */
+	void (*on_stream_write)(void *ctx);
+	void *on_stream_write_ctx;
 
 	/* The preload fast path (src/trace/ring.h), which spares most stops of
 	 * dynamically linked programs: NULL looks for libcachet-preload.so

@@ -115,17 +115,30 @@ static void ctx_close(struct ctx *x)
 
 /* ---- the lookup ---- */
 
-static void replay(struct store *s, const struct blob_ref *ref, int fd)
+/* The blob of a recorded stream (malloc'd; NULL, 0 when empty or it
+ * cannot be read). */
+static void *stream_blob(struct store *s, const struct blob_ref *ref, size_t *len)
 {
-	if (!ref->size)
-		return;
-	void *data;
-	size_t len;
+	void *data = NULL;
 	struct error e = { 0 };
-	if (store_blob_read(s, ref, &data, &len, &e) == 0) {
-		write_all(fd, data, len);
-		free(data);
+	*len = 0;
+	if (ref->size && store_blob_read(s, ref, &data, len, &e) < 0) {
+		data = NULL;
+		*len = 0;
 	}
+	return data;
+}
+
+/* Writes the entry's stdout and stderr, in their order when they are one
+ * file here (replay_streams). */
+static void replay(struct store *s, const struct result *res)
+{
+	size_t out_len, err_len;
+	void *out = stream_blob(s, &res->out, &out_len);
+	void *err = stream_blob(s, &res->err, &err_len);
+	replay_streams(res, out, out_len, err, err_len);
+	free(out);
+	free(err);
 }
 
 int remote_tier_lookup(struct store *s, const struct step *step, struct digest_cache *dc,
@@ -148,8 +161,7 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 	result_init(&res);
 	int hit = remote_lookup_step(&rl, step, dc, &res);
 	if (hit) {
-		replay(s, &res.out, 1);
-		replay(s, &res.err, 2);
+		replay(s, &res);
 		result_replay_stdin_advance(&res);
 		*exit_code = res.exit_code;
 	}
@@ -185,6 +197,12 @@ static void make_job(const struct step *step, const struct record *rec, struct s
 	pr.out.form = pr.err.form = BLOB_RAW;
 	pr.exit_code = res->exit_code;
 	pr.duration_ms = res->duration_ms;
+	pr.stdin_advance = res->stdin_advance;
+	if (res->nstream_runs) {
+		pr.stream_runs = xmalloc(res->nstream_runs * sizeof *pr.stream_runs);
+		memcpy(pr.stream_runs, res->stream_runs, res->nstream_runs * sizeof *pr.stream_runs);
+		pr.nstream_runs = res->nstream_runs;
+	}
 	pr.created = res->created;
 	pr.host = xstrdup(res->host ? res->host : "");
 	pr.cachet_version = xstrdup(res->cachet_version ? res->cachet_version : "");

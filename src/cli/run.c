@@ -260,8 +260,7 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 		return 0;
 	}
 	report(r, "hit", NULL);
-	write_all(1, out_data, out_len);
-	write_all(2, err_data, err_len);
+	replay_streams(res, out_data, out_len, err_data, err_len);
 	free(out_data);
 	free(err_data);
 	store_touch_hit(r->store, &r->step.weak, pathset, strong);
@@ -517,6 +516,8 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	struct digest strong;
 	struct buf result_body;
 	buf_init(&result_body);
+	/* The order of the two streams travels in the result (tee.c). */
+	tee_take_order(t, &rec->result);
 	if (lookup_finish_record(r->store, &r->step, rec, &end, &strong, &result_body, e) < 0) {
 		buf_free(&result_body);
 		return -1;
@@ -687,6 +688,8 @@ static void miss(struct run *r, const char *reason)
 		.stderr_fd = t.err_write,
 		.ignore_roots = (const char *const *)ignore,
 		.stdin_is_stream = r->step.stdin_kind != STEP_STDIN_FILE,
+		.on_stream_write = tee_sync,
+		.on_stream_write_ctx = &t,
 	};
 	inherited_for_step(env, &spec);
 	/* The step's big inputs are hashed while it runs, on another CPU. */

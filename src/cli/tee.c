@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,7 +26,18 @@ int tee_open(struct tee *t)
 	}
 	t->out_read = out[0], t->out_write = out[1];
 	t->err_read = err[0], t->err_write = err[1];
+	pthread_mutex_init(&t->lock, NULL);
 	return 0;
+}
+
+/* The read ends never block: tee_sync takes what is there and goes. A pty
+ * master's non-blocking read first waits for the bytes its slave's write
+ * queued (the kernel hands them over on a work queue). */
+static void set_nonblocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
 /* A pty pair: *master for the tee, *slave for the step. */
@@ -78,6 +90,97 @@ int tee_use_terminals(struct tee *t, unsigned terminal)
 	return 0;
 }
 
+static void note_run(struct tee *t, unsigned stream, size_t n)
+{
+	if (t->nruns && (t->runs[t->nruns - 1] & 1) == stream) {
+		t->runs[t->nruns - 1] += (uint64_t)n << 1;
+		return;
+	}
+	if (t->nruns == t->runs_alloc) {
+		t->runs_alloc = t->runs_alloc ? 2 * t->runs_alloc : 16;
+		t->runs = xrealloc(t->runs, t->runs_alloc * sizeof *t->runs);
+	}
+	t->runs[t->nruns++] = (uint64_t)n << 1 | stream;
+}
+
+/* Reads one chunk of stream i (0 stdout, 1 stderr), keeps it and passes it
+ * on. The chunk's length, 0 at the end of the stream, -1 when nothing is
+ * there now. Called with t->lock held. */
+static ssize_t take_chunk(struct tee *t, int i, char *chunk, size_t size)
+{
+	ssize_t n = read(i == 0 ? t->out_read : t->err_read, chunk, size);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return -1;
+	/* A pty master reads EIO once every slave is closed: its EOF. */
+	if (n <= 0)
+		return 0;
+	buf_add(i == 0 ? &t->out : &t->err, chunk, (size_t)n);
+	note_run(t, (unsigned)i, (size_t)n);
+	if (!t->write_failed && write_all(i == 0 ? 1 : 2, chunk, (size_t)n) < 0)
+		t->write_failed = 1;
+	if (i == 1)
+		t->err_ends_in_newline = chunk[n - 1] == '\n';
+	return n;
+}
+
+void tee_sync(void *tee)
+{
+	struct tee *t = tee;
+	char chunk[65536];
+	pthread_mutex_lock(&t->lock);
+	for (int i = 0; i < 2; i++)
+		while (take_chunk(t, i, chunk, sizeof chunk) > 0)
+			;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void tee_take_order(struct tee *t, struct result *res)
+{
+	if (t->nruns < 2 || (t->nruns == 2 && (t->runs[0] & 1) == 0))
+		return;
+	res->stream_runs = t->runs;
+	res->nstream_runs = t->nruns;
+	t->runs = NULL;
+	t->nruns = t->runs_alloc = 0;
+}
+
+/* fds 1 and 2 are one file: a dup (`2>&1`, `|&`), the same terminal, or
+ * the same file opened twice with O_APPEND, where writes interleave. */
+static int streams_are_one_file(void)
+{
+	struct stat a, b;
+	return fstat(1, &a) == 0 && fstat(2, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+void replay_streams(const struct result *res, const void *out, size_t out_len, const void *err,
+                    size_t err_len)
+{
+	if (!res->nstream_runs || out_len != res->out.size || err_len != res->err.size ||
+	    !streams_are_one_file()) {
+		write_all(1, out, out_len);
+		write_all(2, err, err_len);
+		return;
+	}
+	/* One file: the runs put together in their order and written at once
+	 * give what writing each to its descriptor would, in one call instead
+	 * of one per run (a chatty step has thousands). result_decode checked
+	 * that the runs divide the blobs exactly. */
+	size_t at[2] = {0, 0};
+	const char *data[2] = {out, err};
+	char *merged = xmalloc(out_len + err_len + 1);
+	size_t len = 0;
+	for (size_t i = 0; i < res->nstream_runs; i++) {
+		unsigned stream = res->stream_runs[i] & 1;
+		size_t n = (size_t)(res->stream_runs[i] >> 1);
+		memcpy(merged + len, data[stream] + at[stream], n);
+		at[stream] += n;
+		len += n;
+	}
+	write_all(1, merged, len);
+	free(merged);
+}
+
 static void *tee_loop(void *arg)
 {
 	struct tee *t = arg;
@@ -93,20 +196,13 @@ static void *tee_loop(void *arg)
 		for (int i = 0; i < 2; i++) {
 			if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
-			ssize_t n = read(pfd[i].fd, chunk, sizeof chunk);
-			if (n < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			/* A pty master reads EIO once every slave is closed: its EOF. */
-			if (n <= 0) {
+			pthread_mutex_lock(&t->lock);
+			ssize_t n = take_chunk(t, i, chunk, sizeof chunk);
+			pthread_mutex_unlock(&t->lock);
+			if (n == 0) {
 				pfd[i].fd = -1;
 				open_count--;
-				continue;
 			}
-			buf_add(i == 0 ? &t->out : &t->err, chunk, (size_t)n);
-			if (!t->write_failed && write_all(i == 0 ? 1 : 2, chunk, (size_t)n) < 0)
-				t->write_failed = 1;
-			if (i == 1)
-				t->err_ends_in_newline = chunk[n - 1] == '\n';
 		}
 	}
 	return NULL;
@@ -114,6 +210,8 @@ static void *tee_loop(void *arg)
 
 int tee_start(struct tee *t)
 {
+	set_nonblocking(t->out_read);
+	set_nonblocking(t->err_read);
 	return pthread_create(&t->thread, NULL, tee_loop, t) == 0 ? 0 : -1;
 }
 
@@ -138,4 +236,6 @@ void tee_free(struct tee *t)
 	close(t->err_read);
 	buf_free(&t->out);
 	buf_free(&t->err);
+	free(t->runs);
+	pthread_mutex_destroy(&t->lock);
 }

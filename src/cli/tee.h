@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include "cachet/buf.h"
 #include "cachet/fdio.h"
+#include "cachet/outputs.h"
 
 struct tee {
 	int out_read, err_read;   /* read ends, owned by the tee */
@@ -16,6 +17,12 @@ struct tee {
 	struct buf out, err;      /* what went by */
 	int err_ends_in_newline;  /* the last byte written to stderr was '\n' (or none yet) */
 	int write_failed;         /* our stdout or stderr went away (EPIPE) */
+	/* The order the two streams came in (result.stream_runs' form). */
+	uint64_t *runs;
+	size_t nruns, runs_alloc;
+	/* Held while a chunk is read, kept and passed on, by the tee's thread
+	 * or tee_sync's caller. */
+	pthread_mutex_t lock;
 	pthread_t thread;
 };
 
@@ -28,6 +35,19 @@ int tee_open(struct tee *t);
 int tee_use_terminals(struct tee *t, unsigned terminal);
 /* Starts copying; call after the child holds the write ends. */
 int tee_start(struct tee *t);
+/* trace_spec.on_stream_write: takes in what both streams hold already,
+ * before the step's next write to one of them proceeds, so that the order
+ * of the step's writes is the order they are kept and passed on in. On the
+ * tracer's thread, while the writer waits. */
+void tee_sync(void *tee);
+/* Hands the order of the streams to res (stream_runs), unless it is all of
+ * stdout, then all of stderr. */
+void tee_take_order(struct tee *t, struct result *res);
+/* Writes a recorded stdout and stderr to fds 1 and 2: in the order res
+ * recorded when both are one file (`> log 2>&1`, `|&`, one terminal), else
+ * (or when they are not the blobs res names) each whole. */
+void replay_streams(const struct result *res, const void *out, size_t out_len, const void *err,
+                    size_t err_len);
 /* Closes the write ends held by this process. */
 void tee_close_writers(struct tee *t);
 /* Waits until both pipes reach end of file (every holder closed them). */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -41,7 +43,8 @@ int observe_fact_known(const char *name)
 {
 	return !strcmp(name, TRACE_FACT_UNAME) || !strcmp(name, TRACE_FACT_UID) ||
 	       !strcmp(name, TRACE_FACT_GID) || !strcmp(name, TRACE_FACT_GROUPS) ||
-	       !strcmp(name, TRACE_FACT_CPUS) || rlimit_of(name) >= 0;
+	       !strcmp(name, TRACE_FACT_CPUS) || !strcmp(name, TRACE_FACT_STDIN) ||
+	       rlimit_of(name) >= 0;
 }
 
 static void put_limit(struct buf *out, const char *what, rlim_t v)
@@ -114,6 +117,18 @@ void observe_fact_value(const char *name, struct buf *out)
 			goto failed;
 		buf_addstr(out, "cpus ");
 		put_cpus(out, &mask);
+	} else if (!strcmp(name, TRACE_FACT_STDIN)) {
+		/* Only /dev/null is keyed as itself: the others are a regular
+		 * file (keyed by content in the weak key) or streams, whose
+		 * reads make a step uncacheable. */
+		struct stat st;
+		if (fstat(0, &st) < 0)
+			buf_addstr(out, "stdin closed");
+		else if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
+			buf_addstr(out, "stdin /dev/null");
+		else
+			buf_addstr(out, S_ISREG(st.st_mode) ? "stdin a regular file"
+							     : "stdin a stream");
 	} else if (r >= 0) {
 		struct rlimit l;
 		if (getrlimit(r, &l) < 0)

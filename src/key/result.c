@@ -26,6 +26,7 @@ void result_free(struct result *r)
 	free(r->values);
 	free(r->listings);
 	free(r->pinned);
+	free(r->stream_runs);
 	result_init(r);
 }
 
@@ -117,10 +118,15 @@ void result_encode(const struct result *r, struct buf *out)
 	buf_put_str(out, r->cachet_version ? r->cachet_version : "");
 	buf_put_bytes(out, r->values, r->values_len);
 	buf_put_bytes(out, r->listings, r->listings_len);
-	if (r->pinned || r->stdin_advance)
+	if (r->pinned || r->stdin_advance || r->nstream_runs)
 		buf_put_str(out, r->pinned ? r->pinned : "");
-	if (r->stdin_advance)
+	if (r->stdin_advance || r->nstream_runs)
 		buf_put_u64(out, (uint64_t)r->stdin_advance);
+	if (r->nstream_runs) {
+		buf_put_u32(out, (uint32_t)r->nstream_runs);
+		for (size_t i = 0; i < r->nstream_runs; i++)
+			buf_put_u64(out, r->stream_runs[i]);
+	}
 	struct digest sum;
 	digest_bytes(out->data + start, out->len - start, &sum);
 	buf_add(out, sum.b, DIGEST_LEN);
@@ -129,6 +135,30 @@ void result_encode(const struct result *r, struct buf *out)
 static int valid_output_path(const char *p)
 {
 	return p && p[0] == '/';
+}
+
+/* The order of stdout and stderr (result.stream_runs), after the blobs it
+ * divides: runs that alternate, none empty, adding up to each blob. */
+static int get_stream_runs(struct reader *rd, struct result *r)
+{
+	uint32_t n = reader_u32(rd);
+	if (rd->failed || n < 2 || n > rd->left / 8)
+		return -1;
+	r->stream_runs = xmalloc(n * sizeof *r->stream_runs);
+	r->nstream_runs = n;
+	uint64_t sum[2] = { 0, 0 };
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t run = reader_u64(rd);
+		r->stream_runs[i] = run;
+		unsigned stream = run & 1;
+		uint64_t len = run >> 1;
+		uint64_t size = stream ? r->err.size : r->out.size;
+		if (!len || (i && (r->stream_runs[i - 1] & 1) == stream) ||
+		    len > size - sum[stream])
+			return -1;
+		sum[stream] += len;
+	}
+	return rd->failed || sum[0] != r->out.size || sum[1] != r->err.size ? -1 : 0;
 }
 
 int result_decode(const void *data, size_t len, struct result *r, struct error *e)
@@ -201,6 +231,8 @@ int result_decode(const void *data, size_t len, struct result *r, struct error *
 	}
 	if (rd.left && !rd.failed)
 		r->stdin_advance = (int64_t)reader_u64(&rd);
+	if (rd.left && !rd.failed && get_stream_runs(&rd, r) < 0)
+		goto corrupt;
 	if (rd.failed || !r->host || !r->cachet_version || !v || !l || rd.left != 0)
 		goto corrupt;
 	r->values = xmalloc(vlen ? vlen : 1);

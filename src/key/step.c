@@ -123,8 +123,9 @@ int step_weak_key(const struct step *s, const struct step_bases *b, struct diges
 	/* Only a regular file on stdin is keyed, by content. A pipe, terminal
 	 * or /dev/null that the step never reads must not split keys (make -j
 	 * hands one job its stdin and the others a broken pipe); a step that
-	 * reads one is uncacheable, so that no entry depends on which it was
-	 * (a run that read nothing from /dev/null is no answer for a pipe). */
+	 * reads a stream is uncacheable, and one that reads /dev/null keys
+	 * that fact in its path set (TRACE_FACT_STDIN), so that a run that
+	 * read nothing from /dev/null is no answer for a pipe. */
 	hasher_update_u64(&h, s->stdin_kind == STEP_STDIN_FILE);
 	if (s->stdin_kind == STEP_STDIN_FILE)
 		hasher_update(&h, s->stdin_digest.b, DIGEST_LEN);

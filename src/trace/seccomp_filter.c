@@ -66,7 +66,7 @@ const struct fd_use fd_uses[] = {
     {__NR_pwritev2, -1, 0, 0}, {__NR_sendmsg, -1, 0, 0},   {__NR_sendmmsg, -1, 0, 0},
     {__NR_splice, 0, 2, 0},    {__NR_tee, 0, 1, 0},        {__NR_sendfile, 1, 0, 0},
     {__NR_copy_file_range, 0, 2, 0}, {__NR_dup, 0, -1, 1}, {__NR_dup2, 0, -1, 1},
-    {__NR_dup3, 0, -1, 1},     {__NR_fcntl, 0, -1, 1},
+    {__NR_dup3, 0, -1, 1},     {__NR_fcntl, 0, -1, 1},     {__NR_vmsplice, -1, 0, 0},
 };
 const size_t nfd_uses = sizeof fd_uses / sizeof fd_uses[0];
 
@@ -148,7 +148,8 @@ static void block_trace_fds(struct seccomp_program *p, int nr, int in_arg, const
 	if (!nin && !nout)
 		return;
 	unsigned short b = block_begin(p, nr);
-	unsigned short jumps[2 * TRACE_MAX_WATCHED_FDS + 2];
+	/* stdin and stdout/stderr beside the inherited ones */
+	unsigned short jumps[2 * TRACE_MAX_WATCHED_FDS + 3];
 	size_t n = 0;
 	for (int side = 0; side < 2; side++) {
 		int arg = side ? out_arg : in_arg;

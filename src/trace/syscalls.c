@@ -290,6 +290,19 @@ static void emit(struct tracer *tr, struct tracee *t, enum trace_event_kind kind
 		spec->on_input(spec->on_input_ctx, path, (uint64_t)st->st_size);
 }
 
+/* The step read stdin, /dev/null, or made a copy of it (whose reads are
+ * not watched): what it read is the same every time, as long as stdin is
+ * /dev/null. Keyed as a fact, so that a step that read nothing from
+ * /dev/null is no answer when stdin is a pipe or terminal (which hold
+ * data), while a step that never reads stdin keys nothing of it. */
+static void stdin_null_used(struct tracer *tr, struct tracee *t)
+{
+	if (tr->stdin_fact_made)
+		return;
+	tr->stdin_fact_made = 1;
+	emit(tr, t, TRACE_FACT, 0, 0, TRACE_FACT_STDIN, NULL);
+}
+
 /* A PROBE that found the path: st is what the lookup found (NULL when not
  * known), whose type, permission bits and size src/key keys and checks. */
 static void emit_found(struct tracer *tr, struct tracee *t, unsigned flags, const char *path,
@@ -588,6 +601,15 @@ static void open_unrecorded(struct tracer *tr, struct tracee *t, const struct op
 		tracer_mark_uncacheable(tr, reason);
 }
 
+/* raw names the descriptor 0 of the process that opens it: /dev/stdin,
+ * /dev/fd/0, /proc/self/fd/0. */
+static int names_stdin(const char *raw)
+{
+	struct magic_ref m;
+	classify_magic_path(raw, &m);
+	return m.kind == MAGIC_FD && m.fd == 0 && m.pid == 0 && !m.rest[0];
+}
+
 static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, uint64_t addr,
                               uint64_t oflags, uint64_t resolve)
 {
@@ -598,6 +620,9 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
 		return RESUME_CONT;
 	int resolved = resolve_at(tr, t, dirfd, tr->raw, c.follow_last, p->path);
 	if (resolved <= 0) {
+		if (resolved == 0 && tr->stdin_is_null && names_stdin(tr->raw) &&
+		    !strcmp(p->path, "/dev/null"))
+			stdin_null_used(tr, t);
 		open_unrecorded(tr, t, &c, p->path, resolved);
 		return RESUME_CONT;
 	}
@@ -1048,6 +1073,11 @@ static int fd_refers_to(struct tracee *t, int fd, dev_t dev, ino_t ino)
 static void entry_fd_use(struct tracer *tr, struct tracee *t, const struct fd_use *u,
                          const uint64_t *a)
 {
+	/* Not judged by what the descriptor holds: that costs a lookup per
+	 * write, and taking in what the streams hold is harmless anyway. */
+	if (u->out >= 0 && ((int)a[u->out] == 1 || (int)a[u->out] == 2) &&
+	    tr->spec->on_stream_write)
+		tr->spec->on_stream_write(tr->spec->on_stream_write_ctx);
 	if (tr->uncacheable)
 		return;
 	if (u->nr == __NR_fcntl && a[1] != F_DUPFD && a[1] != F_DUPFD_CLOEXEC)
@@ -1064,9 +1094,11 @@ static void entry_fd_use(struct tracer *tr, struct tracee *t, const struct fd_us
 		int fd = (int)a[arg];
 		if (fd == 0 && !side && tr->have_stdin_id &&
 		    fd_refers_to(t, 0, tr->stdin_dev, tr->stdin_ino)) {
-			tracer_mark_uncacheable(tr, u->dup_like        ? "duplicates stdin stream"
-			                            : tr->stdin_is_null ? "reads stdin /dev/null"
-			                                                : "reads stdin stream");
+			if (tr->stdin_is_null)
+				stdin_null_used(tr, t);
+			else
+				tracer_mark_uncacheable(tr, u->dup_like ? "duplicates stdin stream"
+				                                        : "reads stdin stream");
 			return;
 		}
 		for (size_t i = 0; i < tr->nwatched; i++)

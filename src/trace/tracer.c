@@ -452,7 +452,17 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 		tr->nwatched++;
 		read_fds[nread++] = fd;
 	}
-	seccomp_filter_build(prog, read_fds, nread, tr->watched_fd, tr->nwatched, fast);
+	/* Writes to stdout and stderr stop too when the caller follows their
+	 * order: the step's only descriptors at 1 and 2 are the ones given. */
+	int write_fds[TRACE_MAX_WATCHED_FDS + 2];
+	size_t nwrite = 0;
+	for (size_t i = 0; i < tr->nwatched; i++)
+		write_fds[nwrite++] = tr->watched_fd[i];
+	if (spec->on_stream_write) {
+		write_fds[nwrite++] = 1;
+		write_fds[nwrite++] = 2;
+	}
+	seccomp_filter_build(prog, read_fds, nread, write_fds, nwrite, fast);
 
 	int go[2], rep[2];
 	if (pipe2(go, O_CLOEXEC) < 0) {

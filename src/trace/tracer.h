@@ -34,6 +34,7 @@ struct tracer {
 	dev_t stdin_dev;
 	ino_t stdin_ino;
 	int stdin_is_null; /* it is /dev/null */
+	int stdin_fact_made; /* its TRACE_FACT_STDIN is in the log */
 	/* The inherited descriptors watched (trace_spec.inherited_fds), with
 	 * the files they referred to at the start. */
 	size_t nwatched;

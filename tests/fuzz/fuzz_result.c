@@ -1,7 +1,9 @@
 /*
  * libFuzzer target: result_decode, which reads results from the index and
  * from remote entries. A decoded result has only absolute output paths and
- * known kinds (a link or an attribute with its target or name), and survives an encode/decode round trip unchanged.
+ * known kinds (a link or an attribute with its target or name), an order of
+ * stdout and stderr that divides their blobs exactly, and survives an
+ * encode/decode round trip unchanged.
  *
  * An encoding ends with a SHA-256 of the rest, which random bytes never
  * match: the input is decoded as it is (the checksum must reject it), and
@@ -39,6 +41,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (o->mode & ~07777u))
 			abort();
 	}
+	/* The order of stdout and stderr, as replay_streams trusts it: runs
+	 * that alternate and divide each blob exactly. */
+	uint64_t run_sum[2] = {0, 0};
+	for (size_t i = 0; i < r.nstream_runs; i++) {
+		uint64_t run = r.stream_runs[i];
+		if (!(run >> 1) || (i && (r.stream_runs[i - 1] & 1) == (run & 1)))
+			abort();
+		run_sum[run & 1] += run >> 1;
+	}
+	if (r.nstream_runs &&
+	    (r.nstream_runs < 2 || run_sum[0] != r.out.size || run_sum[1] != r.err.size))
+		abort();
 	size_t nblobs;
 	free(result_blobs(&r, &nblobs));
 	struct buf once, twice;

@@ -78,6 +78,19 @@ static void results(const char *dir)
 	result_encode(&r, &b);
 	b.len -= DIGEST_LEN; /* fuzz_result appends the checksum itself */
 	save(dir, "result", "five", &b);
+	/* with stdout and stderr interleaved: err 3, out 5, err 4 */
+	r.out.size = 5;
+	r.err.size = 7;
+	r.stdin_advance = 6;
+	r.stream_runs = xmalloc(3 * sizeof *r.stream_runs);
+	r.stream_runs[0] = 3 << 1 | 1;
+	r.stream_runs[1] = 5 << 1;
+	r.stream_runs[2] = 4 << 1 | 1;
+	r.nstream_runs = 3;
+	buf_reset(&b);
+	result_encode(&r, &b);
+	b.len -= DIGEST_LEN;
+	save(dir, "result", "ordered", &b);
 	result_free(&r);
 	buf_free(&b);
 }

@@ -236,6 +236,16 @@ static void a_file_added_to_a_directory_moved_into_place_after_the_step_is_not_s
 	trace_result_free(&r);
 }
 
+/* A result with no outputs and the provenance fields that encode needs. */
+static void empty_result(struct result *r)
+{
+	result_init(r);
+	r->host = xstrdup("h");
+	r->cachet_version = xstrdup("v");
+	r->values = xstrdup("");
+	r->listings = xstrdup("");
+}
+
 /* A result encodes its optional fields (pinned, stdin_advance) only when
  * set, and each combination decodes to what was encoded. */
 static void a_results_stdin_advance_and_pin_survive_encoding(void **state)
@@ -246,11 +256,7 @@ static void a_results_stdin_advance_and_pin_survive_encoding(void **state)
 	for (size_t p = 0; p < 2; p++)
 		for (size_t a = 0; a < 3; a++) {
 			struct result r, back;
-			result_init(&r);
-			r.host = xstrdup("h");
-			r.cachet_version = xstrdup("v");
-			r.values = xstrdup("");
-			r.listings = xstrdup("");
+			empty_result(&r);
 			r.pinned = pins[p] ? xstrdup(pins[p]) : NULL;
 			r.stdin_advance = advances[a];
 			struct buf b;
@@ -264,6 +270,48 @@ static void a_results_stdin_advance_and_pin_survive_encoding(void **state)
 			else
 				assert_null(back.pinned);
 			result_free(&back);
+			result_free(&r);
+			buf_free(&b);
+		}
+}
+
+/* The order of stdout and stderr survives encoding, with or without the
+ * optional fields before it; runs that do not divide the blobs exactly
+ * (a stream's sum off by one, two runs of one stream in a row, an empty
+ * run) do not decode. */
+static void a_results_stream_order_survives_encoding_and_is_checked(void **state)
+{
+	(void)state;
+	/* stdout 5 bytes, stderr 7: err 3, out 5, err 4 */
+	uint64_t good[] = {3 << 1 | 1, 5 << 1, 4 << 1 | 1};
+	uint64_t bad[][3] = {
+	    {3 << 1 | 1, 5 << 1, 5 << 1 | 1}, /* stderr adds up to 8 */
+	    {3 << 1 | 1, 4 << 1 | 1, 5 << 1}, /* stderr twice in a row */
+	    {0 << 1, 5 << 1, 7 << 1 | 1},     /* an empty run, then out twice */
+	};
+	for (size_t c = 0; c < 1 + sizeof bad / sizeof bad[0]; c++)
+		for (int64_t advance = 0; advance < 2; advance++) {
+			struct result r, back;
+			empty_result(&r);
+			r.out.size = 5;
+			r.err.size = 7;
+			r.stdin_advance = advance;
+			r.stream_runs = xmalloc(sizeof good);
+			memcpy(r.stream_runs, c ? bad[c - 1] : good, sizeof good);
+			r.nstream_runs = 3;
+			struct buf b;
+			buf_init(&b);
+			result_encode(&r, &b);
+			struct error e = {0};
+			if (c) {
+				assert_int_equal(result_decode(b.data, b.len, &back, &e), -1);
+			} else {
+				assert_int_equal(result_decode(b.data, b.len, &back, &e), 0);
+				assert_int_equal(back.nstream_runs, 3);
+				assert_memory_equal(back.stream_runs, good, sizeof good);
+				assert_int_equal(back.stdin_advance, advance);
+				result_free(&back);
+			}
 			result_free(&r);
 			buf_free(&b);
 		}
@@ -284,6 +332,7 @@ int main(void)
 		CASE(a_directory_renamed_over_an_empty_one_brings_its_contents),
 		CASE(a_file_added_to_a_directory_moved_into_place_after_the_step_is_not_stored),
 		cmocka_unit_test(a_results_stdin_advance_and_pin_survive_encoding),
+		cmocka_unit_test(a_results_stream_order_survives_encoding_and_is_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
