@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cachet/buf.h"
+#include "cachet/diag_colour.h"
 #include "cachet/redact.h"
 #include "cachet/step.h"
 #include "cli/remote_tier.h"
@@ -105,8 +106,11 @@ int cli_step_init(struct step *step, char *const *argv, const char *program,
 			   st ? settings_str(st, "namespace") : NULL, b, dc, e);
 	settings_list_free(ignore);
 	if (rc == 0) {
+		enum diag_colour family = diag_colour_family(step->argv, step->exe);
 		unsigned terminal = cli_step_terminal();
-		if (terminal)
+		if (family != DIAG_COLOUR_NONE)
+			step_set_colour(step, family);
+		else if (terminal)
 			step_set_terminal(step, terminal, getenv("TERM"));
 	}
 	return rc;

@@ -32,6 +32,7 @@
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "cli/settings.h"
+#include "cli/step_colour.h"
 #include "cli/tee.h"
 
 extern char **environ;
@@ -214,7 +215,7 @@ static int pathset_trusted(struct ctx *x, const struct digest *weak,
 
 /* ---- the lookup ---- */
 
-static void replay(struct store *s, const struct blob_ref *ref, int fd)
+static void replay(struct store *s, const struct blob_ref *ref, int fd, const struct step *step)
 {
 	if (!ref->size)
 		return;
@@ -222,7 +223,10 @@ static void replay(struct store *s, const struct blob_ref *ref, int fd)
 	size_t len;
 	struct error e = { 0 };
 	if (store_blob_read(s, ref, &data, &len, &e) == 0) {
-		write_all(fd, data, len);
+		if (fd == 2)
+			step_colour_write_stderr(step, data, len);
+		else
+			write_all(fd, data, len);
 		free(data);
 	}
 }
@@ -449,8 +453,8 @@ static int try_pathset(struct ctx *x, size_t tier, const struct step *step,
 		note(x, e.code == EPERM ? "entry refused" : "cannot restore", &e);
 		goto out;
 	}
-	replay(x->store, &res.out, 1);
-	replay(x->store, &res.err, 2);
+	replay(x->store, &res.out, 1, step);
+	replay(x->store, &res.err, 2, step);
 	result_replay_stdin_advance(&res);
 	store_locally(x, step, set, &strong, &result_body, &res);
 	*exit_code = res.exit_code;

@@ -37,6 +37,7 @@
 #include "cli/settings.h"
 #include "cli/shared_cache.h"
 #include "cli/statslog.h"
+#include "cli/step_colour.h"
 #include "cli/step_env.h"
 #include "cli/inherited.h"
 #include "cli/tee.h"
@@ -270,7 +271,7 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 	}
 	report(r, "hit", NULL);
 	write_all(1, out_data, out_len);
-	write_all(2, err_data, err_len);
+	step_colour_write_stderr(&r->step, err_data, err_len);
 	free(out_data);
 	free(err_data);
 	store_touch_hit(r->store, &r->step.weak, pathset, strong);
@@ -600,7 +601,7 @@ static int stored_form(struct run *r, struct record *rec, const struct tee *t)
 
 /* Runs the command without the tracer (tracing not permitted here), still
  * streaming its output. Returns its wait status. */
-static int run_untraced(struct run *r, char **env, struct tee *t, int *exec_errno)
+static int run_untraced(struct run *r, char **argv, char **env, struct tee *t, int *exec_errno)
 {
 	int errpipe[2];
 	if (pipe2(errpipe, O_CLOEXEC) < 0)
@@ -611,7 +612,7 @@ static int run_untraced(struct run *r, char **env, struct tee *t, int *exec_errn
 	if (pid == 0) {
 		dup2(t->out_write, 1);
 		dup2(t->err_write, 2);
-		execve(r->program, r->argv, env);
+		execve(r->program, argv, env);
 		int err = errno;
 		ssize_t w = write(errpipe[1], &err, sizeof err);
 		(void)w;
@@ -713,11 +714,14 @@ static void miss(struct run *r, const char *reason)
 		finish(r);
 		run_direct(r->argv, r->program);
 	}
+	if (r->step.colour)
+		tee_filter_stderr(&t, step_colour_keep(&r->step));
+	char **exec_argv = step_colour_argv(&r->step, r->argv);
 
 	char **ignore = ignore_roots(r);
 	struct trace_spec spec = {
 		.file = r->program,
-		.argv = r->argv,
+		.argv = exec_argv,
 		.envp = env,
 		.stdin_fd = 0,
 		.stdout_fd = t.out_write,
@@ -749,11 +753,12 @@ static void miss(struct run *r, const char *reason)
 	} else {
 		cli_warn("cannot trace (%s): running uncached", e.msg);
 		count(r, "errors", 1);
-		status = run_untraced(r, env, &t, &exec_errno);
+		status = run_untraced(r, exec_argv, env, &t, &exec_errno);
 	}
 	int succeeded = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	/* Only a run that will be recorded needs the rest of the queue. */
 	prefetch_finish(pf, traced && !tr.uncacheable && exec_errno == 0 && succeeded);
+	step_colour_argv_free(exec_argv, r->argv);
 	tee_close_writers(&t);
 	tee_finish(&t);
 	r->stderr_at_line_start = t.err_ends_in_newline;

@@ -78,11 +78,29 @@ int tee_use_terminals(struct tee *t, unsigned terminal)
 	return 0;
 }
 
+void tee_filter_stderr(struct tee *t, unsigned keep)
+{
+	t->err_filtered = 1;
+	diag_strip_init(&t->err_strip, keep);
+}
+
+/* Writes a chunk of the step's stream i (0 stdout, 1 stderr) out. */
+static int tee_write(struct tee *t, int i, const char *chunk, size_t n, struct buf *scratch)
+{
+	if (i == 0 || !t->err_filtered)
+		return write_all(i == 0 ? 1 : 2, chunk, n);
+	buf_reset(scratch);
+	diag_strip_add(&t->err_strip, chunk, n, scratch);
+	return write_all(2, scratch->data, scratch->len);
+}
+
 static void *tee_loop(void *arg)
 {
 	struct tee *t = arg;
 	struct pollfd pfd[2] = { { t->out_read, POLLIN, 0 }, { t->err_read, POLLIN, 0 } };
 	char chunk[65536];
+	struct buf scratch;
+	buf_init(&scratch);
 	int open_count = 2;
 	while (open_count) {
 		if (poll(pfd, 2, -1) < 0) {
@@ -103,12 +121,19 @@ static void *tee_loop(void *arg)
 				continue;
 			}
 			buf_add(i == 0 ? &t->out : &t->err, chunk, (size_t)n);
-			if (!t->write_failed && write_all(i == 0 ? 1 : 2, chunk, (size_t)n) < 0)
+			if (!t->write_failed && tee_write(t, i, chunk, (size_t)n, &scratch) < 0)
 				t->write_failed = 1;
 			if (i == 1)
 				t->err_ends_in_newline = chunk[n - 1] == '\n';
 		}
 	}
+	if (t->err_filtered) {
+		buf_reset(&scratch);
+		diag_strip_finish(&t->err_strip, &scratch);
+		if (!t->write_failed && write_all(2, scratch.data, scratch.len) < 0)
+			t->write_failed = 1;
+	}
+	buf_free(&scratch);
 	return NULL;
 }
 

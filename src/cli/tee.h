@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include "cachet/buf.h"
+#include "cachet/diag_colour.h"
 #include "cachet/fdio.h"
 
 struct tee {
@@ -16,6 +17,8 @@ struct tee {
 	struct buf out, err;      /* what went by */
 	int err_ends_in_newline;  /* the last byte written to stderr was '\n' (or none yet) */
 	int write_failed;         /* our stdout or stderr went away (EPIPE) */
+	int err_filtered;         /* stderr passes through err_strip on its way out */
+	struct diag_strip err_strip;
 	pthread_t thread;
 };
 
@@ -26,6 +29,9 @@ int tee_open(struct tee *t);
  * unchanged), sized like cachet's own terminal, so that the step colours
  * its output as it would without cachet. -1 with errno on failure. */
 int tee_use_terminals(struct tee *t, unsigned terminal);
+/* Streams stderr out without the escape sequences that keep (DIAG_SHOW_*
+ * bits) does not name; the copy for the cache keeps them all. */
+void tee_filter_stderr(struct tee *t, unsigned keep);
 /* Starts copying; call after the child holds the write ends. */
 int tee_start(struct tee *t);
 /* Closes the write ends held by this process. */

@@ -130,7 +130,12 @@ int step_weak_key(const struct step *s, const struct step_bases *b, struct diges
 		hasher_update(&h, s->stdin_digest.b, DIGEST_LEN);
 	/* Only when set, so that keys of steps without terminals are the same
 	 * whether or not terminals were ever considered. */
-	if (s->terminal) {
+	if (s->colour) {
+		/* Apart from entries keyed by the terminal fact: a compile
+		 * recorded in a pipe without forced colours has none to give. */
+		hasher_update_str(&h, "diagnostics coloured by cachet");
+		hasher_update_u64(&h, s->colour);
+	} else if (s->terminal) {
 		hasher_update_u64(&h, s->terminal);
 		hasher_update_str(&h, s->term ? s->term : "");
 	}
@@ -223,6 +228,16 @@ void step_set_terminal(struct step *step, unsigned terminal, const char *term)
 	step->term = terminal ? xstrdup(term ? term : "") : NULL;
 	/* Cannot fail: step_init keyed the same texts, and TERM is keyed as
 	 * it is. */
+	if (step_weak_key(step, &step->bases, &step->weak) < 0)
+		abort();
+}
+
+void step_set_colour(struct step *step, unsigned family)
+{
+	step->colour = family;
+	free(step->term);
+	step->terminal = 0;
+	step->term = NULL;
 	if (step_weak_key(step, &step->bases, &step->weak) < 0)
 		abort();
 }
