@@ -219,6 +219,11 @@ void step_encode(const struct step *step, struct buf *out)
 	buf_put_str(out, step->platform);
 	buf_put_u8(out, (uint8_t)step->stdin_kind);
 	buf_add(out, step->stdin_digest.b, DIGEST_LEN);
+	/* The terminal facts last, so that steps recorded before they were
+	 * described still decode (as "no terminal"). */
+	buf_put_u8(out, (uint8_t)step->terminal);
+	buf_put_str(out, step->term ? step->term : "");
+	buf_put_u8(out, (uint8_t)step->colour);
 }
 
 void step_set_terminal(struct step *step, unsigned terminal, const char *term)
@@ -341,6 +346,15 @@ int step_decode(const void *data, size_t len, struct step *out, struct error *e)
 	out->platform = reader_strdup(&r);
 	out->stdin_kind = reader_u8(&r);
 	reader_raw(&r, out->stdin_digest.b, DIGEST_LEN);
+	if (!r.failed && r.left) {
+		out->terminal = reader_u8(&r);
+		char *term = reader_strdup(&r);
+		out->colour = reader_u8(&r);
+		if (out->terminal)
+			out->term = term;
+		else
+			free(term);
+	}
 	if (r.failed || !out->argv || !out->cwd || !out->exe || !out->env || !out->platform ||
 	    r.left != 0) {
 		step_free(out);

@@ -82,6 +82,8 @@ PY
 on_tty py_tty.txt "$CACHET_BIN python3 tty.py"
 expect miss "new step"
 grep -q terminal py_tty.txt || fail "the step did not see a terminal"
+cachet explain -- python3 tty.py > explain.txt || true
+grep -q "terminal differs" explain.txt || fail "explain does not name the terminal: $(cat explain.txt)"
 cachet python3 tty.py > py_pipe.txt
 expect miss
 assert_content py_pipe.txt pipe
