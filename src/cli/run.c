@@ -28,6 +28,7 @@
 #include "cachet/prefetch.h"
 #include "cachet/record.h"
 #include "cachet/step.h"
+#include "cachet/step_name.h"
 #include "cachet/thread.h"
 #include "cachet/trace.h"
 #include "cli/fplog.h"
@@ -39,6 +40,7 @@
 #include "cli/statslog.h"
 #include "cli/step_colour.h"
 #include "cli/step_env.h"
+#include "cli/step_reason.h"
 #include "cli/inherited.h"
 #include "cli/tee.h"
 
@@ -78,6 +80,52 @@ struct run {
 
 /* ---- reporting ---- */
 
+/* "cachet: hit gcc -c lvm.c", "cachet: miss gcc -c lvm.c (new step: ...)". */
+static void report_verbose(struct run *r, const char *result, const char *name, const char *reason)
+{
+	struct buf b;
+	buf_init(&b);
+	if (!r->stderr_at_line_start)
+		buf_addch(&b, '\n');
+	if (reason)
+		buf_addf(&b, "cachet: %s %s (%s)\n", strcmp(result, "hit") ? "miss" : "hit", name,
+			 reason);
+	else
+		buf_addf(&b, "cachet: %s %s\n", result, name);
+	write_all(2, b.data, b.len);
+	buf_free(&b);
+}
+
+/* One JSON line; reason stays the short word that statistics count by,
+ * detail (may be NULL) says what changed. */
+static void report_status_line(const char *status_file, const char *result, const char *reason,
+			       const char *detail, const char *name, int64_t duration)
+{
+	struct buf b;
+	buf_init(&b);
+	buf_addstr(&b, "{\"result\": ");
+	buf_add_json_string(&b, result, strlen(result));
+	buf_addstr(&b, ", \"reason\": ");
+	if (reason)
+		buf_add_json_string(&b, reason, strlen(reason));
+	else
+		buf_addstr(&b, "null");
+	buf_addf(&b, ", \"duration_ms\": %lld, \"step\": ", (long long)duration);
+	buf_add_json_string(&b, name, strlen(name));
+	if (detail) {
+		buf_addstr(&b, ", \"detail\": ");
+		buf_add_json_string(&b, detail, strlen(detail));
+	}
+	buf_addstr(&b, "}\n");
+	/* O_APPEND and one write: lines of parallel steps stay whole. */
+	int fd = open(status_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		write_all(fd, b.data, b.len);
+		close(fd);
+	}
+	buf_free(&b);
+}
+
 static void log_step(struct run *r, const char *result, const char *reason, int64_t duration)
 {
 	if (!r->store)
@@ -102,40 +150,23 @@ static void log_step(struct run *r, const char *result, const char *reason, int6
 static void report(struct run *r, const char *result, const char *reason)
 {
 	int64_t duration = now_ms() - r->start_ms;
-	log_step(r, result, reason, duration);
+	/* A new step says what set it apart from the last one of its
+	 * identity, where one is known. */
+	char *detail = reason && !strcmp(reason, "new step") && r->store && r->step.argv
+			       ? step_reason_detail(r->store, &r->step)
+			       : NULL;
+	char *why = detail ? xasprintf("%s: %s", reason, detail) : NULL;
+	char *name = step_short_name(r->step.argv ? r->step.argv : r->argv);
+	log_step(r, result, why ? why : reason, duration);
 	cli_stats_log_step(r->settings, result, reason, duration);
-	if (r->verbose) {
-		struct buf b;
-		buf_init(&b);
-		if (!r->stderr_at_line_start)
-			buf_addch(&b, '\n');
-		if (reason)
-			buf_addf(&b, "cachet: %s (%s)\n", strcmp(result, "hit") ? "miss" : "hit", reason);
-		else
-			buf_addf(&b, "cachet: %s\n", result);
-		write_all(2, b.data, b.len);
-		buf_free(&b);
-	}
+	if (r->verbose)
+		report_verbose(r, result, name, why ? why : reason);
 	const char *status_file = r->settings ? settings_str(r->settings, "status_file") : NULL;
-	if (status_file && *status_file) {
-		struct buf b;
-		buf_init(&b);
-		buf_addstr(&b, "{\"result\": ");
-		buf_add_json_string(&b, result, strlen(result));
-		buf_addstr(&b, ", \"reason\": ");
-		if (reason)
-			buf_add_json_string(&b, reason, strlen(reason));
-		else
-			buf_addstr(&b, "null");
-		buf_addf(&b, ", \"duration_ms\": %lld}\n", (long long)duration);
-		/* O_APPEND and one write: lines of parallel steps stay whole. */
-		int fd = open(status_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			write_all(fd, b.data, b.len);
-			close(fd);
-		}
-		buf_free(&b);
-	}
+	if (status_file && *status_file)
+		report_status_line(status_file, result, reason, detail, name, duration);
+	free(name);
+	free(why);
+	free(detail);
 }
 
 static void count(struct run *r, const char *name, int64_t delta)
@@ -778,6 +809,7 @@ static void miss(struct run *r, const char *reason)
 
 	const char *result = "miss";
 	int failed = 0;
+	int remember = 0; /* a new step stored: its identity names it next */
 	if (!traced) {
 		result = "uncacheable";
 		reason = "tracing not permitted";
@@ -818,6 +850,7 @@ static void miss(struct run *r, const char *reason)
 		} else {
 			/* Queued for the background drainer: never waits. */
 			remote_tier_upload(r->store, &r->step, &rec);
+			remember = reason && !strcmp(reason, "new step");
 			/* Rarely does any work: see gc.h. */
 			cli_evict_after_store(r->store, &rec.result);
 		}
@@ -841,6 +874,9 @@ static void miss(struct run *r, const char *reason)
 		}
 	}
 	report(r, result, reason);
+	/* After the report, which compares with the step named before. */
+	if (remember)
+		step_reason_remember(r->store, &r->step);
 	trace_result_free(&tr);
 	tee_free(&t);
 	free_strv(env);
