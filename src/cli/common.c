@@ -65,6 +65,7 @@ static struct {
 	int state; /* 0 not computed, 1 ready, -1 failed */
 	struct step_bases bases;
 	char *base_dir; /* canonical; owned here for the process's life */
+	char *cwd;      /* the cwd base, when under base_dir; owned likewise */
 	struct error error;
 } process_bases;
 
@@ -81,6 +82,14 @@ const struct step_bases *cli_bases(struct error *e)
 			process_bases.state = -1;
 		process_bases.bases.dir[STEP_BASE_DIR] = process_bases.base_dir;
 		process_bases.bases.dir[STEP_BASE_HOME] = remote_tier_home();
+		/* ccache's base_dir, a parent of checkouts: paths under it are
+		 * keyed relative to the cwd (portable.h). */
+		if (process_bases.base_dir && (process_bases.cwd = getcwd(NULL, 0)) &&
+		    !portable_cwd_base(&process_bases.bases, process_bases.cwd)) {
+			free(process_bases.cwd);
+			process_bases.cwd = NULL;
+		}
+		process_bases.bases.dir[STEP_BASE_CWD] = process_bases.cwd;
 	}
 	if (process_bases.state < 0) {
 		if (e)

@@ -106,6 +106,10 @@ int step_weak_key(const struct step *s, const struct step_bases *b, struct diges
 		rc = hash_keyed(&h, s->argv[i], 0, b);
 	if (rc == 0)
 		rc = hash_keyed(&h, s->cwd, 1, b);
+	/* Under a cwd base the cwd keys as "here": its own name still tells
+	 * one checkout's directories apart (a step may print `basename $PWD`). */
+	if (rc == 0 && b && b->dir[STEP_BASE_CWD])
+		hasher_update_str(&h, path_basename(s->cwd));
 	size_t envc = 0;
 	while (s->env[envc])
 		envc++;
