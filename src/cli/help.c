@@ -113,9 +113,13 @@ static const char explain_help[] =
 	"content changed (with both digests), a path that now exists or is gone, a\n"
 	"directory listing that changed, or for a new step every argv, environment,\n"
 	"cwd or executable difference from the recorded step of the same program\n"
-	"that differs least.\n"
+	"that differs least. With a remote configured, a miss here is also checked\n"
+	"against the remote (read-only, with the lookups' deadlines and trust):\n"
+	"whether it would serve the step, knows no such step, or knows it with\n"
+	"other inputs.\n"
 	"  --all    list every observation that no longer holds, not just the first\n"
-	"  --json   one JSON object: hit, reason, nearest, differences[] (whole values)\n"
+	"  --json   one JSON object: hit, reason, nearest, differences[] (whole values),\n"
+	"           remote\n"
 	"Exit status: 0 would hit, 1 would miss, 2 usage error.\n";
 
 static const char show_help[] =

@@ -530,6 +530,112 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 	return hit;
 }
 
+/* ---- explain ---- */
+
+/* 1 when set holds here and the remote has a trusted entry for it, 0 when
+ * not (counted in *out), -1 when the server failed. */
+static int explain_pathset(struct ctx *x, size_t tier, const struct step *step,
+			   struct digest_cache *dc, const struct remote_pathset *set,
+			   struct remote_explanation *out)
+{
+	const struct digest *w = &step->weak;
+	if (!pathset_trusted(x, w, set)) {
+		out->untrusted++;
+		return 0;
+	}
+	struct error e = { 0 };
+	struct pathset ps;
+	if (pathset_decode(set->body, set->len, &ps, &e) < 0) {
+		out->refused++;
+		return 0;
+	}
+	if (portable_localise_pathset(&ps, &step->bases) < 0 || ps.nobs == 0 ||
+	    (trust_required(x) == 0 && remote_pathset_outside(&ps, step))) {
+		out->refused++;
+		pathset_free(&ps);
+		return 0;
+	}
+	struct buf values;
+	buf_init(&values);
+	struct digest strong, key;
+	pathset_strong_key(&ps, &step->bases, w, &set->digest, dc, &values, &strong);
+	buf_free(&values);
+	pathset_free(&ps);
+	remote_key_entry(&strong, &key);
+	void *data = NULL;
+	size_t len = 0;
+	int g = remote_get(x->client, tier, "ac", &key, REMOTE_MAX_RECORD, &data, &len, &e);
+	if (g == REMOTE_ERROR || g == REMOTE_SKIPPED)
+		return -1;
+	struct remote_entry en = { 0 };
+	int holds = g == REMOTE_FOUND && remote_entry_decode(data, len, &en, &e) == 0 &&
+		    digest_equal(&en.weak, w) && digest_equal(&en.pathset, &set->digest) &&
+		    digest_equal(&en.strong, &strong);
+	if (holds && !entry_trusted(x, &en)) {
+		out->untrusted++;
+		holds = 0;
+	}
+	remote_entry_free(&en);
+	free(data);
+	return holds;
+}
+
+int remote_tier_explain(struct store *s, const struct step *step, struct digest_cache *dc,
+			struct remote_explanation *out)
+{
+	memset(out, 0, sizeof *out);
+	struct ctx x;
+	if (ctx_open(&x, s) <= 0)
+		return 0;
+	struct digest kw;
+	remote_key_pathsets(&step->weak, &kw);
+	out->verdict = REMOTE_VERDICT_UNREACHABLE;
+	remote_client_lookup_begin(x.client);
+	for (size_t t = 0; t < remote_client_tiers(x.client) && out->verdict != REMOTE_VERDICT_HIT; t++) {
+		void *data = NULL;
+		size_t len = 0;
+		struct error e = { 0 };
+		int g = remote_get(x.client, t, "ac", &kw, REMOTE_MAX_RECORD, &data, &len, &e);
+		if (g == REMOTE_ERROR || g == REMOTE_SKIPPED) {
+			if (!out->error)
+				out->error = xstrdup(g == REMOTE_SKIPPED ? "resting after failures" : e.msg);
+			continue;
+		}
+		struct remote_pathsets list;
+		if (g != REMOTE_FOUND || remote_pathsets_decode(data, len, &list, &e) < 0) {
+			if (out->verdict == REMOTE_VERDICT_UNREACHABLE)
+				out->verdict = REMOTE_VERDICT_UNKNOWN_STEP;
+			free(data);
+			continue;
+		}
+		out->pathsets += list.n;
+		if (list.n)
+			out->verdict = REMOTE_VERDICT_INPUTS;
+		else if (out->verdict == REMOTE_VERDICT_UNREACHABLE)
+			out->verdict = REMOTE_VERDICT_UNKNOWN_STEP;
+		for (size_t i = 0; i < list.n; i++) {
+			int r = explain_pathset(&x, t, step, dc, &list.sets[i], out);
+			if (r < 0)
+				break;
+			if (r > 0) {
+				out->verdict = REMOTE_VERDICT_HIT;
+				break;
+			}
+		}
+		remote_pathsets_free(&list);
+		free(data);
+	}
+	remote_client_lookup_end(x.client);
+	ctx_close(&x);
+	return 0;
+}
+
+void remote_explanation_free(struct remote_explanation *x)
+{
+	free(x->error);
+	x->error = NULL;
+}
+
 /* ---- the upload ---- */
 
 /* The upload of a stored run: the path set and strong key as stored
