@@ -27,6 +27,22 @@
  * (a name looked up level after level above it) or listed a directory above
  * it: what lies there differs between checkouts.
  *
+ * base_dir is what ccache users set: a parent of all their checkouts ($HOME,
+ * /builds, a CI workspace root), or the checkout itself. When the step's cwd
+ * lies under it, the cwd is a base too (STEP_BASE_CWD), and every path under
+ * base_dir is written relative to the cwd, with its ".." resolved (the cwd
+ * is canonical, so its parent as text is its parent on disk):
+ * "/@cachet-base2/../src/x.c" for <cwd>/../src/x.c, as ccache rewrites an
+ * absolute path to a relative one. Checkouts at different depths below
+ * base_dir then share; a path outside the checkout lies at another number
+ * of levels up in each and stays apart. The weak key also holds the cwd's
+ * own name (step.c): one checkout's directories do not share a key. A run
+ * whose outputs name base_dir's real path is pinned on the real cwd: the
+ * name of the checkout that base_dir no longer tells apart. A readlink of a
+ * directory above the cwd and within base_dir that found no symlink is
+ * dropped: above a canonical cwd every such directory is one, and their
+ * number differs with the depth of the checkout.
+ *
  * Bases are canonical absolute paths (realpath: no symlinks, no trailing
  * '/'), never "/"; NULL when unset. Without any base, every conversion here
  * is the identity, except that localising still refuses a portable path: it
@@ -44,9 +60,10 @@ struct pathset;
 struct record;
 struct result;
 
-#define STEP_MAX_BASES 2
+#define STEP_MAX_BASES 3
 #define STEP_BASE_DIR 0  /* base_dir */
 #define STEP_BASE_HOME 1 /* HOME, in the hermetic mode */
+#define STEP_BASE_CWD 2  /* the cwd, when it lies under base_dir */
 #define STEP_PORTABLE_PREFIX "/@cachet-base"
 
 struct step_bases {
@@ -63,8 +80,14 @@ int portable_has_bases(const struct step_bases *b);
  * portable); name ("base_dir") starts the message. */
 char *portable_base(const char *dir, const char *name, struct error *e);
 
+/* The cwd as a base for b: cwd when it lies under (or is) b's base_dir,
+ * else NULL. */
+const char *portable_cwd_base(const struct step_bases *b, const char *cwd);
+
 /* The portable form of an absolute path (malloc'd): under the deepest base
- * that contains it, "/@cachet-base<i>" + the rest; else a copy. NULL when
+ * that contains it, "/@cachet-base<i>" + the rest (relative to the cwd
+ * base, with leading "/.." for each level up, for one under base_dir);
+ * else a copy. NULL when
  * the path itself holds the reserved prefix (it cannot be shared). */
 char *portable_path(const char *path, const struct step_bases *b);
 /* The local path for a portable one (malloc'd), or NULL when it names a

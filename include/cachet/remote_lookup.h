@@ -40,6 +40,29 @@ int remote_lookup_step(struct remote_lookup *rl, const struct step *step, struct
                        struct result *hit);
 void remote_lookup_free(struct remote_lookup *rl);
 
+/* What the remotes say about a step, for `cachet explain`: read-only (no
+ * counter, no fault reported, nothing stored or restored), with the same
+ * deadlines, breakers and trust checks as a lookup. */
+enum remote_verdict {
+	REMOTE_VERDICT_NONE = 0,     /* no remote configured (or readable) */
+	REMOTE_VERDICT_UNREACHABLE,  /* no server answered */
+	REMOTE_VERDICT_UNKNOWN_STEP, /* no path set under the weak key */
+	REMOTE_VERDICT_HIT,          /* a trusted entry holds here */
+	REMOTE_VERDICT_INPUTS,       /* path sets, none of which holds here */
+};
+
+struct remote_explanation {
+	enum remote_verdict verdict;
+	size_t pathsets;  /* path sets found under the weak key */
+	size_t untrusted; /* of them, not signed by a trusted key: not evaluated */
+	size_t refused;   /* corrupt, empty, under a base unset here, outside the roots */
+	char *error;      /* why no server answered (malloc'd), or NULL */
+};
+
+void remote_lookup_explain(struct remote_lookup *rl, const struct step *step,
+                           struct digest_cache *dc, struct remote_explanation *out);
+void remote_explanation_free(struct remote_explanation *x);
+
 /* The first path of an untrusted remote path set (localised) that lies
  * outside the step's roots and toolchain (remote_roots.c), or NULL when
  * every one is inside. */

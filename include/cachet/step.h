@@ -37,6 +37,10 @@ struct step {
 	 * Keyed with TERM: the bytes written to a terminal differ. */
 	unsigned terminal;
 	char *term;            /* TERM when terminal != 0; owned */
+	/* enum diag_colour: a compiler run with its colours forced on, whose
+	 * stderr a replay fits to where it goes (diag_colour.h). Keyed
+	 * instead of the terminal fact. */
+	unsigned colour;
 	/* Where checkouts may lie elsewhere (base_dir; HOME in the hermetic
 	 * mode): the weak key, path sets and results are portable under
 	 * them. The strings are not owned and outlive the step. */
@@ -58,6 +62,10 @@ enum {
 /* Records that the step will see terminals (STEP_TTY_* bits, 0 for none)
  * and TERM, and recomputes the weak key. */
 void step_set_terminal(struct step *step, unsigned terminal, const char *term);
+
+/* Records that the step is a compiler of this diag_colour family (not 0),
+ * whose terminal fact is then not keyed, and recomputes the weak key. */
+void step_set_colour(struct step *step, unsigned family);
 
 /* 1 when the environment variable NAME (without "=...") cannot change what a
  * step computes, so it is left out of the key: TERM, SHLVL, _, OLDPWD, SSH_*,

@@ -343,6 +343,14 @@ int store_log_read(struct store *s, size_t n, struct store_log_entry **out, size
 		   struct error *e);
 void store_log_free(struct store_log_entry *entries, size_t n);
 
+/* ---- step identities (step_name.h): the newest weak key of each ---- */
+
+/* Records weak as the newest step of identity ident, without waiting for
+ * a busy index (then nothing is written). 1 when written. */
+int store_step_name_put(struct store *s, const struct digest *ident, const struct digest *weak);
+/* 1 and *weak when a step of identity ident was recorded, else 0. */
+int store_step_name_get(struct store *s, const struct digest *ident, struct digest *weak);
+
 /* ---- fingerprint cache: file_id -> content digest, shared by every path set ---- */
 
 /* Returns 1 and the digest when path has an entry with exactly this id,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cachet/buf.h"
+#include "cachet/diag_colour.h"
 #include "cachet/redact.h"
 #include "cachet/step.h"
 #include "cli/hermetic_env.h"
@@ -64,6 +65,7 @@ static struct {
 	int state; /* 0 not computed, 1 ready, -1 failed */
 	struct step_bases bases;
 	char *base_dir; /* canonical; owned here for the process's life */
+	char *cwd;      /* the cwd base, when under base_dir; owned likewise */
 	struct error error;
 } process_bases;
 
@@ -80,6 +82,14 @@ const struct step_bases *cli_bases(struct error *e)
 			process_bases.state = -1;
 		process_bases.bases.dir[STEP_BASE_DIR] = process_bases.base_dir;
 		process_bases.bases.dir[STEP_BASE_HOME] = hermetic_env_home();
+		/* ccache's base_dir, a parent of checkouts: paths under it are
+		 * keyed relative to the cwd (portable.h). */
+		if (process_bases.base_dir && (process_bases.cwd = getcwd(NULL, 0)) &&
+		    !portable_cwd_base(&process_bases.bases, process_bases.cwd)) {
+			free(process_bases.cwd);
+			process_bases.cwd = NULL;
+		}
+		process_bases.bases.dir[STEP_BASE_CWD] = process_bases.cwd;
 	}
 	if (process_bases.state < 0) {
 		if (e)
@@ -105,8 +115,11 @@ int cli_step_init(struct step *step, char *const *argv, const char *program,
 			   st ? settings_str(st, "namespace") : NULL, b, dc, e);
 	settings_list_free(ignore);
 	if (rc == 0) {
+		enum diag_colour family = diag_colour_family(step->argv, step->exe);
 		unsigned terminal = cli_step_terminal();
-		if (terminal)
+		if (family != DIAG_COLOUR_NONE)
+			step_set_colour(step, family);
+		else if (terminal)
 			step_set_terminal(step, terminal, getenv("TERM"));
 	}
 	return rc;

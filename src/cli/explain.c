@@ -12,6 +12,7 @@
 #include "cachet/lookup.h"
 #include "cachet/path.h"
 #include "cli/cli.h"
+#include "cli/explain_remote.h"
 
 extern char **environ;
 
@@ -177,7 +178,7 @@ static void json_field(struct buf *b, const char *key, const char *value)
 		buf_addstr(b, "null");
 }
 
-static void print_json(const struct verdict *v)
+static void print_json(const struct verdict *v, const struct remote_explanation *rx)
 {
 	struct buf b;
 	buf_init(&b);
@@ -199,7 +200,9 @@ static void print_json(const struct verdict *v)
 		json_field(&b, "text", it->text);
 		buf_addch(&b, '}');
 	}
-	buf_addstr(&b, "]}\n");
+	buf_addch(&b, ']');
+	explain_remote_json(rx, &b);
+	buf_addstr(&b, "}\n");
 	fputs(b.data, stdout);
 	buf_free(&b);
 }
@@ -268,10 +271,22 @@ int cmd_explain(int argc, char **argv)
 		explain_new_step(s, &step, &v);
 	else
 		explain_known_step(s, &step, sets, nsets, all, &dc, &v);
-	if (json)
-		print_json(&v);
-	else
+	/* A miss here may be a hit there; and a miss there, CI's, is what the
+	 * user may be asking about. */
+	struct remote_explanation rx = { 0 };
+	if (!v.hit)
+		remote_tier_explain(s, &step, &dc, &rx);
+	int remote_hit = rx.verdict == REMOTE_VERDICT_HIT;
+	if (json) {
+		v.hit |= remote_hit;
+		print_json(&v, &rx);
+	} else if (!remote_hit) {
 		print_text(&v);
+	}
+	if (!json)
+		explain_remote_print_text(&rx);
+	v.hit |= remote_hit;
+	remote_explanation_free(&rx);
 	char *nondet = NULL;
 	if (!json && store_nondeterministic(s, &step.weak, &nondet, NULL, &e) == 1)
 		printf("note: this step is marked nondeterministic (re-runs differed: %s)\n", nondet);

@@ -31,6 +31,7 @@
 #include "cli/drainer.h"
 #include "cli/progress.h"
 #include "cli/settings.h"
+#include "cli/step_colour.h"
 #include "cli/tee.h"
 
 /* The least op-timeout of the background drainer. */
@@ -131,12 +132,12 @@ static void *stream_blob(struct store *s, const struct blob_ref *ref, size_t *le
 
 /* Writes the entry's stdout and stderr, in their order when they are one
  * file here (replay_streams). */
-static void replay(struct store *s, const struct result *res)
+static void replay(struct store *s, const struct step *step, const struct result *res)
 {
 	size_t out_len, err_len;
 	void *out = stream_blob(s, &res->out, &out_len);
 	void *err = stream_blob(s, &res->err, &err_len);
-	replay_streams(res, out, out_len, err, err_len);
+	step_colour_replay(step, res, out, out_len, err, err_len);
 	free(out);
 	free(err);
 }
@@ -161,7 +162,7 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 	result_init(&res);
 	int hit = remote_lookup_step(&rl, step, dc, &res);
 	if (hit) {
-		replay(s, &res);
+		replay(s, step, &res);
 		result_replay_stdin_advance(&res);
 		*exit_code = res.exit_code;
 	}
@@ -170,6 +171,27 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 	remote_lookup_free(&rl);
 	ctx_close(&x);
 	return hit;
+}
+
+/* ---- explain ---- */
+
+void remote_tier_explain(struct store *s, const struct step *step, struct digest_cache *dc,
+			 struct remote_explanation *out)
+{
+	memset(out, 0, sizeof *out);
+	struct ctx x;
+	if (ctx_open(&x, s) <= 0)
+		return;
+	char **trusted_keys = settings_list(x.st, "trusted_keys");
+	struct remote_lookup rl = {
+		.store = s,
+		.client = x.client,
+		.trusted_keys = trusted_keys,
+	};
+	remote_lookup_explain(&rl, step, dc, out);
+	settings_list_free(trusted_keys);
+	remote_lookup_free(&rl);
+	ctx_close(&x);
 }
 
 /* ---- the upload ---- */

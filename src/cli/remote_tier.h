@@ -27,6 +27,12 @@ struct progress;
 int remote_tier_lookup(struct store *s, const struct step *step, struct digest_cache *dc,
 		       int *exit_code);
 
+/* What the configured remotes say about the step (remote_lookup_explain);
+ * out->verdict is REMOTE_VERDICT_NONE when no remote is configured. */
+struct remote_explanation;
+void remote_tier_explain(struct store *s, const struct step *step, struct digest_cache *dc,
+			 struct remote_explanation *out);
+
 /* After a miss stored its entry: writes an upload job to the spool and
  * starts a background drainer if none runs. Never waits for the network.
  * rec is in the stored, portable form (portable_record). */

@@ -30,6 +30,7 @@
 #include "cachet/prefetch.h"
 #include "cachet/record.h"
 #include "cachet/step.h"
+#include "cachet/step_name.h"
 #include "cachet/thread.h"
 #include "cachet/trace.h"
 #include "cli/run_checks.h"
@@ -38,7 +39,9 @@
 #include "cli/settings.h"
 #include "cli/shared_cache.h"
 #include "cli/statslog.h"
+#include "cli/step_colour.h"
 #include "cli/step_env.h"
+#include "cli/step_reason.h"
 #include "cli/inherited.h"
 #include "cli/tee.h"
 
@@ -75,6 +78,52 @@ struct run {
 
 /* ---- reporting ---- */
 
+/* "cachet: hit gcc -c lvm.c", "cachet: miss gcc -c lvm.c (new step: ...)". */
+static void report_verbose(struct run *r, const char *result, const char *name, const char *reason)
+{
+	struct buf b;
+	buf_init(&b);
+	if (!r->stderr_at_line_start)
+		buf_addch(&b, '\n');
+	if (reason)
+		buf_addf(&b, "cachet: %s %s (%s)\n", strcmp(result, "hit") ? "miss" : "hit", name,
+			 reason);
+	else
+		buf_addf(&b, "cachet: %s %s\n", result, name);
+	write_all(2, b.data, b.len);
+	buf_free(&b);
+}
+
+/* One JSON line; reason stays the short word that statistics count by,
+ * detail (may be NULL) says what changed. */
+static void report_status_line(const char *status_file, const char *result, const char *reason,
+			       const char *detail, const char *name, int64_t duration)
+{
+	struct buf b;
+	buf_init(&b);
+	buf_addstr(&b, "{\"result\": ");
+	buf_add_json_string(&b, result, strlen(result));
+	buf_addstr(&b, ", \"reason\": ");
+	if (reason)
+		buf_add_json_string(&b, reason, strlen(reason));
+	else
+		buf_addstr(&b, "null");
+	buf_addf(&b, ", \"duration_ms\": %lld, \"step\": ", (long long)duration);
+	buf_add_json_string(&b, name, strlen(name));
+	if (detail) {
+		buf_addstr(&b, ", \"detail\": ");
+		buf_add_json_string(&b, detail, strlen(detail));
+	}
+	buf_addstr(&b, "}\n");
+	/* O_APPEND and one write: lines of parallel steps stay whole. */
+	int fd = open(status_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		write_all(fd, b.data, b.len);
+		close(fd);
+	}
+	buf_free(&b);
+}
+
 static void log_step(struct run *r, const char *result, const char *reason, int64_t duration)
 {
 	if (!r->store)
@@ -99,40 +148,23 @@ static void log_step(struct run *r, const char *result, const char *reason, int6
 static void report(struct run *r, const char *result, const char *reason)
 {
 	int64_t duration = now_ms() - r->start_ms;
-	log_step(r, result, reason, duration);
+	/* A new step says what set it apart from the last one of its
+	 * identity, where one is known. */
+	char *detail = reason && !strcmp(reason, "new step") && r->store && r->step.argv
+			       ? step_reason_detail(r->store, &r->step)
+			       : NULL;
+	char *why = detail ? xasprintf("%s: %s", reason, detail) : NULL;
+	char *name = step_short_name(r->step.argv ? r->step.argv : r->argv);
+	log_step(r, result, why ? why : reason, duration);
 	cli_stats_log_step(r->settings, result, reason, duration);
-	if (r->verbose) {
-		struct buf b;
-		buf_init(&b);
-		if (!r->stderr_at_line_start)
-			buf_addch(&b, '\n');
-		if (reason)
-			buf_addf(&b, "cachet: %s (%s)\n", strcmp(result, "hit") ? "miss" : "hit", reason);
-		else
-			buf_addf(&b, "cachet: %s\n", result);
-		write_all(2, b.data, b.len);
-		buf_free(&b);
-	}
+	if (r->verbose)
+		report_verbose(r, result, name, why ? why : reason);
 	const char *status_file = r->settings ? settings_str(r->settings, "status_file") : NULL;
-	if (status_file && *status_file) {
-		struct buf b;
-		buf_init(&b);
-		buf_addstr(&b, "{\"result\": ");
-		buf_add_json_string(&b, result, strlen(result));
-		buf_addstr(&b, ", \"reason\": ");
-		if (reason)
-			buf_add_json_string(&b, reason, strlen(reason));
-		else
-			buf_addstr(&b, "null");
-		buf_addf(&b, ", \"duration_ms\": %lld}\n", (long long)duration);
-		/* O_APPEND and one write: lines of parallel steps stay whole. */
-		int fd = open(status_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			write_all(fd, b.data, b.len);
-			close(fd);
-		}
-		buf_free(&b);
-	}
+	if (status_file && *status_file)
+		report_status_line(status_file, result, reason, detail, name, duration);
+	free(name);
+	free(why);
+	free(detail);
 }
 
 static void count(struct run *r, const char *name, int64_t delta)
@@ -260,7 +292,7 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 		return 0;
 	}
 	report(r, "hit", NULL);
-	replay_streams(res, out_data, out_len, err_data, err_len);
+	step_colour_replay(&r->step, res, out_data, out_len, err_data, err_len);
 	free(out_data);
 	free(err_data);
 	store_touch_hit(r->store, &r->step.weak, pathset, strong);
@@ -564,7 +596,7 @@ static int stored_form(struct run *r, struct record *rec, const struct tee *t)
 
 /* Runs the command without the tracer (tracing not permitted here), still
  * streaming its output. Returns its wait status. */
-static int run_untraced(struct run *r, char **env, struct tee *t, int *exec_errno)
+static int run_untraced(struct run *r, char **argv, char **env, struct tee *t, int *exec_errno)
 {
 	int errpipe[2];
 	if (pipe2(errpipe, O_CLOEXEC) < 0)
@@ -575,7 +607,7 @@ static int run_untraced(struct run *r, char **env, struct tee *t, int *exec_errn
 	if (pid == 0) {
 		dup2(t->out_write, 1);
 		dup2(t->err_write, 2);
-		execve(r->program, r->argv, env);
+		execve(r->program, argv, env);
 		int err = errno;
 		ssize_t w = write(errpipe[1], &err, sizeof err);
 		(void)w;
@@ -677,11 +709,14 @@ static void miss(struct run *r, const char *reason)
 		finish(r);
 		run_direct(r->argv, r->program);
 	}
+	if (r->step.colour)
+		tee_filter_stderr(&t, step_colour_keep(&r->step));
+	char **exec_argv = step_colour_argv(&r->step, r->argv);
 
 	char **ignore = ignore_roots(r);
 	struct trace_spec spec = {
 		.file = r->program,
-		.argv = r->argv,
+		.argv = exec_argv,
 		.envp = env,
 		.stdin_fd = 0,
 		.stdout_fd = t.out_write,
@@ -715,11 +750,12 @@ static void miss(struct run *r, const char *reason)
 	} else {
 		cli_warn("cannot trace (%s): running uncached", e.msg);
 		count(r, "errors", 1);
-		status = run_untraced(r, env, &t, &exec_errno);
+		status = run_untraced(r, exec_argv, env, &t, &exec_errno);
 	}
 	int succeeded = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	/* Only a run that will be recorded needs the rest of the queue. */
 	prefetch_finish(pf, traced && !tr.uncacheable && exec_errno == 0 && succeeded);
+	step_colour_argv_free(exec_argv, r->argv);
 	tee_close_writers(&t);
 	tee_finish(&t);
 	r->stderr_at_line_start = t.err_ends_in_newline;
@@ -739,6 +775,7 @@ static void miss(struct run *r, const char *reason)
 
 	const char *result = "miss";
 	int failed = 0;
+	int remember = 0; /* a new step stored: its identity names it next */
 	if (!traced) {
 		result = "uncacheable";
 		reason = "tracing not permitted";
@@ -779,6 +816,7 @@ static void miss(struct run *r, const char *reason)
 		} else {
 			/* Queued for the background drainer: never waits. */
 			remote_tier_upload(r->store, &r->step, &rec);
+			remember = reason && !strcmp(reason, "new step");
 			/* Rarely does any work: see gc.h. */
 			cli_evict_after_store(r->store, &rec.result);
 		}
@@ -802,6 +840,9 @@ static void miss(struct run *r, const char *reason)
 		}
 	}
 	report(r, result, reason);
+	/* After the report, which compares with the step named before. */
+	if (remember)
+		step_reason_remember(r->store, &r->step);
 	trace_result_free(&tr);
 	tee_free(&t);
 	free_strv(env);

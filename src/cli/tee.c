@@ -16,6 +16,7 @@ int tee_open(struct tee *t)
 	memset(t, 0, sizeof *t);
 	buf_init(&t->out);
 	buf_init(&t->err);
+	buf_init(&t->err_scratch);
 	t->err_ends_in_newline = 1;
 	if (pipe2(out, O_CLOEXEC) < 0)
 		return -1;
@@ -90,6 +91,23 @@ int tee_use_terminals(struct tee *t, unsigned terminal)
 	return 0;
 }
 
+void tee_filter_stderr(struct tee *t, unsigned keep)
+{
+	t->err_filtered = 1;
+	diag_strip_init(&t->err_strip, keep);
+}
+
+/* Writes a chunk of the step's stream i (0 stdout, 1 stderr) out. Called
+ * with t->lock held (err_strip and err_scratch are shared). */
+static int tee_write(struct tee *t, int i, const char *chunk, size_t n)
+{
+	if (i == 0 || !t->err_filtered)
+		return write_all(i == 0 ? 1 : 2, chunk, n);
+	buf_reset(&t->err_scratch);
+	diag_strip_add(&t->err_strip, chunk, n, &t->err_scratch);
+	return write_all(2, t->err_scratch.data, t->err_scratch.len);
+}
+
 static void note_run(struct tee *t, unsigned stream, size_t n)
 {
 	if (t->nruns && (t->runs[t->nruns - 1] & 1) == stream) {
@@ -116,7 +134,7 @@ static ssize_t take_chunk(struct tee *t, int i, char *chunk, size_t size)
 		return 0;
 	buf_add(i == 0 ? &t->out : &t->err, chunk, (size_t)n);
 	note_run(t, (unsigned)i, (size_t)n);
-	if (!t->write_failed && write_all(i == 0 ? 1 : 2, chunk, (size_t)n) < 0)
+	if (!t->write_failed && tee_write(t, i, chunk, (size_t)n) < 0)
 		t->write_failed = 1;
 	if (i == 1)
 		t->err_ends_in_newline = chunk[n - 1] == '\n';
@@ -154,31 +172,43 @@ static int streams_are_one_file(void)
 }
 
 void replay_streams(const struct result *res, const void *out, size_t out_len, const void *err,
-                    size_t err_len)
+                    size_t err_len, struct diag_strip *err_strip)
 {
+	struct buf merged;
+	buf_init(&merged);
 	if (!res->nstream_runs || out_len != res->out.size || err_len != res->err.size ||
 	    !streams_are_one_file()) {
 		write_all(1, out, out_len);
-		write_all(2, err, err_len);
+		if (err_strip) {
+			diag_strip_add(err_strip, err, err_len, &merged);
+			diag_strip_finish(err_strip, &merged);
+			write_all(2, merged.data, merged.len);
+		} else {
+			write_all(2, err, err_len);
+		}
+		buf_free(&merged);
 		return;
 	}
 	/* One file: the runs put together in their order and written at once
 	 * give what writing each to its descriptor would, in one call instead
 	 * of one per run (a chatty step has thousands). result_decode checked
-	 * that the runs divide the blobs exactly. */
-	size_t at[2] = {0, 0};
-	const char *data[2] = {out, err};
-	char *merged = xmalloc(out_len + err_len + 1);
-	size_t len = 0;
+	 * that the runs divide the blobs exactly. stderr's runs go through the
+	 * filter in turn, as they went by on the miss. */
+	size_t at[2] = { 0, 0 };
+	const char *data[2] = { out, err };
 	for (size_t i = 0; i < res->nstream_runs; i++) {
 		unsigned stream = res->stream_runs[i] & 1;
 		size_t n = (size_t)(res->stream_runs[i] >> 1);
-		memcpy(merged + len, data[stream] + at[stream], n);
+		if (stream == 1 && err_strip)
+			diag_strip_add(err_strip, data[1] + at[1], n, &merged);
+		else
+			buf_add(&merged, data[stream] + at[stream], n);
 		at[stream] += n;
-		len += n;
 	}
-	write_all(1, merged, len);
-	free(merged);
+	if (err_strip)
+		diag_strip_finish(err_strip, &merged);
+	write_all(1, merged.data, merged.len);
+	buf_free(&merged);
 }
 
 static void *tee_loop(void *arg)
@@ -204,6 +234,14 @@ static void *tee_loop(void *arg)
 				open_count--;
 			}
 		}
+	}
+	if (t->err_filtered) {
+		pthread_mutex_lock(&t->lock);
+		buf_reset(&t->err_scratch);
+		diag_strip_finish(&t->err_strip, &t->err_scratch);
+		if (!t->write_failed && write_all(2, t->err_scratch.data, t->err_scratch.len) < 0)
+			t->write_failed = 1;
+		pthread_mutex_unlock(&t->lock);
 	}
 	return NULL;
 }
@@ -236,6 +274,7 @@ void tee_free(struct tee *t)
 	close(t->err_read);
 	buf_free(&t->out);
 	buf_free(&t->err);
+	buf_free(&t->err_scratch);
 	free(t->runs);
 	pthread_mutex_destroy(&t->lock);
 }

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include "cachet/buf.h"
+#include "cachet/diag_colour.h"
 #include "cachet/fdio.h"
 #include "cachet/outputs.h"
 
@@ -23,6 +24,9 @@ struct tee {
 	/* Held while a chunk is read, kept and passed on, by the tee's thread
 	 * or tee_sync's caller. */
 	pthread_mutex_t lock;
+	int err_filtered;         /* stderr passes through err_strip on its way out */
+	struct diag_strip err_strip;
+	struct buf err_scratch;     /* err_strip's output, under lock */
 	pthread_t thread;
 };
 
@@ -33,6 +37,9 @@ int tee_open(struct tee *t);
  * unchanged), sized like cachet's own terminal, so that the step colours
  * its output as it would without cachet. -1 with errno on failure. */
 int tee_use_terminals(struct tee *t, unsigned terminal);
+/* Streams stderr out without the escape sequences that keep (DIAG_SHOW_*
+ * bits) does not name; the copy for the cache keeps them all. */
+void tee_filter_stderr(struct tee *t, unsigned keep);
 /* Starts copying; call after the child holds the write ends. */
 int tee_start(struct tee *t);
 /* trace_spec.on_stream_write: takes in what both streams hold already,
@@ -45,9 +52,10 @@ void tee_sync(void *tee);
 void tee_take_order(struct tee *t, struct result *res);
 /* Writes a recorded stdout and stderr to fds 1 and 2: in the order res
  * recorded when both are one file (`> log 2>&1`, `|&`, one terminal), else
- * (or when they are not the blobs res names) each whole. */
+ * (or when they are not the blobs res names) each whole; stderr through
+ * err_strip when not NULL (step_colour.h). */
 void replay_streams(const struct result *res, const void *out, size_t out_len, const void *err,
-                    size_t err_len);
+                    size_t err_len, struct diag_strip *err_strip);
 /* Closes the write ends held by this process. */
 void tee_close_writers(struct tee *t);
 /* Waits until both pipes reach end of file (every holder closed them). */

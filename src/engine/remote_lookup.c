@@ -162,6 +162,7 @@ static void store_locally(struct remote_lookup *x, const struct step *step, cons
 struct admission {
 	struct remote_lookup *x;
 	const struct step *step;
+	int explaining; /* explain's read-only look: nothing counted, nothing said */
 };
 
 static int admit_remote_pathset(void *arg, const struct pathset *ps)
@@ -172,12 +173,16 @@ static int admit_remote_pathset(void *arg, const struct pathset *ps)
 	 * nothing would be stored locally and hit for ever, whatever the
 	 * sources hold. */
 	if (ps->nobs == 0) {
+		if (a->explaining)
+			return 0;
 		count(x, "remote_refused");
 		note(x, "path set with no observation refused", NULL);
 		return 0;
 	}
 	const char *outside = trust_required(x) == 0 ? remote_pathset_outside(ps, a->step) : NULL;
 	if (outside) {
+		if (a->explaining)
+			return 0;
 		count(x, "remote_refused");
 		struct error why = { 0 };
 		error_set(&why, "%s", outside);
@@ -205,7 +210,7 @@ static int try_pathset(struct remote_lookup *x, size_t tier, const struct step *
 	struct buf values, result_body;
 	buf_init(&values);
 	buf_init(&result_body);
-	struct admission adm = { x, step };
+	struct admission adm = { .x = x, .step = step };
 	/* remote_pathsets_decode checked each body against its digest. */
 	struct pathset_evaluation ev = {
 		.digest = &set->digest,
@@ -374,6 +379,106 @@ int remote_lookup_step(struct remote_lookup *x, const struct step *step, struct 
 		count(x, "remote_misses");
 	}
 	return hit;
+}
+
+/* ---- explain ---- */
+
+/* 1 when set holds here and the remote has a trusted entry for it, 0 when
+ * not (counted in *out), -1 when the server failed. Read-only: nothing is
+ * counted in the store, reported as a fault, fetched beyond the entry, or
+ * stored. */
+static int explain_pathset(struct remote_lookup *x, size_t tier, const struct step *step,
+			   struct digest_cache *dc, const struct remote_pathset *set,
+			   struct remote_explanation *out)
+{
+	const struct digest *w = &step->weak;
+	if (!pathset_trusted(x, w, set)) {
+		out->untrusted++;
+		return 0;
+	}
+	struct error e = { 0 };
+	struct admission adm = { .x = x, .step = step, .explaining = 1 };
+	struct pathset_evaluation ev = {
+		.digest = &set->digest,
+		.body = set->body,
+		.len = set->len,
+		.digest_checked = 1,
+		.admit = admit_remote_pathset,
+		.admit_ctx = &adm,
+	};
+	if (lookup_evaluate_pathset(&step->bases, w, dc, &ev, &e) != LOOKUP_PATHSET_KEYED) {
+		out->refused++;
+		return 0;
+	}
+	struct digest key;
+	remote_key_entry(&ev.strong, &key);
+	void *data = NULL;
+	size_t len = 0;
+	int g = remote_get(x->client, tier, "ac", &key, REMOTE_MAX_RECORD, &data, &len, &e);
+	if (g == REMOTE_ERROR || g == REMOTE_SKIPPED)
+		return -1;
+	struct remote_entry en = { 0 };
+	int holds = g == REMOTE_FOUND && remote_entry_decode(data, len, &en, &e) == 0 &&
+		    digest_equal(&en.weak, w) && digest_equal(&en.pathset, &set->digest) &&
+		    digest_equal(&en.strong, &ev.strong);
+	if (holds && !entry_trusted(x, &en)) {
+		out->untrusted++;
+		holds = 0;
+	}
+	remote_entry_free(&en);
+	free(data);
+	return holds;
+}
+
+void remote_lookup_explain(struct remote_lookup *x, const struct step *step,
+			   struct digest_cache *dc, struct remote_explanation *out)
+{
+	struct digest kw;
+	remote_key_pathsets(&step->weak, &kw);
+	out->verdict = REMOTE_VERDICT_UNREACHABLE;
+	remote_client_lookup_begin(x->client);
+	for (size_t t = 0; t < remote_client_tiers(x->client) && out->verdict != REMOTE_VERDICT_HIT;
+	     t++) {
+		void *data = NULL;
+		size_t len = 0;
+		struct error e = { 0 };
+		int g = remote_get(x->client, t, "ac", &kw, REMOTE_MAX_RECORD, &data, &len, &e);
+		if (g == REMOTE_ERROR || g == REMOTE_SKIPPED) {
+			if (!out->error)
+				out->error = xstrdup(g == REMOTE_SKIPPED ? "resting after failures" : e.msg);
+			continue;
+		}
+		struct remote_pathsets list;
+		if (g != REMOTE_FOUND || remote_pathsets_decode(data, len, &list, &e) < 0) {
+			if (out->verdict == REMOTE_VERDICT_UNREACHABLE)
+				out->verdict = REMOTE_VERDICT_UNKNOWN_STEP;
+			free(data);
+			continue;
+		}
+		out->pathsets += list.n;
+		if (list.n)
+			out->verdict = REMOTE_VERDICT_INPUTS;
+		else if (out->verdict == REMOTE_VERDICT_UNREACHABLE)
+			out->verdict = REMOTE_VERDICT_UNKNOWN_STEP;
+		for (size_t i = 0; i < list.n; i++) {
+			int r = explain_pathset(x, t, step, dc, &list.sets[i], out);
+			if (r < 0)
+				break;
+			if (r > 0) {
+				out->verdict = REMOTE_VERDICT_HIT;
+				break;
+			}
+		}
+		remote_pathsets_free(&list);
+		free(data);
+	}
+	remote_client_lookup_end(x->client);
+}
+
+void remote_explanation_free(struct remote_explanation *x)
+{
+	free(x->error);
+	x->error = NULL;
 }
 
 void remote_lookup_free(struct remote_lookup *rl)

@@ -321,7 +321,38 @@ size_t explain_step_distance(const struct step *now, const struct step *rec)
 	return argv_distance(now->argv, rec->argv) + env_distance(now->env, rec->env) +
 	       (strcmp(now->cwd, rec->cwd) != 0) + (strcmp(now->exe, rec->exe) != 0) +
 	       !digest_equal(&now->exe_digest, &rec->exe_digest) +
-	       (strcmp(now->platform, rec->platform) != 0);
+	       (strcmp(now->platform, rec->platform) != 0) + (now->terminal != rec->terminal) +
+	       (now->colour != rec->colour);
+}
+
+/* "a terminal on stdout and stderr (TERM=xterm)", "pipes" (malloc'd). */
+static char *terminal_text(const struct step *s)
+{
+	if (s->colour)
+		return xstrdup("any (cachet colours the compiler's diagnostics itself)");
+	if (!s->terminal)
+		return xstrdup("no terminal");
+	const char *which = s->terminal == (STEP_TTY_STDOUT | STEP_TTY_STDERR) ? "stdout and stderr"
+			    : s->terminal & STEP_TTY_STDOUT			       ? "stdout"
+											       : "stderr";
+	return xasprintf("a terminal on %s (TERM=%s)", which, s->term ? s->term : "");
+}
+
+/* The terminal fact is keyed for a program whose colours cachet cannot
+ * undo: a build in a terminal and the same build through `| tee` differ
+ * in it alone. */
+static void explain_terminal(const struct step *now, const struct step *rec,
+			     struct explain_list *out)
+{
+	int same_term = !now->term == !rec->term && (!now->term || !strcmp(now->term, rec->term));
+	if (now->colour == rec->colour && now->terminal == rec->terminal && same_term)
+		return;
+	struct explain_item *it = add_item(out, "terminal differs", "terminal");
+	it->recorded = terminal_text(rec);
+	it->now = terminal_text(now);
+	it->text = xasprintf("terminal differs: %s → %s (a program may print other things to a "
+			     "terminal, so the fact is keyed; color = never gives it pipes)",
+			     it->recorded, it->now);
 }
 
 size_t explain_steps(const struct step *now, const struct step *rec, struct explain_list *out)
@@ -353,6 +384,7 @@ size_t explain_steps(const struct step *now, const struct step *rec, struct expl
 		buf_free(&n);
 	}
 	explain_env(now, rec, out);
+	explain_terminal(now, rec, out);
 	if (strcmp(now->platform, rec->platform)) {
 		struct explain_item *it = add_item(out, "platform changed", "platform");
 		it->recorded = xstrdup(rec->platform);

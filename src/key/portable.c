@@ -1,6 +1,7 @@
 #include "cachet/portable.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -86,6 +87,42 @@ static int base_of(const char *path, const struct step_bases *b)
 	return base_starting(path, b, 0);
 }
 
+const char *portable_cwd_base(const struct step_bases *b, const char *cwd)
+{
+	const char *d = base_at(b, STEP_BASE_DIR);
+	return d && cwd && cwd[0] == '/' && path_is_under(cwd, d) ? cwd : NULL;
+}
+
+/* 1 when paths under base_dir are written relative to the cwd base. */
+static int cwd_relative(const struct step_bases *b)
+{
+	return base_at(b, STEP_BASE_DIR) && base_at(b, STEP_BASE_CWD);
+}
+
+/* path[0..len), under base_dir, relative to the cwd base: the prefix, a
+ * "/.." per level from the cwd up to the deepest directory both lie under,
+ * and the rest of path. */
+static void add_cwd_relative(struct buf *out, const char *path, size_t len,
+			     const struct step_bases *b)
+{
+	const char *cwd = b->dir[STEP_BASE_CWD];
+	/* The common part, component-wise. */
+	size_t common = 0;
+	for (size_t i = 0;; i++) {
+		int path_end = i == len || path[i] == '/';
+		int cwd_end = cwd[i] == '\0' || cwd[i] == '/';
+		if (path_end && cwd_end)
+			common = i;
+		if (i == len || cwd[i] == '\0' || path[i] != cwd[i])
+			break;
+	}
+	buf_addf(out, "%s%d", STEP_PORTABLE_PREFIX, STEP_BASE_CWD);
+	for (const char *p = cwd + common; *p; p++)
+		if (*p == '/')
+			buf_addstr(out, "/..");
+	buf_add(out, path + common, len - common);
+}
+
 static int has_reserved_prefix(const char *s)
 {
 	return strstr(s, STEP_PORTABLE_PREFIX) != NULL;
@@ -98,7 +135,33 @@ char *portable_path(const char *path, const struct step_bases *b)
 	int i = base_of(path, b);
 	if (i < 0)
 		return xstrdup(path);
+	if (i == STEP_BASE_DIR && cwd_relative(b)) {
+		struct buf out;
+		buf_init(&out);
+		add_cwd_relative(&out, path, strlen(path), b);
+		return buf_detach(&out, NULL);
+	}
 	return xasprintf("%s%d%s", STEP_PORTABLE_PREFIX, i, path + strlen(b->dir[i]));
+}
+
+/* The cwd base's path k levels up (malloc'd), or NULL when that is above
+ * base_dir: no recorded path leads there. */
+static char *cwd_levels_up(const struct step_bases *b, int k)
+{
+	const char *cwd = base_at(b, STEP_BASE_CWD);
+	const char *top = base_at(b, STEP_BASE_DIR);
+	if (!cwd || !top)
+		return NULL;
+	size_t len = strlen(cwd);
+	while (k-- > 0) {
+		while (len && cwd[len - 1] != '/')
+			len--;
+		if (len)
+			len--; /* the '/' */
+		if (len < strlen(top))
+			return NULL;
+	}
+	return xstrndup(cwd, len);
 }
 
 char *portable_local_path(const char *portable, const struct step_bases *b)
@@ -109,7 +172,22 @@ char *portable_local_path(const char *portable, const struct step_bases *b)
 	const char *p = portable + plen;
 	if (*p < '0' || *p >= '0' + STEP_MAX_BASES || (p[1] != '/' && p[1] != '\0'))
 		return NULL;
-	const char *d = base_at(b, *p - '0');
+	int i = *p - '0';
+	if (i == STEP_BASE_CWD && cwd_relative(b)) {
+		int k = 0;
+		const char *rest = p + 1;
+		while (!strncmp(rest, "/..", 3) && (rest[3] == '/' || rest[3] == '\0')) {
+			k++;
+			rest += 3;
+		}
+		char *up = cwd_levels_up(b, k);
+		if (!up)
+			return NULL;
+		char *local = xasprintf("%s%s", up, rest);
+		free(up);
+		return local;
+	}
+	const char *d = base_at(b, i);
 	if (!d)
 		return NULL;
 	return xasprintf("%s%s", d, p + 1);
@@ -135,6 +213,15 @@ char *portable_text(const char *text, const struct step_bases *b)
 	int slash_in_word = 0; /* a base only counts where a path starts */
 	for (const char *p = text; *p;) {
 		int best = *p == '/' && !slash_in_word ? base_starting(p, b, 1) : -1;
+		if (best == STEP_BASE_DIR && cwd_relative(b)) {
+			size_t len = 0;
+			while (p[len] && !is_text_separator(p[len]))
+				len++;
+			add_cwd_relative(&out, p, len, b);
+			p += len;
+			slash_in_word = 1;
+			continue;
+		}
 		if (best >= 0) {
 			buf_addf(&out, "%s%d", STEP_PORTABLE_PREFIX, best);
 			p += strlen(b->dir[best]);
@@ -319,6 +406,26 @@ static char *observed_path(const struct pathset *ps, const struct observation *o
 	return portable_path(path, b);
 }
 
+/* 1 for a readlink that found no symlink in a directory above the cwd base
+ * and within base_dir: a canonical cwd implies it, and the number of such
+ * directories is the depth of the checkout, which must not split keys. */
+static int implied_by_cwd(const struct observation *o, const char *path, const void *value,
+			  size_t len, const struct step_bases *b)
+{
+	if (o->kind != OBS_READLINK || !cwd_relative(b))
+		return 0;
+	const char *cwd = b->dir[STEP_BASE_CWD];
+	if (!strcmp(path, cwd) || !path_is_under(cwd, path) ||
+	    !path_is_under(path, b->dir[STEP_BASE_DIR]))
+		return 0;
+	struct buf not_a_link;
+	buf_init(&not_a_link);
+	observe_value(OBS_READLINK, o->flags, "/", NULL, NULL, &not_a_link);
+	int same = len == not_a_link.len && !memcmp(value, not_a_link.data, len);
+	buf_free(&not_a_link);
+	return same;
+}
+
 /* One value per observation: the concatenated buf_put_bytes of a record. */
 static int split_values(const struct buf *values, size_t n, const void **p, size_t *len)
 {
@@ -351,9 +458,26 @@ static int portable_pathset(const struct record *rec, const struct step_bases *b
 	*pins = rec->pinned;
 	for (int i = 0; i < STEP_MAX_BASES; i++)
 		why[i] = rec->pinned_by[i] ? xstrdup(rec->pinned_by[i]) : NULL;
+	/* base_dir's real path in an output names the checkout below it, which
+	 * only the real cwd tells apart. */
+	if (cwd_relative(b) && (*pins & (1u << STEP_BASE_DIR))) {
+		*pins &= ~(1u << STEP_BASE_DIR);
+		if (!(*pins & (1u << STEP_BASE_CWD))) {
+			*pins |= 1u << STEP_BASE_CWD;
+			free(why[STEP_BASE_CWD]);
+			why[STEP_BASE_CWD] = why[STEP_BASE_DIR];
+			why[STEP_BASE_DIR] = NULL;
+		}
+	}
+	/* Observation i of the record is pp's to_pp[i] (SIZE_MAX: dropped). */
+	size_t *to_pp = xcalloc(n ? n : 1, sizeof *to_pp);
 	int rc = split_values(&rec->values, n, v, vlen);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		const struct observation *o = &ps->obs[i];
+		to_pp[i] = SIZE_MAX;
+		if (implied_by_cwd(o, ps->paths[o->path], v[i], vlen[i], b))
+			continue;
+		size_t k = pp->nobs;
 		int pin;
 		char *p = observed_path(ps, o, ps->paths[o->path], b, &pin);
 		if (pin >= 0 && !(*pins & (1u << pin))) {
@@ -361,13 +485,14 @@ static int portable_pathset(const struct record *rec, const struct step_bases *b
 			why[pin] = xasprintf("a search upwards from %s reached %s", b->dir[pin],
 					     ps->paths[o->path]);
 		}
-		if (!p || portable_value(v[i], vlen[i], b, &conv[i]) < 0) {
+		if (!p || portable_value(v[i], vlen[i], b, &conv[k]) < 0) {
 			free(p);
 			rc = -1;
 			break;
 		}
 		const char **excluded = pathset_excluded(ps, i);
 		pathset_add(pp, (enum obs_kind)o->kind, o->flags, p, excluded);
+		to_pp[i] = k;
 		free(excluded);
 		free(p);
 	}
@@ -391,7 +516,14 @@ static int portable_pathset(const struct record *rec, const struct step_bases *b
 		for (size_t i = 0; i < pp->nobs; i++)
 			buf_put_bytes(values, at[i]->data, at[i]->len);
 		free(at);
+		/* The record's own numbering, for its listings. */
+		for (size_t i = 0; i < n; i++)
+			to_pp[i] = to_pp[i] == SIZE_MAX ? SIZE_MAX : perm[to_pp[i]];
+		free(perm);
+		perm = to_pp;
+		to_pp = NULL;
 	}
+	free(to_pp);
 	for (size_t i = 0; i < total; i++)
 		buf_free(&conv[i]);
 	free(conv);
@@ -413,6 +545,8 @@ static void renumber_listings(const struct buf *listings, const size_t *perm, si
 		const void *l = reader_bytes(&r, &len);
 		if (!l || idx >= n)
 			break;
+		if (perm[idx] == SIZE_MAX)
+			continue;
 		buf_put_u32(out, (uint32_t)perm[idx]);
 		buf_put_bytes(out, l, len);
 	}

@@ -106,6 +106,10 @@ int step_weak_key(const struct step *s, const struct step_bases *b, struct diges
 		rc = hash_keyed(&h, s->argv[i], 0, b);
 	if (rc == 0)
 		rc = hash_keyed(&h, s->cwd, 1, b);
+	/* Under a cwd base the cwd keys as "here": its own name still tells
+	 * one checkout's directories apart (a step may print `basename $PWD`). */
+	if (rc == 0 && b && b->dir[STEP_BASE_CWD])
+		hasher_update_str(&h, path_basename(s->cwd));
 	size_t envc = 0;
 	while (s->env[envc])
 		envc++;
@@ -131,7 +135,12 @@ int step_weak_key(const struct step *s, const struct step_bases *b, struct diges
 		hasher_update(&h, s->stdin_digest.b, DIGEST_LEN);
 	/* Only when set, so that keys of steps without terminals are the same
 	 * whether or not terminals were ever considered. */
-	if (s->terminal) {
+	if (s->colour) {
+		/* Apart from entries keyed by the terminal fact: a compile
+		 * recorded in a pipe without forced colours has none to give. */
+		hasher_update_str(&h, "diagnostics coloured by cachet");
+		hasher_update_u64(&h, s->colour);
+	} else if (s->terminal) {
 		hasher_update_u64(&h, s->terminal);
 		hasher_update_str(&h, s->term ? s->term : "");
 	}
@@ -215,6 +224,11 @@ void step_encode(const struct step *step, struct buf *out)
 	buf_put_str(out, step->platform);
 	buf_put_u8(out, (uint8_t)step->stdin_kind);
 	buf_add(out, step->stdin_digest.b, DIGEST_LEN);
+	/* The terminal facts last, so that steps recorded before they were
+	 * described still decode (as "no terminal"). */
+	buf_put_u8(out, (uint8_t)step->terminal);
+	buf_put_str(out, step->term ? step->term : "");
+	buf_put_u8(out, (uint8_t)step->colour);
 }
 
 void step_set_terminal(struct step *step, unsigned terminal, const char *term)
@@ -224,6 +238,16 @@ void step_set_terminal(struct step *step, unsigned terminal, const char *term)
 	step->term = terminal ? xstrdup(term ? term : "") : NULL;
 	/* Cannot fail: step_init keyed the same texts, and TERM is keyed as
 	 * it is. */
+	if (step_weak_key(step, &step->bases, &step->weak) < 0)
+		abort();
+}
+
+void step_set_colour(struct step *step, unsigned family)
+{
+	step->colour = family;
+	free(step->term);
+	step->terminal = 0;
+	step->term = NULL;
 	if (step_weak_key(step, &step->bases, &step->weak) < 0)
 		abort();
 }
@@ -327,6 +351,15 @@ int step_decode(const void *data, size_t len, struct step *out, struct error *e)
 	out->platform = reader_strdup(&r);
 	out->stdin_kind = reader_u8(&r);
 	reader_raw(&r, out->stdin_digest.b, DIGEST_LEN);
+	if (!r.failed && r.left) {
+		out->terminal = reader_u8(&r);
+		char *term = reader_strdup(&r);
+		out->colour = reader_u8(&r);
+		if (out->terminal)
+			out->term = term;
+		else
+			free(term);
+	}
 	if (r.failed || !out->argv || !out->cwd || !out->exe || !out->env || !out->platform ||
 	    r.left != 0) {
 		step_free(out);

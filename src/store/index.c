@@ -109,6 +109,11 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"  first_seen INTEGER NOT NULL,"
 	"  last_seen INTEGER NOT NULL,"
 	"  summary TEXT NOT NULL) WITHOUT ROWID;",
+	/* 3: the newest weak key of each step identity (step_names.c), so
+	 * that a new step's miss can say what changed. */
+	"CREATE TABLE step_names("
+	"  ident BLOB PRIMARY KEY NOT NULL,"
+	"  weak BLOB NOT NULL) WITHOUT ROWID;",
 };
 
 int64_t store_now_ns(void)
@@ -515,7 +520,7 @@ int index_clear_rows(struct store *s, struct error *e)
 	return index_exec(s,
 			  "DELETE FROM result_blobs; DELETE FROM results; DELETE FROM pathsets;"
 			  " DELETE FROM steps; DELETE FROM blobs; DELETE FROM fingerprints;"
-			  " DELETE FROM nondeterministic;",
+			  " DELETE FROM nondeterministic; DELETE FROM step_names;",
 			  e);
 }
 

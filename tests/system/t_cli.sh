@@ -96,11 +96,13 @@ cachet run -v -- "${S[@]}" 2> v1.err
 set -e
 # On a miss the line may follow the step's output (the reason can be known
 # only at the end), but it starts a line of its own.
-grep -qx 'cachet: miss (new step)' v1.err || fail "-v on a miss printed: $(cat v1.err)"
+# Each line names the step (with make -j8, bare "hit" lines say nothing).
+N="sh -c 'echo verbose > verbose.txt; printf step-stderr >&2'"
+grep -qxF "cachet: miss $N (new step)" v1.err || fail "-v on a miss printed: $(cat v1.err)"
 [ "$(grep -c '^cachet:' v1.err)" -eq 1 ] || fail "-v printed more than one line: $(cat v1.err)"
 grep -q 'step-stderr' v1.err || fail "-v lost the step's stderr"
 cachet run -v -- "${S[@]}" 2> v2.err
-printf 'cachet: hit\nstep-stderr' > v2.want
+printf 'cachet: hit %s\nstep-stderr' "$N" > v2.want
 assert_same v2.err v2.want
 CACHET_VERBOSE=1 cachet run -- "${S[@]}" 2> v3.err
 assert_same v3.err v2.want
@@ -109,11 +111,11 @@ S2=(sh -c 'cat verbose-input.txt > verbose2.txt')
 CACHET_VERBOSE=1 cachet run -- "${S2[@]}" 2> /dev/null
 echo changed-again > verbose-input.txt
 CACHET_VERBOSE=1 cachet run -- "${S2[@]}" 2> v4.err
-[ "$(cat v4.err)" = "cachet: miss (inputs changed)" ] || fail "verbose miss after an edit printed: $(cat v4.err)"
+[ "$(cat v4.err)" = "cachet: miss sh -c 'cat verbose-input.txt > verbose2.txt' (inputs changed)" ] || fail "verbose miss after an edit printed: $(cat v4.err)"
 set +e
 CACHET_VERBOSE=1 cachet run -- sh -c 'exit 5' 2> v5.err
 set -e
-[ "$(cat v5.err)" = "cachet: miss (command failed (not stored))" ] || fail "verbose failed step printed: $(cat v5.err)"
+[ "$(cat v5.err)" = "cachet: miss sh -c 'exit 5' (command failed (not stored))" ] || fail "verbose failed step printed: $(cat v5.err)"
 # Without -v, a hit prints nothing of cachet's own.
 cachet run -- "${S[@]}" 2> v6.err
 [ "$(cat v6.err)" = step-stderr ] || fail "a quiet hit printed on stderr: $(cat v6.err)"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Colour: when cachet's stderr is a terminal, the step's is one too, so gcc
-# colours its diagnostics as it would without cachet; the fact is keyed.
+# Terminal or pipe. gcc is run with its colours forced on and its stderr
+# stored as a terminal shows it: one entry serves `make` in a terminal and
+# `make | tee log`, and each replay is byte for byte what gcc itself prints
+# there. A program cachet does not know keeps the terminal fact in its key.
 source "$(dirname "$0")/lib.sh"
 
-command -v script > /dev/null || fail "script (bsdutils) is needed for this test"
+command -v script > /dev/null || skip "script (bsdutils) is needed for this test"
 W=$(workdir)
 cd "$W"
-printf 'int f(void) { return undefined_x; }\nint g(void) { int unused; return 0; }\n' > warn.c
-printf 'int g(void) { int unused; return 0; }\n' > ok.c
+printf 'int g(void) { int unused; return 0; }\nint h(int a) { return a = 1, 0; }\n' > ok.c
+printf 'int f(void) { int u; return 0; }\n' > other.c
 export TERM=xterm-256color
 
 # Runs CMD on a pseudo-terminal (script(1)) and saves what the terminal got.
@@ -19,29 +21,72 @@ on_tty() {
 
 ESC=$(printf '\033[')
 
-section "plain gcc on a terminal colours its diagnostics (the reference)"
-on_tty plain.txt "gcc -Wall -c ok.c -o plain.o"
-grep -qF "$ESC" plain.txt || fail "gcc itself does not colour on this terminal; cannot test"
+section "the references: plain gcc on a terminal and in a pipe"
+on_tty plain_tty.txt "gcc -Wall -c ok.c -o plain.o"
+grep -qF "$ESC" plain_tty.txt || skip "gcc itself does not colour on this terminal"
+gcc -Wall -c ok.c -o plain.o 2> plain_pipe.txt
+grep -q unused plain_pipe.txt || fail "gcc gave no warning"
 
-section "through cachet on a terminal: coloured on the miss and on the hit"
-on_tty miss.txt "$CACHET_BIN gcc -Wall -c ok.c -o ok.o"
-grep -qF "$ESC" miss.txt || fail "no colour through cachet on a terminal: $(cat -v miss.txt)"
+section "terminal first: the miss and the hit on a terminal are what gcc prints there"
+on_tty miss_tty.txt "$CACHET_BIN gcc -Wall -c ok.c -o ok.o"
 expect miss "new step"
+assert_same miss_tty.txt plain_tty.txt
 rm ok.o
-on_tty hit.txt "$CACHET_BIN gcc -Wall -c ok.c -o ok.o"
+on_tty hit_tty.txt "$CACHET_BIN gcc -Wall -c ok.c -o ok.o"
 expect hit
-grep -qF "$ESC" hit.txt || fail "the replay on a terminal lost its colour"
-assert_exists ok.o
+assert_same hit_tty.txt plain_tty.txt
+assert_same ok.o plain.o
 
-section "piped: no colour, and a separate entry (the terminal is keyed)"
-cachet gcc -Wall -c ok.c -o ok.o 2> piped.txt
+section "then a pipe: the same entry, without colours"
+rm ok.o
+cachet gcc -Wall -c ok.c -o ok.o 2> hit_pipe.txt
+expect hit
+assert_same hit_pipe.txt plain_pipe.txt
+assert_same ok.o plain.o
+
+section "pipe first, then a terminal"
+gcc -Wall -c other.c -o plain_other.o 2> plain_other_pipe.txt
+on_tty plain_other_tty.txt "gcc -Wall -c other.c -o plain_other.o"
+cachet gcc -Wall -c other.c -o other.o 2> miss_pipe.txt
 expect miss "new step"
-! grep -qF "$ESC" piped.txt || fail "colour escapes written to a pipe"
-grep -q "unused" piped.txt || fail "the warning is missing when piped"
-cachet gcc -Wall -c ok.c -o ok.o 2> piped2.txt
+assert_same miss_pipe.txt plain_other_pipe.txt
+rm other.o
+on_tty other_tty.txt "$CACHET_BIN gcc -Wall -c other.c -o other.o"
 expect hit
-cmp -s piped.txt piped2.txt || fail "the piped replay differs"
+assert_same other_tty.txt plain_other_tty.txt
+assert_same other.o plain_other.o
 
-section "color = never: pipes even on a terminal"
+section "TERM=dumb on a terminal: no colours, as gcc itself"
+on_tty plain_dumb.txt "TERM=dumb gcc -Wall -c ok.c -o plain.o"
+on_tty dumb.txt "TERM=dumb $CACHET_BIN gcc -Wall -c ok.c -o ok.o"
+expect hit
+assert_same dumb.txt plain_dumb.txt
+
+section "color = never: as in a pipe, even on a terminal"
 on_tty never.txt "CACHET_COLOR=never $CACHET_BIN gcc -Wall -c ok.c -o ok.o"
+expect hit
 ! grep -qF "$ESC" never.txt || fail "colour with color = never"
+
+section "colours the command line chose are left to gcc, and the terminal stays keyed"
+on_tty forced_tty.txt "$CACHET_BIN gcc -Wall -fdiagnostics-color=always -c ok.c -o ok.o"
+expect miss "new step"
+grep -qF "$ESC" forced_tty.txt || fail "no colour with -fdiagnostics-color=always"
+cachet gcc -Wall -fdiagnostics-color=always -c ok.c -o ok.o 2> /dev/null
+expect miss "new step"
+
+section "a program cachet does not know: the terminal is keyed"
+cat > tty.py <<'PY'
+import sys
+print("terminal" if sys.stdout.isatty() else "pipe")
+PY
+on_tty py_tty.txt "$CACHET_BIN python3 tty.py"
+expect miss "new step"
+grep -q terminal py_tty.txt || fail "the step did not see a terminal"
+cachet explain -- python3 tty.py > explain.txt || true
+grep -q "terminal differs" explain.txt || fail "explain does not name the terminal: $(cat explain.txt)"
+cachet python3 tty.py > py_pipe.txt
+expect miss
+assert_content py_pipe.txt pipe
+cachet python3 tty.py > py_pipe2.txt
+expect hit
+assert_content py_pipe2.txt pipe

@@ -46,6 +46,44 @@ static void portable_paths_name_their_base(void **state)
 	assert_int_equal(portable_base_index("/@cachet-base7"), -1);
 }
 
+/* base_dir above the checkouts (ccache's meaning): paths under it relative
+ * to the cwd, alike for checkouts at different depths. */
+static void paths_under_a_parent_base_dir_are_relative_to_the_cwd(void **state)
+{
+	struct step_bases a = { { "/builds", NULL, "/builds/ws1/proj/build" } };
+	struct step_bases b = { { "/builds", NULL, "/builds/ws2/deep/er/proj/build" } };
+	char *pa = portable_path("/builds/ws1/proj/src/x.c", &a);
+	char *pb = portable_path("/builds/ws2/deep/er/proj/src/x.c", &b);
+	assert_string_equal(pa, "/@cachet-base2/../src/x.c");
+	assert_string_equal(pb, pa);
+	char *l = portable_local_path(pa, &b);
+	assert_string_equal(l, "/builds/ws2/deep/er/proj/src/x.c");
+	free(l);
+	free(pa);
+	free(pb);
+	pa = portable_path("/builds/ws1/proj/build", &a);
+	assert_string_equal(pa, "/@cachet-base2");
+	free(pa);
+	/* Outside the checkout: another number of levels up in each. */
+	pa = portable_path("/builds/shared/y.h", &a);
+	pb = portable_path("/builds/shared/y.h", &b);
+	assert_string_equal(pa, "/@cachet-base2/../../../shared/y.h");
+	assert_string_not_equal(pa, pb);
+	free(pa);
+	free(pb);
+	/* Component-wise: /builds/ws1/projx is beside proj, not in it. */
+	pa = portable_path("/builds/ws1/projx/z", &a);
+	assert_string_equal(pa, "/@cachet-base2/../../projx/z");
+	free(pa);
+	/* Never above base_dir, whatever a stored path says. */
+	assert_null(portable_local_path("/@cachet-base2/../../../../etc/passwd", &a));
+	char *t = portable_text("-I/builds/ws1/proj/include:/usr/include", &a);
+	assert_string_equal(t, "-I/@cachet-base2/../include:/usr/include");
+	free(t);
+	assert_string_equal(portable_cwd_base(&a, "/builds/ws1"), "/builds/ws1");
+	assert_null(portable_cwd_base(&a, "/srv/x"));
+}
+
 static void nested_bases_take_the_deepest(void **state)
 {
 	/* base_dir inside HOME: a checkout path goes by base_dir. */
@@ -555,6 +593,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(portable_paths_name_their_base),
+		cmocka_unit_test(paths_under_a_parent_base_dir_are_relative_to_the_cwd),
 		cmocka_unit_test(nested_bases_take_the_deepest),
 		cmocka_unit_test(readlink_targets_under_a_base_are_portable),
 		cmocka_unit_test_setup_teardown(base_dir_must_be_a_real_directory_other_than_root,

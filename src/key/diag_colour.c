@@ -1,0 +1,207 @@
+#include "cachet/diag_colour.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cachet/path.h"
+
+/* name without a trailing version ("gcc-12", "clang++-14.0"): its length. */
+static size_t unversioned_len(const char *name)
+{
+	size_t n = strlen(name);
+	const char *dash = strrchr(name, '-');
+	if (!dash || !dash[1])
+		return n;
+	for (const char *p = dash + 1; *p; p++)
+		if ((*p < '0' || *p > '9') && *p != '.')
+			return n;
+	return (size_t)(dash - name);
+}
+
+/* 1 when name[0..len) is word or ends in "-word" (a cross prefix). */
+static int names(const char *name, size_t len, const char *word)
+{
+	size_t w = strlen(word);
+	if (len < w || memcmp(name + len - w, word, w) != 0)
+		return 0;
+	return len == w || name[len - w - 1] == '-';
+}
+
+static enum diag_colour family_of_name(const char *name)
+{
+	size_t len = unversioned_len(name);
+	if (names(name, len, "gcc") || names(name, len, "g++"))
+		return DIAG_COLOUR_GCC;
+	if (names(name, len, "clang") || names(name, len, "clang++"))
+		return DIAG_COLOUR_CLANG;
+	return DIAG_COLOUR_NONE;
+}
+
+/* Options after which the compiler's stderr no longer depends on the
+ * terminal in the way cachet undoes, or holds no diagnostics at all. */
+static int decides_itself(const char *a)
+{
+	static const char *const prefixes[] = {
+		"-fdiagnostics-color", "-fno-diagnostics-color", "-fcolor-diagnostics",
+		"-fno-color-diagnostics", "-fdiagnostics-urls", "-fdiagnostics-plain-output",
+		"-fdiagnostics-format", "-fansi-escape-codes", "--help", "--version", "-###",
+		"-Xclang",
+	};
+	if (a[0] == '@' || !strcmp(a, "-v"))
+		return 1;
+	for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+		if (!strncmp(a, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
+enum diag_colour diag_colour_family(char *const *argv, const char *exe)
+{
+	const char *base = path_basename(exe);
+	enum diag_colour f = family_of_name(base);
+	/* cc and c++ are whichever compiler the system chose (Debian's
+	 * alternatives): only the name their links lead to says which. */
+	if (f == DIAG_COLOUR_NONE && (!strcmp(base, "cc") || !strcmp(base, "c++"))) {
+		char *real = realpath(exe, NULL);
+		if (real)
+			f = family_of_name(path_basename(real));
+		free(real);
+	}
+	if (f == DIAG_COLOUR_NONE)
+		return f;
+	for (char *const *a = argv + 1; *a; a++)
+		if (decides_itself(*a))
+			return DIAG_COLOUR_NONE;
+	return f;
+}
+
+const char *const *diag_colour_options(enum diag_colour family, int urls)
+{
+	static const char *const gcc_urls[] = { "-fdiagnostics-color=always",
+						"-fdiagnostics-urls=always", NULL };
+	static const char *const gcc[] = { "-fdiagnostics-color=always", NULL };
+	static const char *const clang[] = { "-fcolor-diagnostics", NULL };
+	static const char *const none[] = { NULL };
+	if (family == DIAG_COLOUR_GCC)
+		return urls ? gcc_urls : gcc;
+	return family == DIAG_COLOUR_CLANG ? clang : none;
+}
+
+int diag_colour_knows_urls(const char *exe)
+{
+	/* gcc before 10 refuses the option, and the driver's option table
+	 * holds the name of every option it accepts. */
+	static const char option[] = "-fdiagnostics-urls=";
+	int fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	int found = 0;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m != MAP_FAILED) {
+			found = memmem(m, (size_t)st.st_size, option, sizeof option - 1) != NULL;
+			munmap(m, (size_t)st.st_size);
+		}
+	}
+	close(fd);
+	return found;
+}
+
+unsigned diag_colour_shown(enum diag_colour family, const char *term, const char *colorterm,
+			   const char *vte_version)
+{
+	if (family == DIAG_COLOUR_NONE || !term || !*term || !strcmp(term, "dumb"))
+		return 0;
+	if (family == DIAG_COLOUR_CLANG)
+		return DIAG_SHOW_COLOURS;
+	if (colorterm && !strcmp(colorterm, "xfce4-terminal"))
+		return DIAG_SHOW_COLOURS;
+	if (!strcmp(term, "xterm") && vte_version && atoi(vte_version) < 5000)
+		return DIAG_SHOW_COLOURS;
+	if (!strcmp(term, "linux"))
+		return DIAG_SHOW_COLOURS;
+	return DIAG_SHOW_COLOURS | DIAG_SHOW_URLS;
+}
+
+/* ---- the stream ---- */
+
+void diag_strip_init(struct diag_strip *s, unsigned keep)
+{
+	s->keep = keep;
+	s->nheld = 0;
+}
+
+enum held_state { HELD_OPEN, HELD_FOREIGN, HELD_COLOUR, HELD_URL };
+
+/* What the held bytes are so far. */
+static enum held_state classify(const char *h, size_t n)
+{
+	if (n < 2)
+		return HELD_OPEN;
+	if (h[1] == '[') {
+		for (size_t i = 2; i < n; i++) {
+			char c = h[i];
+			if ((c >= '0' && c <= '9') || c == ';')
+				continue;
+			return i == n - 1 && (c == 'm' || c == 'K') ? HELD_COLOUR : HELD_FOREIGN;
+		}
+		return HELD_OPEN;
+	}
+	if (h[1] != ']')
+		return HELD_FOREIGN;
+	if (n >= 3 && h[2] != '8')
+		return HELD_FOREIGN;
+	if (n >= 4 && h[3] != ';')
+		return HELD_FOREIGN;
+	if (n >= 5 && h[n - 1] == '\a')
+		return HELD_URL;
+	if (n >= 6 && h[n - 2] == '\033' && h[n - 1] == '\\')
+		return HELD_URL;
+	/* An ESC inside an OSC that is not its ST (ESC \\): not ours. */
+	for (size_t i = 2; i + 1 < n; i++)
+		if (h[i] == '\033')
+			return HELD_FOREIGN;
+	return HELD_OPEN;
+}
+
+void diag_strip_add(struct diag_strip *s, const void *data, size_t len, struct buf *out)
+{
+	const char *p = data;
+	for (size_t i = 0; i < len; i++) {
+		char c = p[i];
+		if (!s->nheld) {
+			if (c == '\033')
+				s->held[s->nheld++] = c;
+			else
+				buf_addch(out, c);
+			continue;
+		}
+		s->held[s->nheld++] = c;
+		enum held_state st = classify(s->held, s->nheld);
+		if (st == HELD_OPEN && s->nheld < sizeof s->held)
+			continue;
+		if (st == HELD_FOREIGN && c == '\033') {
+			/* The ESC that ended a foreign sequence may start one of ours. */
+			buf_add(out, s->held, s->nheld - 1);
+			s->held[0] = c;
+			s->nheld = 1;
+			continue;
+		}
+		int drop = (st == HELD_COLOUR && !(s->keep & DIAG_SHOW_COLOURS)) ||
+			   (st == HELD_URL && !(s->keep & DIAG_SHOW_URLS));
+		if (!drop)
+			buf_add(out, s->held, s->nheld);
+		s->nheld = 0;
+	}
+}
+
+void diag_strip_finish(struct diag_strip *s, struct buf *out)
+{
+	buf_add(out, s->held, s->nheld);
+	s->nheld = 0;
+}
