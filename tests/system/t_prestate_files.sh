@@ -86,6 +86,20 @@ if command -v gcc > /dev/null; then
     run_expect hit "" -- gcc -c v.c -o v.o
     assert_same "$T/v2.o" v.o
     cd "$W"
+
+    section "mkdir -p out; gcc -o out/m.o: show calls the object current after its run"
+    printf 'int m(void) { return 5; }\n' > m.c
+    MK=(sh -c 'mkdir -p out; gcc -c m.c -o out/m.o')
+    run_expect miss "new step" -- "${MK[@]}"
+    state=$(cachet show --json out/m.o | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')
+    [ "$state" = current ] || fail "show calls out/m.o $state right after its run"
+    # Syscall for syscall a `mkdir out` that would fail there: it runs
+    # once where out/ exists, and hits from then on.
+    run_expect miss "inputs changed" -- "${MK[@]}"
+    run_expect hit "" -- "${MK[@]}"
+    rm -rf out
+    run_expect hit "" -- "${MK[@]}"
+    assert_exists out/m.o
 fi
 
 check_status_file_format
