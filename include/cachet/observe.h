@@ -64,16 +64,18 @@ enum obs_kind {
 	 * path (digest_cache.held): a compile hits over the object of another
 	 * version of its source, which a branch switch or an undone edit
 	 * leaves, while a file the user wrote or edited there (`[ -e f ] ||
-	 * cp`, `cp -n`) is what the step would find, and misses. A directory
-	 * or symlink made with no probe first (OBS_CREATED_MADE) is never
-	 * "exactly": mkdir and symlink fail where the path exists. */
+	 * cp`, `cp -n`) is what the step would find, and misses. A directory,
+	 * symlink or exclusively created file made with no probe first
+	 * (OBS_CREATED_MADE) is never "exactly": mkdir, symlink and O_EXCL
+	 * fail where the path exists. */
 	OBS_CREATED = 9,
 };
 
 #define OBS_CREATED_STAT 'S'
 #define OBS_CREATED_READLINK 'R'
-/* A directory or symlink made where there was none, with no probe first:
- * looked at as lstat does. */
+/* A directory or symlink made where there was none, or a file made by a
+ * call that fails where the path exists (trace.h TRACE_F_EXCLUSIVE), with
+ * no probe first: looked at as lstat does. */
 #define OBS_CREATED_MADE 'M'
 
 enum {

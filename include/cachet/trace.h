@@ -108,6 +108,11 @@ enum {
 	TRACE_F_WRITE = 1 << 3,     /* the open asked for write access */
 	TRACE_F_LINKED = 1 << 4,    /* TRACE_READ of a hard link's source: the step
 	                             * gave the file another name (its ctime moves) */
+	/* TRACE_TOUCH of a call that fails where the path exists: an open with
+	 * O_CREAT|O_EXCL, link's new name, rename with RENAME_NOREPLACE. A step
+	 * that made a path so, without a probe, would fail or skip where it is
+	 * there (`mv -n`, Python's open(f, "x"), `ln`). */
+	TRACE_F_EXCLUSIVE = 1 << 5,
 };
 
 struct trace_event {

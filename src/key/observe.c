@@ -280,9 +280,9 @@ void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size
 }
 
 /* Does path hold what the entry restores there (observe.h OBS_CREATED's
- * output part)? A directory or symlink that the step made without looking
- * first (OBS_CREATED_MADE) does only `in_place`: `mkdir d` and `ln -s t l`
- * fail where the path exists, which their hit would not. A regular file
+ * output part)? A path that the step made without looking first
+ * (OBS_CREATED_MADE) does only `in_place`: `mkdir d`, `ln -s t l` and an
+ * O_EXCL open fail where the path exists, which their hit would not. A regular file
  * does when it is the entry's output or, unless in_place, another output
  * of this cache at that path (observe.h). */
 static int holds_expected(const char *path, const char *expected, int made, int in_place,
@@ -295,7 +295,8 @@ static int holds_expected(const char *path, const char *expected, int made, int 
 	case 'F': {
 		char hex[DIGEST_HEX_LEN + 1];
 		struct digest want, have;
-		if (!S_ISREG(st.st_mode) || strlen(expected) < 1 + DIGEST_HEX_LEN)
+		if ((made && !in_place) || !S_ISREG(st.st_mode) ||
+		    strlen(expected) < 1 + DIGEST_HEX_LEN)
 			return 0;
 		memcpy(hex, expected + 1, DIGEST_HEX_LEN);
 		hex[DIGEST_HEX_LEN] = '\0';

@@ -824,13 +824,18 @@ static void add_prior_states(struct recorder *rc)
 			continue;
 		buf_reset(&expected);
 		expected_output(rc, &outs, t->ev->path, &expected);
-		if (!t->ev->pre_exists && (expected.data[0] == 'D' || expected.data[0] == 'L') &&
+		const struct trace_event *fin = strmap_get(&rc->finals, t->ev->path);
+		int exclusive = (t->ev->flags & TRACE_F_EXCLUSIVE) && fin && !fin->err;
+		if (!t->ev->pre_exists &&
+		    (expected.data[0] == 'D' || expected.data[0] == 'L' || exclusive) &&
 		    !strmap_get(&probed, t->ev->path)) {
 			/* Absent when the step made a directory or symlink
-			 * there: mkdir and symlink fail where the path exists,
-			 * and are made without any probe. (A regular file made
-			 * so is mostly written whatever was there: `>` and
-			 * mv replace it; its probes, if any, decide.) */
+			 * there, or a file by a call that fails where the path
+			 * exists (O_EXCL, link, RENAME_NOREPLACE): mkdir and
+			 * symlink fail there too, and are made without any
+			 * probe. (A regular file made otherwise is written
+			 * whatever was there: `>` and mv replace it; its
+			 * probes, if any, decide.) */
 			buf_reset(&value);
 			buf_addch(&value, 'E');
 			buf_put_u32(&value, ENOENT);

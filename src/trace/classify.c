@@ -12,6 +12,9 @@
 
 #include "cachet/trace.h"
 
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
 #endif
@@ -45,8 +48,10 @@ void classify_open(uint64_t oflags, uint64_t resolve, struct open_class *out)
 		return;
 	}
 	/* O_CREAT|O_EXCL never follows a final symlink: it fails with EEXIST. */
-	if ((oflags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+	if ((oflags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) {
 		out->follow_last = 0;
+		out->exclusive = 1;
+	}
 	/* Linux truncates on O_RDONLY|O_TRUNC too (it asks for write permission). */
 	if (write_access || oflags & O_TRUNC) {
 		out->kind = OPEN_KIND_WRITE;
@@ -79,6 +84,7 @@ void classify_rename(uint64_t flags, struct rename_class *out)
 	 * a whiteout left at the old name is a change the final state shows. */
 	out->old_keeps = 1;
 	out->new_keeps = (flags & RENAME_EXCHANGE) != 0;
+	out->new_exclusive = (flags & RENAME_NOREPLACE) != 0;
 }
 
 int classify_utimens_sets_mtime(const struct timespec *times)

@@ -25,6 +25,7 @@ struct open_class {
 	unsigned flags;    /* TRACE_F_* for the event */
 	int follow_last;   /* the kernel follows a symlink in the final component */
 	int keeps_content; /* OPEN_KIND_WRITE without O_TRUNC: the old bytes survive */
+	int exclusive;     /* O_CREAT|O_EXCL: fails where the path exists */
 };
 
 /* oflags as passed to open/openat (or open_how.flags), resolve = openat2's
@@ -49,6 +50,7 @@ unsigned classify_access_mode(uint64_t mode);
 struct rename_class {
 	int old_keeps; /* the source's content lives on under the new name */
 	int new_keeps; /* RENAME_EXCHANGE: the target's content lives on too */
+	int new_exclusive; /* RENAME_NOREPLACE: fails where the target exists */
 };
 void classify_rename(uint64_t flags, struct rename_class *out);
 
