@@ -446,7 +446,7 @@ static void add_unchanged(struct recorder *rc, const struct trace_event *ev)
 	if (rc->nset_mtimes && is_set_mtime(rc, ev->id.mtime_ns))
 		add_obs_at(rc, OBS_STAT, flags | OBS_F_MTIME, ev->path, ev, NULL);
 	char *src = pyc_source(ev->path);
-	if (src && !strmap_get(&rc->touched, src) && !ignored(rc, src))
+	if (src && !touch_of(rc, src) && !ignored(rc, src))
 		add_obs_at(rc, OBS_READ, 0, src, ev, NULL);
 	free(src);
 }
@@ -843,7 +843,7 @@ static void add_prior_states(struct recorder *rc)
 				    expected.data);
 		}
 		char *dir = path_dirname(t->ev->path);
-		if (strcmp(dir, t->ev->path) != 0 && !strmap_get(&rc->touched, dir) &&
+		if (strcmp(dir, t->ev->path) != 0 && !touch_of(rc, dir) &&
 		    !ignored(rc, dir))
 			add_obs_at(rc, OBS_STAT, 0, dir, t->ev, NULL);
 		free(dir);
