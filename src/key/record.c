@@ -831,7 +831,7 @@ static void add_prior_states(struct recorder *rc)
 		    !strmap_get(&probed, t->ev->path)) {
 			/* Absent when the step made a directory or symlink
 			 * there, or a file by a call that fails where the path
-			 * exists (O_EXCL, link, RENAME_NOREPLACE): mkdir and
+			 * exists (O_EXCL, link): mkdir and
 			 * symlink fail there too, and are made without any
 			 * probe. (A regular file made otherwise is written
 			 * whatever was there: `>` and mv replace it; its

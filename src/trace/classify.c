@@ -12,9 +12,6 @@
 
 #include "cachet/trace.h"
 
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)
-#endif
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
 #endif
@@ -84,7 +81,6 @@ void classify_rename(uint64_t flags, struct rename_class *out)
 	 * a whiteout left at the old name is a change the final state shows. */
 	out->old_keeps = 1;
 	out->new_keeps = (flags & RENAME_EXCHANGE) != 0;
-	out->new_exclusive = (flags & RENAME_NOREPLACE) != 0;
 }
 
 int classify_utimens_sets_mtime(const struct timespec *times)

@@ -50,7 +50,6 @@ unsigned classify_access_mode(uint64_t mode);
 struct rename_class {
 	int old_keeps; /* the source's content lives on under the new name */
 	int new_keeps; /* RENAME_EXCHANGE: the target's content lives on too */
-	int new_exclusive; /* RENAME_NOREPLACE: fails where the target exists */
 };
 void classify_rename(uint64_t flags, struct rename_class *out);
 

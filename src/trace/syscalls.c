@@ -875,8 +875,7 @@ static enum resume entry_rename(struct tracer *tr, struct tracee *t, int olddir,
 	if (r1 > 0)
 		touch_how(tr, t, t->p.path, rc.old_keeps, TRACE_CHANGE_MOVES);
 	if (r2 > 0)
-		touch_flags(tr, t, tr->path2, rc.new_keeps, rc.new_keeps ? TRACE_CHANGE_MOVES : 0,
-		            rc.new_exclusive ? TRACE_F_EXCLUSIVE : 0);
+		touch_how(tr, t, tr->path2, rc.new_keeps, rc.new_keeps ? TRACE_CHANGE_MOVES : 0);
 	/* What a rename brings may be a directory with contents written
 	 * under other names (trace.h). */
 	if (r2 > 0)

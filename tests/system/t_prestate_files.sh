@@ -1,7 +1,7 @@
 # The state before a regular file the step creates: absent, or content that
 # an entry of this cache restores at that path. A step that creates a file
 # only where it is missing (`[ -e f ] || cp`, `cp -n`, `set -C`, an
-# O_EXCL open, `mv -n`)
+# O_EXCL open)
 # misses over a file the user wrote or edited there, and does what plain
 # does (keeps it); a compile hits over the object that another version of
 # its source left there (an undone edit, a branch switch).
@@ -62,9 +62,9 @@ plain_then_cached "${EXCL[@]}"
 [ "$RC" -ne 0 ] || fail "a noclobber redirection over an existing file exited 0"
 assert_content excl.txt mine
 
-section "made by a call that fails where the path exists, with no probe: O_EXCL, mv -n"
-# Python's open(f, "x") and mv -n (renameat2 RENAME_NOREPLACE) look at
-# nothing first: only absence lets them do what the hit does.
+section "made by a call that fails where the path exists, with no probe: O_EXCL"
+# Python's open(f, "x") looks at nothing first: only absence lets it do
+# what the hit does.
 EXCL_PY=(python3 -c 'open("made.txt", "x").write("generated")')
 run_expect miss "new step" -- "${EXCL_PY[@]}"
 rm made.txt
@@ -76,15 +76,6 @@ echo mine > made.txt
 plain_then_cached "${EXCL_PY[@]}"
 assert_content made.txt mine
 rm made.txt
-MVN=(sh -c 'cp src.txt moved.tmp && mv -n moved.tmp moved.txt')
-run_expect miss "new step" -- "${MVN[@]}"
-rm moved.txt
-run_expect hit "" -- "${MVN[@]}"
-rm moved.txt
-echo mine > moved.txt
-plain_then_cached "${MVN[@]}"
-assert_content moved.txt mine
-
 if command -v gcc > /dev/null; then
     section "a compile hits after a branch switch and back"
     mkdir -p repo && cd repo
