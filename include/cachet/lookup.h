@@ -62,6 +62,10 @@ struct pathset_evaluation {
 	 * is read: 0 refuses it (LOOKUP_PATHSET_REFUSED). NULL admits all. */
 	int (*admit)(void *ctx, const struct pathset *ps);
 	void *admit_ctx;
+	/* Vouches for observations without a lookup (pathset.h), or NULL;
+	 * not with a memo. */
+	pathset_known_fn known;
+	void *known_ctx;
 	/* Receives the values as keyed (for explain and a remote hit's local
 	 * copy), or NULL. */
 	struct buf *values;

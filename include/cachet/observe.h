@@ -55,22 +55,27 @@ enum obs_kind {
 	 * (observe_created_describe) holds the probe's kind (OBS_CREATED_*),
 	 * the value that probe found, in hex, and what the entry restores
 	 * there: "F<sha256 hex> <mode>", "L<target>", "D<mode>", or "-".
-	 * Its value is 'A' where the path is absent, holds that (for a
-	 * regular file: any regular file, so that a compile hits over another
-	 * version's object), or
+	 * Its value is 'A' where the path is absent, holds that, or
 	 * looks to the probe as it did to the step ("absent, or what
 	 * this entry restores there", or the state the run replaced); else
 	 * what the probe finds: 'S' (no mtime), an 'E' errno, or 'r' for a
-	 * symlink. A directory or symlink made with no probe first
-	 * (OBS_CREATED_MADE) is never "exactly": mkdir and symlink fail where
-	 * the path exists. */
+	 * symlink. A regular file holds "that" when its content is this
+	 * entry's output or another output that this cache restores at the
+	 * path (digest_cache.held): a compile hits over the object of another
+	 * version of its source, which a branch switch or an undone edit
+	 * leaves, while a file the user wrote or edited there (`[ -e f ] ||
+	 * cp`, `cp -n`) is what the step would find, and misses. A directory,
+	 * symlink or exclusively created file made with no probe first
+	 * (OBS_CREATED_MADE) is never "exactly": mkdir, symlink and O_EXCL
+	 * fail where the path exists. */
 	OBS_CREATED = 9,
 };
 
 #define OBS_CREATED_STAT 'S'
 #define OBS_CREATED_READLINK 'R'
-/* A directory or symlink made where there was none, with no probe first:
- * looked at as lstat does. */
+/* A directory or symlink made where there was none, or a file made by a
+ * call that fails where the path exists (trace.h TRACE_F_EXCLUSIVE), with
+ * no probe first: looked at as lstat does. */
 #define OBS_CREATED_MADE 'M'
 
 enum {
@@ -90,6 +95,10 @@ struct digest_cache {
 	int (*get)(void *ctx, const char *path, const struct file_id *id, struct digest *out);
 	void (*put)(void *ctx, const char *path, const struct file_id *id, const struct digest *d);
 	void *ctx;
+	/* 1 when d is the content of an output that an entry of this cache
+	 * restores at path: a file there with that content was made by a step
+	 * or a hit, not by a user's edit (OBS_CREATED). NULL: never. */
+	int (*held)(void *ctx, const char *path, const struct digest *d);
 };
 
 /* How close to "now" a file may have changed and still have its digest
@@ -173,6 +182,13 @@ void observe_created_describe(struct buf *out, char probe, const void *seen, siz
 			      const char *expected);
 void observe_created_link_value(struct buf *out, const struct digest *target);
 void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size);
+
+/* 1 when path holds exactly what the OBS_CREATED observation whose string
+ * is desc says the entry restores there (a directory or symlink the step
+ * made included): its output is in place, as a run or a hit leaves it.
+ * Not a value: show asks it, whose question is whether an artifact is what
+ * its step made, not whether the step would hit again. */
+int observe_created_in_place(const char *path, const char *desc, struct digest_cache *dc);
 
 /* Human-readable rendering of a value, for explain and show. */
 void observe_describe_value(const void *value, size_t len, struct buf *out);

@@ -276,6 +276,12 @@ int store_results_with_blob(struct store *s, const struct digest *blob,
  * path's base name: what may have written a file), newest first. */
 int store_results_naming(struct store *s, const void *needle, size_t len, size_t limit,
 			 struct store_result_row **out, size_t *n, struct error *e);
+/* At most limit results that reference the blob with this digest and whose
+ * stored body contains the bytes needle (an output path's base name),
+ * newest first: the results that may restore that content at that path. */
+int store_results_with_blob_naming(struct store *s, const struct digest *blob, const void *needle,
+				   size_t len, size_t limit, struct store_result_row **out,
+				   size_t *n, struct error *e);
 void store_result_rows_free(struct store_result_row *rows, size_t n);
 
 /* ---- steps found nondeterministic (cachet run --verify) ---- */

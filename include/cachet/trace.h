@@ -109,6 +109,13 @@ enum {
 	TRACE_F_WRITE = 1 << 3,     /* the open asked for write access */
 	TRACE_F_LINKED = 1 << 4,    /* TRACE_READ of a hard link's source: the step
 	                             * gave the file another name (its ctime moves) */
+	/* TRACE_TOUCH of a call that fails where the path exists: an open with
+	 * O_CREAT|O_EXCL, link's new name. A step that made a path so, without
+	 * a probe, would fail where it is there (Python's open(f, "x"), `ln`).
+	 * Not rename with RENAME_NOREPLACE: mv tries it first and, on EEXIST,
+	 * replaces the target, as mv -n does not; every `mv tmp out` would run
+	 * once more where out exists. */
+	TRACE_F_EXCLUSIVE = 1 << 5,
 };
 
 struct trace_event {

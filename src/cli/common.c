@@ -10,6 +10,9 @@
 
 #include "cachet/buf.h"
 #include "cachet/diag_colour.h"
+#include "cachet/outputs.h"
+#include "cachet/path.h"
+#include "cachet/portable.h"
 #include "cachet/redact.h"
 #include "cachet/step.h"
 #include "cli/hermetic_env.h"
@@ -190,11 +193,68 @@ static void dc_put(void *ctx, const char *path, const struct file_id *id, const 
 	store_fp_put(ctx, path, id, d);
 }
 
+/* How many results that reference a content are searched for one that
+ * restores it at a path. */
+#define HELD_SEARCH_LIMIT 64
+
+/* digest_cache.held over the index: a result that restores d at path. The
+ * question is asked of a present file at a path a step creates, once per
+ * path set of the step's weak key: the last answer is kept. */
+static int dc_held(void *ctx, const char *path, const struct digest *d)
+{
+	static struct {
+		struct store *s;
+		char *path;
+		struct digest d;
+		int held;
+	} last;
+	struct store *s = ctx;
+	if (last.s == s && last.path && !strcmp(last.path, path) && digest_equal(&last.d, d))
+		return last.held;
+	struct store_result_row *rows = NULL;
+	size_t n = 0;
+	struct error e = { 0 };
+	const char *base = path_basename(path);
+	int held = 0;
+	if (store_results_with_blob_naming(s, d, base, strlen(base), HELD_SEARCH_LIMIT, &rows, &n,
+					   &e) < 0)
+		return 0;
+	const struct step_bases *bases = cli_bases(NULL);
+	/* Outputs are kept at their physical paths; the probe may have used
+	 * another spelling (`..` after a chdir, a symlinked directory). */
+	char *dir = path_dirname(path);
+	char *real_dir = realpath(dir, NULL);
+	char *real = real_dir ? path_join(real_dir, base) : xstrdup(path);
+	free(dir);
+	free(real_dir);
+	for (size_t i = 0; i < n && !held; i++) {
+		struct result res;
+		if (result_decode(rows[i].body, rows[i].len, &res, &e) < 0)
+			continue;
+		if (!bases || portable_localise_result(&res, bases) == 0)
+			for (size_t k = 0; k < res.noutputs && !held; k++)
+				held = res.outputs[k].kind == OUT_FILE &&
+				       (!strcmp(res.outputs[k].path, path) ||
+					!strcmp(res.outputs[k].path, real)) &&
+				       digest_equal(&res.outputs[k].blob.digest, d);
+		result_free(&res);
+	}
+	store_result_rows_free(rows, n);
+	free(real);
+	free(last.path);
+	last.s = s;
+	last.path = xstrdup(path);
+	last.d = *d;
+	last.held = held;
+	return held;
+}
+
 void cli_digest_cache(struct store *s, struct digest_cache *dc)
 {
 	dc->get = dc_get;
 	dc->put = dc_put;
 	dc->ctx = s;
+	dc->held = dc_held;
 }
 
 char *cli_self_exe(void)

@@ -80,6 +80,34 @@ static const struct output *output_at(const struct result *res, const char *path
 	return NULL;
 }
 
+/* The state before each path the step created, as it is right after the
+ * step: where the path holds exactly the entry's output (a directory that
+ * `mkdir -p` made included), that observation is 'A', as recorded. Whether
+ * a rerun would find the state the step found is the question of run and
+ * explain; show's is whether the artifact is what its step made from the
+ * inputs there now. */
+struct in_place {
+	const struct pathset *ps;
+	struct digest_cache *dc;
+};
+
+static int created_in_place(void *ctx, size_t i, const void **value, size_t *len)
+{
+	const struct in_place *ip = ctx;
+	const struct observation *o = &ip->ps->obs[i];
+	if (o->kind != OBS_CREATED)
+		return 0;
+	const char **desc = pathset_excluded(ip->ps, i);
+	int in_place = desc && desc[0] &&
+		       observe_created_in_place(ip->ps->paths[o->path], desc[0], ip->dc);
+	free(desc);
+	if (!in_place)
+		return 0;
+	*value = "A";
+	*len = 1;
+	return 1;
+}
+
 /* Decodes a row and evaluates its path set against the file system now, as
  * explain does for a known step: the strong key of the values found now is
  * the row's own when every input holds as recorded. Returns -1 when the row
@@ -109,13 +137,18 @@ static int shown_load(struct store *s, const struct store_result_row *row, const
 	 * nor does one recorded under a base that is not set here. */
 	struct buf values;
 	buf_init(&values);
+	/* A path the step creates that holds its own output now is in place
+	 * (created_in_place), not a change. */
 	struct pathset_evaluation ev = {
 		.digest = &row->pathset,
 		.body = body,
 		.len = len,
 		.values = &values,
 		.keep_pathset = 1,
+		.known = created_in_place,
 	};
+	struct in_place ip = { &ev.ps, dc };
+	ev.known_ctx = &ip;
 	int rc = lookup_evaluate_pathset(bases, &row->weak, dc, &ev, e);
 	free(body);
 	out->have_ps = rc != LOOKUP_PATHSET_DAMAGED;

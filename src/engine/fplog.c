@@ -46,6 +46,12 @@ static void fplog_put(void *ctx, const char *path, const struct file_id *id,
 	l->added++;
 }
 
+static int fplog_held(void *ctx, const char *path, const struct digest *d)
+{
+	struct fplog *l = ctx;
+	return l->inner.held && l->inner.held(l->inner.ctx, path, d);
+}
+
 void fplog_init(struct fplog *l)
 {
 	memset(l, 0, sizeof *l);
@@ -53,6 +59,7 @@ void fplog_init(struct fplog *l)
 	l->dc.get = fplog_get;
 	l->dc.put = fplog_put;
 	l->dc.ctx = l;
+	l->dc.held = fplog_held;
 }
 
 void fplog_free(struct fplog *l)

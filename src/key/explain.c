@@ -543,7 +543,7 @@ static void observation_item(const struct pathset *ps, size_t i, const struct re
 		 * may decide by it (`[ -e f ] || cp`, `cp -n`, `mkdir`). */
 		it = add_item(out, "path the step creates is in another state", shown);
 		it->text = xasprintf("path the step creates is in another state: %s (%s → %s; "
-				     "absent or the step's own output would do)",
+				     "absent or an output of this cache there would do)",
 				     shown, r.data, n.data);
 	} else if (o->kind == OBS_LIST && !is_absent(rv, rlen) && !is_absent(nv, nlen)) {
 		it = add_item(out, "directory listing changed", shown);

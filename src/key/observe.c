@@ -279,29 +279,38 @@ void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size
 	buf_put_u64(out, S_ISREG(st_mode) ? size : 0);
 }
 
-/* Does path hold exactly what the entry restores there (observe.h
- * OBS_CREATED's output part)? A directory or symlink that the step made
- * without looking first (OBS_CREATED_MADE) never does: `mkdir d` and
- * `ln -s t l` fail where the path exists, which their hit would not. */
-static int holds_expected(const char *path, const char *expected, int made,
+/* Does path hold what the entry restores there (observe.h OBS_CREATED's
+ * output part)? A path that the step made without looking first
+ * (OBS_CREATED_MADE) does only `in_place`: `mkdir d`, `ln -s t l` and an
+ * O_EXCL open fail where the path exists, which their hit would not. A regular file
+ * does when it is the entry's output or, unless in_place, another output
+ * of this cache at that path (observe.h). */
+static int holds_expected(const char *path, const char *expected, int made, int in_place,
 			  struct digest_cache *dc)
 {
 	struct stat st;
 	if (lstat(path, &st) < 0)
 		return 0;
 	switch (expected[0]) {
-	case 'F':
-		/* Any regular file, not only the entry's output: a compile
-		 * probes its object (gcc readlinks it, as stats it) and must
-		 * hit after a revert, where the object holds the other
-		 * version's bytes; `[ -e f ] || cp` over an edited f cannot be
-		 * told from that, and is left out (README). */
-		(void)dc;
-		return S_ISREG(st.st_mode);
+	case 'F': {
+		char hex[DIGEST_HEX_LEN + 1];
+		struct digest want, have;
+		if ((made && !in_place) || !S_ISREG(st.st_mode) ||
+		    strlen(expected) < 1 + DIGEST_HEX_LEN)
+			return 0;
+		memcpy(hex, expected + 1, DIGEST_HEX_LEN);
+		hex[DIGEST_HEX_LEN] = '\0';
+		if (digest_from_hex(hex, &want) < 0 || digest_cached_stat(path, 1, &st, dc, &have, NULL) < 0)
+			return 0;
+		if (digest_equal(&have, &want))
+			return 1;
+		return !in_place && dc && dc->held && dc->held(dc->ctx, path, &have) == 1;
+	}
 	case 'L': {
 		char target[4096];
-		ssize_t n = !made && S_ISLNK(st.st_mode) ? readlink(path, target, sizeof target - 1)
-							 : -1;
+		ssize_t n = (!made || in_place) && S_ISLNK(st.st_mode)
+				    ? readlink(path, target, sizeof target - 1)
+				    : -1;
 		if (n < 0)
 			return 0;
 		target[n] = '\0';
@@ -311,13 +320,20 @@ static int holds_expected(const char *path, const char *expected, int made,
 		struct buf want;
 		buf_init(&want);
 		observe_created_dir(&want, st.st_mode);
-		int same = !made && S_ISDIR(st.st_mode) && strcmp(want.data, expected) == 0;
+		int same = (!made || in_place) && S_ISDIR(st.st_mode) &&
+			   strcmp(want.data, expected) == 0;
 		buf_free(&want);
 		return same;
 	}
 	default:
 		return 0;
 	}
+}
+
+int observe_created_in_place(const char *path, const char *desc, struct digest_cache *dc)
+{
+	const char *space = desc ? strchr(desc, ' ') : NULL;
+	return space && holds_expected(path, space + 1, desc[0] == OBS_CREATED_MADE, 1, dc);
 }
 
 static int hex_nibble(char c)
@@ -385,7 +401,7 @@ static void value_of_created(unsigned flags, const char *path, const char *const
 	int absent = now.len == 5 && now.data[0] == 'E' && (uint8_t)now.data[1] == ENOENT &&
 		     !now.data[2] && !now.data[3] && !now.data[4];
 	if (absent || (now.len == seen.len && !memcmp(now.data, seen.data, now.len)) ||
-	    holds_expected(path, space + 1, desc[0] == OBS_CREATED_MADE, dc))
+	    holds_expected(path, space + 1, desc[0] == OBS_CREATED_MADE, 0, dc))
 		buf_addch(out, 'A');
 	else
 		buf_add(out, now.data, now.len);

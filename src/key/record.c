@@ -34,6 +34,11 @@ struct recorder {
 	struct strmap outputs;   /* path -> (void *)1, outputs already added */
 	struct strmap finals;    /* path -> its TRACE_FINAL: the state the step left */
 	struct strmap physical;  /* directory -> its real path (malloc'd), for outputs */
+	/* The touched paths by their physical path, and their last components:
+	 * a path the step changed is often looked up under another spelling
+	 * (touch_of). */
+	struct strmap touched_real;
+	struct strmap touched_names;
 	struct strmap inodes;    /* "dev:ino" -> struct link_group, files with several names */
 	/* path -> struct observe_memo: the lookups that found an observation
 	 * still holding, from which its value is then computed (one stat
@@ -78,6 +83,26 @@ static int ignored(const struct recorder *rc, const char *path)
 	return 0;
 }
 
+
+/* path with its directory as the kernel resolved it (realpath), or path
+ * itself where the directory is gone; malloc'd. The tracer records the
+ * text the step wrote ("link/f" where link -> real): a restore walks
+ * without following symlinks, so an output is kept where it really is. */
+static char *physical_path(struct recorder *rc, const char *path)
+{
+	char *dir = path_dirname(path);
+	char *real = strmap_get(&rc->physical, dir);
+	if (!real) {
+		real = realpath(dir, NULL);
+		if (!real)
+			real = xstrdup(dir);
+		strmap_put(&rc->physical, dir, real);
+	}
+	free(dir);
+	const char *name = path_basename(path);
+	return strcmp(real, "/") ? xasprintf("%s/%s", real, name) : xasprintf("/%s", name);
+}
+
 static void collect_touches(struct recorder *rc)
 {
 	for (size_t i = 0; i < rc->n; i++) {
@@ -114,6 +139,32 @@ static void collect_touches(struct recorder *rc)
 		if (ev->kind == TRACE_SET_MTIME)
 			t->set_mtime = 1;
 	}
+	for (size_t i = 0; i < rc->touched.cap; i++) {
+		if (!rc->touched.slots[i].key)
+			continue;
+		char *real = physical_path(rc, rc->touched.slots[i].key);
+		strmap_put(&rc->touched_real, real, rc->touched.slots[i].value);
+		strmap_put(&rc->touched_names, path_basename(real), (void *)1);
+		free(real);
+	}
+}
+
+/* The step's first change to the file at path, under whichever name it
+ * made it: after a chdir the step names one file with `..` (`cd src && gcc
+ * -o ../a.o`), and the gcc driver then looks it up by the absolute path it
+ * computed itself. Names are never equated as text ("d/.." is not "." when
+ * d is a symlink): a path whose directory resolves to the same real one is
+ * the same file. Only a last component that some touched path has costs a
+ * realpath. */
+static struct touch *touch_of(struct recorder *rc, const char *path)
+{
+	struct touch *t = strmap_get(&rc->touched, path);
+	if (t || !strmap_get(&rc->touched_names, path_basename(path)))
+		return t;
+	char *real = physical_path(rc, path);
+	t = strmap_get(&rc->touched_real, real);
+	free(real);
+	return t;
 }
 
 /* The names the step created or removed in dir, as a NULL-terminated array
@@ -395,7 +446,7 @@ static void add_unchanged(struct recorder *rc, const struct trace_event *ev)
 	if (rc->nset_mtimes && is_set_mtime(rc, ev->id.mtime_ns))
 		add_obs_at(rc, OBS_STAT, flags | OBS_F_MTIME, ev->path, ev, NULL);
 	char *src = pyc_source(ev->path);
-	if (src && !strmap_get(&rc->touched, src) && !ignored(rc, src))
+	if (src && !touch_of(rc, src) && !ignored(rc, src))
 		add_obs_at(rc, OBS_READ, 0, src, ev, NULL);
 	free(src);
 }
@@ -409,7 +460,7 @@ static void collect_observations(struct recorder *rc)
 			continue;
 		if (ignored(rc, ev->path))
 			continue;
-		const struct touch *t = strmap_get(&rc->touched, ev->path);
+		const struct touch *t = touch_of(rc, ev->path);
 		if (!t) {
 			add_unchanged(rc, ev);
 			continue;
@@ -640,6 +691,12 @@ static void expected_output(struct recorder *rc, const struct strmap *outs, cons
 			    struct buf *out)
 {
 	const struct output *o = strmap_get(outs, path);
+	if (!o) {
+		/* Outputs are kept at their physical paths (capture_path). */
+		char *real = physical_path(rc, path);
+		o = strmap_get(outs, real);
+		free(real);
+	}
 	if (o) {
 		switch (o->kind) {
 		case OUT_FILE:
@@ -684,7 +741,7 @@ static void expected_output(struct recorder *rc, const struct strmap *outs, cons
  * or -1 when what it saw is not known. */
 static int prior_value(struct recorder *rc, const struct trace_event *ev, struct buf *out)
 {
-	const struct touch *t = strmap_get(&rc->touched, ev->path);
+	const struct touch *t = touch_of(rc, ev->path);
 	if (ev->seen_unknown)
 		return -1;
 	if (ev->err) {
@@ -767,13 +824,18 @@ static void add_prior_states(struct recorder *rc)
 			continue;
 		buf_reset(&expected);
 		expected_output(rc, &outs, t->ev->path, &expected);
-		if (!t->ev->pre_exists && (expected.data[0] == 'D' || expected.data[0] == 'L') &&
+		const struct trace_event *fin = strmap_get(&rc->finals, t->ev->path);
+		int exclusive = (t->ev->flags & TRACE_F_EXCLUSIVE) && fin && !fin->err;
+		if (!t->ev->pre_exists &&
+		    (expected.data[0] == 'D' || expected.data[0] == 'L' || exclusive) &&
 		    !strmap_get(&probed, t->ev->path)) {
 			/* Absent when the step made a directory or symlink
-			 * there: mkdir and symlink fail where the path exists,
-			 * and are made without any probe. (A regular file made
-			 * so is mostly written whatever was there: `>` and
-			 * mv replace it; its probes, if any, decide.) */
+			 * there, or a file by a call that fails where the path
+			 * exists (O_EXCL, link): mkdir and
+			 * symlink fail there too, and are made without any
+			 * probe. (A regular file made otherwise is written
+			 * whatever was there: `>` and mv replace it; its
+			 * probes, if any, decide.) */
 			buf_reset(&value);
 			buf_addch(&value, 'E');
 			buf_put_u32(&value, ENOENT);
@@ -781,7 +843,7 @@ static void add_prior_states(struct recorder *rc)
 				    expected.data);
 		}
 		char *dir = path_dirname(t->ev->path);
-		if (strcmp(dir, t->ev->path) != 0 && !strmap_get(&rc->touched, dir) &&
+		if (strcmp(dir, t->ev->path) != 0 && !touch_of(rc, dir) &&
 		    !ignored(rc, dir))
 			add_obs_at(rc, OBS_STAT, 0, dir, t->ev, NULL);
 		free(dir);
@@ -854,7 +916,6 @@ static int modified(struct recorder *rc)
 
 static int capture_xattrs(struct recorder *rc, int fd, const char *path, struct error *e);
 static void capture_owner(struct recorder *rc, const char *path, const struct stat *st);
-static char *physical_path(struct recorder *rc, const char *path);
 
 static int capture_file(struct recorder *rc, const char *path, const struct stat *st, int set_mtime,
 			struct error *e)
@@ -1145,25 +1206,6 @@ static int capture_entry(struct recorder *rc, const char *path, const struct tou
 	return 0;
 }
 
-/* path with its directory as the kernel resolved it (realpath), or path
- * itself where the directory is gone; malloc'd. The tracer records the
- * text the step wrote ("link/f" where link -> real): a restore walks
- * without following symlinks, so an output is kept where it really is. */
-static char *physical_path(struct recorder *rc, const char *path)
-{
-	char *dir = path_dirname(path);
-	char *real = strmap_get(&rc->physical, dir);
-	if (!real) {
-		real = realpath(dir, NULL);
-		if (!real)
-			real = xstrdup(dir);
-		strmap_put(&rc->physical, dir, real);
-	}
-	free(dir);
-	const char *name = path_basename(path);
-	return strcmp(real, "/") ? xasprintf("%s/%s", real, name) : xasprintf("/%s", name);
-}
-
 static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
 			struct error *e)
 {
@@ -1244,6 +1286,8 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	strmap_init(&rc.finals);
 	strmap_init(&rc.lookups);
 	strmap_init(&rc.physical);
+	strmap_init(&rc.touched_real);
+	strmap_init(&rc.touched_names);
 	strmap_init(&rc.inodes);
 	strmap_init(&rc.relinked);
 	strmap_init(&rc.read_paths);
@@ -1286,6 +1330,8 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	for (size_t i = 0; i < rc.physical.cap; i++)
 		free(rc.physical.slots[i].value);
 	strmap_free(&rc.physical);
+	strmap_free(&rc.touched_real);
+	strmap_free(&rc.touched_names);
 	for (size_t i = 0; i < rc.inodes.cap; i++)
 		if (rc.inodes.slots[i].key) {
 			free(((struct link_group *)rc.inodes.slots[i].value)->first);

@@ -155,6 +155,21 @@ int store_results_naming(struct store *s, const void *needle, size_t len, size_t
 	return result_rows(s, st, out, n, e);
 }
 
+int store_results_with_blob_naming(struct store *s, const struct digest *blob, const void *needle,
+				   size_t len, size_t limit, struct store_result_row **out,
+				   size_t *n, struct error *e)
+{
+	sqlite3_stmt *st;
+	if (index_prepare(s, "SELECT " RESULT_COLUMNS " FROM result_blobs b JOIN results r"
+		       " ON r.strong = b.strong WHERE b.digest = ?1 AND instr(r.body, ?2) > 0"
+		       " ORDER BY r.created DESC LIMIT ?3", &st, e) < 0)
+		return -1;
+	sqlite3_bind_blob(st, 1, blob->b, DIGEST_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, needle, (int)len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)limit);
+	return result_rows(s, st, out, n, e);
+}
+
 void store_result_rows_free(struct store_result_row *rows, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

@@ -45,8 +45,10 @@ void classify_open(uint64_t oflags, uint64_t resolve, struct open_class *out)
 		return;
 	}
 	/* O_CREAT|O_EXCL never follows a final symlink: it fails with EEXIST. */
-	if ((oflags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+	if ((oflags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) {
 		out->follow_last = 0;
+		out->exclusive = 1;
+	}
 	/* Linux truncates on O_RDONLY|O_TRUNC too (it asks for write permission). */
 	if (write_access || oflags & O_TRUNC) {
 		out->kind = OPEN_KIND_WRITE;

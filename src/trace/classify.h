@@ -25,6 +25,7 @@ struct open_class {
 	unsigned flags;    /* TRACE_F_* for the event */
 	int follow_last;   /* the kernel follows a symlink in the final component */
 	int keeps_content; /* OPEN_KIND_WRITE without O_TRUNC: the old bytes survive */
+	int exclusive;     /* O_CREAT|O_EXCL: fails where the path exists */
 };
 
 /* oflags as passed to open/openat (or open_how.flags), resolve = openat2's

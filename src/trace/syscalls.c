@@ -450,8 +450,8 @@ static int rv_errno(int64_t rv)
  * the output depends on them: they are read, and hashed now, while they
  * still exist. how: TRACE_CHANGE_MOVES for a rename that moves path away,
  * which the before_change callback hears of even after the first change. */
-static void touch_how(struct tracer *tr, struct tracee *t, const char *path, int keeps_content,
-                      unsigned how)
+static void touch_flags(struct tracer *tr, struct tracee *t, const char *path, int keeps_content,
+                        unsigned how, unsigned flags)
 {
 	const struct trace_spec *sp = tr->spec;
 	if (event_log_was_touched(&tr->log, path)) {
@@ -465,6 +465,7 @@ static void touch_how(struct tracer *tr, struct tracee *t, const char *path, int
 	struct trace_event ev;
 	memset(&ev, 0, sizeof ev);
 	ev.kind = TRACE_TOUCH;
+	ev.flags = flags;
 	ev.pid = t->tid;
 	ev.path = (char *)path;
 	struct stat st;
@@ -481,6 +482,12 @@ static void touch_how(struct tracer *tr, struct tracee *t, const char *path, int
 		}
 	}
 	event_log_touch(&tr->log, &ev);
+}
+
+static void touch_how(struct tracer *tr, struct tracee *t, const char *path, int keeps_content,
+                      unsigned how)
+{
+	touch_flags(tr, t, path, keeps_content, how, 0);
 }
 
 static void touch(struct tracer *tr, struct tracee *t, const char *path, int keeps_content)
@@ -654,7 +661,8 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
 	case OPEN_KIND_WRITE:
 		strcpy(tr->path2, p->path);
 		if (!c.follow_last || follow_final(tr, t, tr->path2) > 0)
-			touch(tr, t, tr->path2, c.kind == OPEN_KIND_WRITE && c.keeps_content);
+			touch_flags(tr, t, tr->path2, c.kind == OPEN_KIND_WRITE && c.keeps_content, 0,
+			            c.exclusive ? TRACE_F_EXCLUSIVE : 0);
 		p->what = PEND_OPEN_WRITE;
 		break;
 	}
@@ -917,7 +925,7 @@ static enum resume entry_link(struct tracer *tr, struct tracee *t, int olddir, u
 	if (r1 > 0)
 		read_pre(tr, t, t->p.path);
 	if (r2 > 0)
-		touch(tr, t, tr->path2, 0);
+		touch_flags(tr, t, tr->path2, 0, 0, TRACE_F_EXCLUSIVE);
 	return RESUME_CONT;
 }
 

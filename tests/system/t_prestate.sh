@@ -1,5 +1,6 @@
 # The state before a path the step creates: "absent, or exactly what this
-# entry restores there" (for a regular file: any regular file, README). A
+# entry restores there" (for a regular file: an output of this cache there,
+# README). A
 # step that creates only when the path is missing (`[ -d d ] || mkdir d`,
 # `mkdir`, `ln -s`) misses where the path holds something else, and then
 # does what a plain run does; a compile hits whether its object is absent,
@@ -82,7 +83,7 @@ expect_rc "$PLAIN_RC"
 [ "$RC" -ne 0 ] || fail "the step succeeded without its directory"
 assert_absent d
 
-section "a compile hits whether its object is absent, its output or another's"
+section "a compile hits whether its object is absent, its output or another version's"
 printf 'int g(void) { return 3; }\n' > g.c
 run_expect miss "new step" -- gcc -c g.c -o g.o
 cp g.o "$T/g.o.first"
@@ -90,8 +91,16 @@ run_expect hit "" -- gcc -c g.c -o g.o
 rm g.o
 run_expect hit "" -- gcc -c g.c -o g.o
 assert_same "$T/g.o.first" g.o
-echo garbage > g.o
+printf 'int g(void) { return 4; }\n' > g.c
+run_expect miss "inputs changed" -- gcc -c g.c -o g.o
+# The edit undone: g.o holds the other version's object, an output of
+# this cache there.
+printf 'int g(void) { return 3; }\n' > g.c
 run_expect hit "" -- gcc -c g.c -o g.o
+assert_same "$T/g.o.first" g.o
+# A file no step of this cache made there: the step runs, as plain.
+echo garbage > g.o
+run_expect miss "inputs changed" -- gcc -c g.c -o g.o
 assert_same "$T/g.o.first" g.o
 
 check_status_file_format

@@ -95,6 +95,27 @@ static void probes_of_the_steps_own_outputs_are_dropped(void **state)
 	free(src), free(out), free(hdr);
 }
 
+/* `cd sub && gcc -o ../a.o`: the driver readlinks the absolute path it
+ * computed, the assembler writes "sub/../a.o". One file, the step's own. */
+static void a_probe_of_the_steps_output_under_another_spelling_is_its_own(void **state)
+{
+	char *sub = in_dir("sub"), *out = in_dir("a.o"), *dotdot = in_dir("sub/../a.o");
+	assert_int_equal(mkdir(sub, 0755), 0);
+	struct trace_event events[2];
+	events[0] = ev(TRACE_READLINK, out);
+	events[0].err = ENOENT;
+	events[1] = ev(TRACE_TOUCH, dotdot);
+	write_file(out, "object");
+	struct record rec;
+	struct error e = { 0 };
+	assert_int_equal(record_run(events, 2, NULL, NULL, NULL, NULL, &rec, &e), 0);
+	assert_null(rec.not_storable);
+	assert_int_equal(find_obs(&rec.ps, OBS_READLINK, out), -1);
+	assert_true(find_obs(&rec.ps, OBS_CREATED, out) >= 0);
+	record_free(&rec);
+	free(sub), free(out), free(dotdot);
+}
+
 static void a_read_before_the_steps_own_rewrite_keeps_the_old_content(void **state)
 {
 	char *f = in_dir("in.txt");
@@ -182,6 +203,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(probes_of_the_steps_own_outputs_are_dropped, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_probe_of_the_steps_output_under_another_spelling_is_its_own, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_read_before_the_steps_own_rewrite_keeps_the_old_content, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_input_changed_by_someone_else_during_the_run_is_not_stored, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_path_found_absent_that_appeared_during_the_run_is_not_stored, setup, teardown),
