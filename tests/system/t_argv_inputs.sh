@@ -26,6 +26,27 @@ for pass in 1 2; do
     done
 done
 
+section "under base_dir, another checkout hits all twenty: the groups hold no paths"
+mkdir -p "$W/ws1/proj" "$W/ws2/deeper/proj"
+for dir in "$W/ws1/proj" "$W/ws2/deeper/proj"; do
+    # From the same place: OLDPWD is keyed.
+    cd "$W"
+    cd "$dir"
+    for i in $(seq 1 20); do
+        printf 'checkout content %s\n' "$i" > in.txt
+        rm -f out.txt
+        CACHET_BASE_DIR="$dir" step cp in.txt out.txt
+        [ "$RC" -eq 0 ] || fail "cp exited $RC"
+        assert_content out.txt "checkout content $i"
+        status_last
+        want=miss
+        [ "$dir" = "$W/ws1/proj" ] || want=hit
+        [ "$LAST_RESULT" = "$want" ] ||
+            fail "$dir, content $i: expected $want, got $LAST_RESULT ($LAST_REASON)"
+    done
+done
+cd "$W"
+
 section "a changed named input misses; the stale output it names does not matter"
 if command -v gcc > /dev/null; then
     printf 'int branch(void) { return 1; }\n' > x.c
@@ -50,6 +71,7 @@ fi
 
 section "a named input that is gone: the group cannot hold, the step runs"
 printf 'content 1\n' > in.txt
+step cp in.txt out.txt
 step cp in.txt out.txt
 expect hit
 rm in.txt
