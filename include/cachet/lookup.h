@@ -105,6 +105,10 @@ struct lookup_entry {
 	const void *result_body;
 	size_t result_len;
 	const struct result *result;
+	/* The group of its path set (argv_inputs.h): argv_words 0 (argv_key
+	 * unused) when the step's argv names no input, as for a remote hit. */
+	uint64_t argv_words;
+	const struct digest *argv_key;
 };
 
 /* Stores the entry in the local index, under LOOKUP_MAX_PATHSETS: the one

@@ -113,6 +113,16 @@ int store_get_pathsets(struct store *s, const struct digest *weak, struct store_
 		       size_t *n, struct error *e);
 void store_pathsets_free(struct store_pathset *ps, size_t n);
 
+/* The key of the group of path sets recorded with argv words `words`
+ * (argv_inputs_key): 0, or -1 when no path set of it can hold now. */
+typedef int (*store_argv_key_fn)(void *ctx, uint64_t words, struct digest *key);
+/* The path sets of weak in the groups that argv_key finds for this step,
+ * most recently used first, as store_get_pathsets. *any is 1 when weak has
+ * path sets at all (in any group). */
+int store_get_pathsets_argv(struct store *s, const struct digest *weak,
+			    store_argv_key_fn argv_key, void *ctx, struct store_pathset **out,
+			    size_t *n, int *any, struct error *e);
+
 /* The result body stored under strong. Returns 1 and a malloc'd body when
  * found, 0 when not, -1 on error. */
 int store_get_result(struct store *s, const struct digest *strong, void **body, size_t *len,
@@ -134,6 +144,10 @@ struct store_entry {
 	const struct blob_ref *blobs;
 	size_t nblobs;
 	int64_t duration_ms;
+	/* The group of the path set (argv_inputs.h): argv_words 0 (argv_key
+	 * unused) when the step's argv names no input. */
+	uint64_t argv_words;
+	const struct digest *argv_key;
 };
 
 /* Stores the entry in one BEGIN IMMEDIATE transaction (replacing an equal

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/argv_inputs.h"
 #include "cachet/buf.h"
 #include "cachet/dirfp.h"
 #include "cachet/elfsyms.h"
@@ -476,6 +477,12 @@ out:
 	return hit;
 }
 
+static int argv_group_key(void *ctx, uint64_t words, struct digest *key)
+{
+	struct run *r = ctx;
+	return argv_inputs_key(&r->step, words, &r->dc, key);
+}
+
 /* Tries every path set of the weak key. 1 on a hit (outputs restored,
  * output replayed, *status set), 0 on a miss; *had_pathsets tells a new
  * step from one whose inputs changed. */
@@ -488,12 +495,12 @@ static int lookup(struct run *r, int *exit_code, int *had_pathsets)
 	/* One read snapshot for the whole lookup: the index's lock is taken
 	 * once, not once per fingerprint. */
 	store_snapshot_begin(r->store);
-	if (store_get_pathsets(r->store, &r->step.weak, &sets, &nsets, &e) < 0) {
+	if (store_get_pathsets_argv(r->store, &r->step.weak, argv_group_key, r, &sets, &nsets,
+				    had_pathsets, &e) < 0) {
 		store_snapshot_end(r->store);
 		count_error(r, "cannot read the index", &e);
 		return 0;
 	}
-	*had_pathsets = nsets > 0;
 	int hit = 0;
 	for (size_t i = 0; i < nsets && !hit; i++) {
 		struct digest strong;
@@ -564,6 +571,9 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 		.result_len = result_body.len,
 		.result = &rec->result,
 	};
+	struct digest argv_key;
+	entry.argv_words = argv_inputs_recorded(&r->step, rec, &argv_key);
+	entry.argv_key = &argv_key;
 	/* The memo's directories are found on another CPU while this one
 	 * writes the entry (0.65 ms each for a small compile). */
 	int memo = !r->nondeterministic && !store_is_readonly(r->store);

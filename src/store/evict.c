@@ -54,6 +54,7 @@ enum q_id {
 	Q_DEL_RESULT,
 	Q_PATHSET_USED,
 	Q_DEL_PATHSET,
+	Q_DEL_PATHSET_ARGV,
 	Q_STEP_USED,
 	Q_DEL_STEP,
 	Q_BLOB_USED,
@@ -75,6 +76,7 @@ static const char *const q_sql[Q_COUNT] = {
 	[Q_DEL_RESULT] = "DELETE FROM results WHERE strong = ?1",
 	[Q_PATHSET_USED] = "SELECT 1 FROM results WHERE weak = ?1 AND pathset = ?2 LIMIT 1",
 	[Q_DEL_PATHSET] = "DELETE FROM pathsets WHERE weak = ?1 AND digest = ?2",
+	[Q_DEL_PATHSET_ARGV] = "DELETE FROM pathset_argv WHERE weak = ?1 AND pathset = ?2",
 	[Q_STEP_USED] = "SELECT 1 FROM pathsets WHERE weak = ?1 LIMIT 1",
 	[Q_DEL_STEP] = "DELETE FROM steps WHERE weak = ?1",
 	[Q_BLOB_USED] = "SELECT 1 FROM result_blobs WHERE digest = ?1 LIMIT 1",
@@ -369,6 +371,8 @@ static int evict_entry(struct evict *ev, const struct candidate *c, struct error
 		rc = run_exists(ev, Q_PATHSET_USED, &weak, &pathset, e);
 		if (rc == 0)
 			rc = run_exists(ev, Q_DEL_PATHSET, &weak, &pathset, e);
+		if (rc == 0)
+			rc = run_exists(ev, Q_DEL_PATHSET_ARGV, &weak, &pathset, e);
 		if (rc == 0) {
 			rc = run_exists(ev, Q_STEP_USED, &weak, NULL, e);
 			if (rc == 0)

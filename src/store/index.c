@@ -56,6 +56,29 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_USAGE_RESULTS] = "SELECT count(*) FROM results",
 	[ST_USAGE_PATHSETS] = "SELECT count(*) FROM pathsets",
 	[ST_USAGE_BLOBS] = "SELECT count(*), coalesce(sum(stored_size), 0) FROM blobs",
+	[ST_ARGV_SHAPES] = "SELECT DISTINCT words FROM pathset_argv WHERE weak = ?1",
+	[ST_GET_ARGV_PATHSETS] = "SELECT p.digest, p.body, p.last_used FROM pathset_argv a"
+				 " JOIN pathsets p ON p.weak = a.weak AND p.digest = a.pathset"
+				 " WHERE a.weak = ?1 AND a.words = ?2 AND a.key = ?3",
+	[ST_PUT_ARGV] = "INSERT INTO pathset_argv(weak, words, key, pathset, last_used)"
+			" VALUES(?1, ?2, ?3, ?4, ?5)"
+			" ON CONFLICT DO UPDATE SET last_used = excluded.last_used",
+	/* A grouping was used last when it was recorded or its path set hit
+	 * (for whichever group: the touch log marks path sets). */
+	[ST_OLD_ARGV_IN_GROUP] = "SELECT a.words, a.key, a.pathset FROM pathset_argv a"
+				 " LEFT JOIN pathsets p ON p.weak = a.weak AND p.digest = a.pathset"
+				 " WHERE a.weak = ?1 AND a.words = ?2 AND a.key = ?3"
+				 " ORDER BY max(a.last_used, coalesce(p.last_used, 0)) DESC"
+				 " LIMIT -1 OFFSET ?4",
+	[ST_OLD_ARGV_OF_WEAK] = "SELECT a.words, a.key, a.pathset FROM pathset_argv a"
+				" LEFT JOIN pathsets p ON p.weak = a.weak AND p.digest = a.pathset"
+				" WHERE a.weak = ?1"
+				" ORDER BY max(a.last_used, coalesce(p.last_used, 0)) DESC"
+				" LIMIT -1 OFFSET ?2",
+	[ST_DEL_ARGV] = "DELETE FROM pathset_argv"
+			" WHERE weak = ?1 AND words = ?2 AND key = ?3 AND pathset = ?4",
+	[ST_PATHSET_GROUPED] = "SELECT 1 FROM pathset_argv WHERE weak = ?1 AND pathset = ?2 LIMIT 1",
+	[ST_DEL_PATHSET_ARGV] = "DELETE FROM pathset_argv WHERE weak = ?1 AND pathset = ?2",
 };
 
 /* migrations[v] takes schema version v to v + 1. */
@@ -114,6 +137,17 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"CREATE TABLE step_names("
 	"  ident BLOB PRIMARY KEY NOT NULL,"
 	"  weak BLOB NOT NULL) WITHOUT ROWID;",
+	/* 4: the path sets of a weak key grouped by the contents of the files
+	 * its argv names and reads (argv_inputs.h); words 0 with an empty key
+	 * is the group of steps that name none. */
+	"CREATE TABLE pathset_argv("
+	"  weak BLOB NOT NULL,"
+	"  words INTEGER NOT NULL,"
+	"  key BLOB NOT NULL,"
+	"  pathset BLOB NOT NULL,"
+	"  last_used INTEGER NOT NULL,"
+	"  PRIMARY KEY(weak, words, key, pathset)) WITHOUT ROWID;"
+	"INSERT INTO pathset_argv SELECT weak, 0, x'', digest, last_used FROM pathsets;",
 };
 
 int64_t store_now_ns(void)
@@ -520,7 +554,8 @@ int index_clear_rows(struct store *s, struct error *e)
 	return index_exec(s,
 			  "DELETE FROM result_blobs; DELETE FROM results; DELETE FROM pathsets;"
 			  " DELETE FROM steps; DELETE FROM blobs; DELETE FROM fingerprints;"
-			  " DELETE FROM nondeterministic; DELETE FROM step_names;",
+			  " DELETE FROM nondeterministic; DELETE FROM step_names;"
+			  " DELETE FROM pathset_argv;",
 			  e);
 }
 
@@ -589,6 +624,92 @@ int store_get_pathsets(struct store *s, const struct digest *weak, struct store_
 	return 0;
 }
 
+/* The path sets of weak in group (words, key) appended to *ps, less those
+ * already there (one path set may be in several groups). */
+static int append_group(struct store *s, const struct digest *weak, uint64_t words,
+			const struct digest *key, struct store_pathset **ps, int64_t **last,
+			size_t *count, size_t *alloc, struct error *e)
+{
+	sqlite3_stmt *st = index_stmt(s, ST_GET_ARGV_PATHSETS, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, weak);
+	sqlite3_bind_int64(st, 2, (int64_t)words);
+	if (key)
+		bind_digest(st, 3, key);
+	else
+		sqlite3_bind_zeroblob(st, 3, 0);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*count == *alloc) {
+			*alloc = *alloc ? 2 * *alloc : 4;
+			*ps = xrealloc(*ps, *alloc * sizeof **ps);
+			*last = xrealloc(*last, *alloc * sizeof **last);
+		}
+		struct store_pathset *p = &(*ps)[*count];
+		if (index_column_digest(st, 0, &p->digest) < 0)
+			continue;
+		int seen = 0;
+		for (size_t i = 0; i < *count && !seen; i++)
+			seen = digest_equal(&(*ps)[i].digest, &p->digest);
+		if (seen)
+			continue;
+		p->body = index_column_copy(st, 1, &p->len);
+		(*last)[*count] = sqlite3_column_int64(st, 2);
+		(*count)++;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE ? 0 : index_error(s, rc, e, "reading path sets");
+}
+
+/* Most weak keys have one or two groupings; a command line that has been
+ * recorded with more only looks in its first ones. */
+#define MAX_ARGV_SHAPES 16
+
+int store_get_pathsets_argv(struct store *s, const struct digest *weak,
+			    store_argv_key_fn argv_key, void *ctx, struct store_pathset **out,
+			    size_t *n, int *any, struct error *e)
+{
+	*out = NULL;
+	*n = 0;
+	*any = 0;
+	sqlite3_stmt *st = index_stmt(s, ST_ARGV_SHAPES, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, weak);
+	uint64_t shapes[MAX_ARGV_SHAPES];
+	size_t nshapes = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && nshapes < MAX_ARGV_SHAPES)
+		shapes[nshapes++] = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return index_error(s, rc, e, "reading path sets");
+	*any = nshapes > 0;
+	struct store_pathset *ps = NULL;
+	int64_t *last = NULL;
+	size_t count = 0, alloc = 0;
+	for (size_t i = 0; i < nshapes; i++) {
+		struct digest key;
+		if (shapes[i] && argv_key(ctx, shapes[i], &key) < 0)
+			continue; /* a named file is gone: no path set of the group holds */
+		if (append_group(s, weak, shapes[i], shapes[i] ? &key : NULL, &ps, &last, &count,
+				 &alloc, e) < 0) {
+			free(last);
+			store_pathsets_free(ps, count);
+			return -1;
+		}
+	}
+	if (count > 1)
+		order_by_recent_use(s, weak, ps, last, count);
+	free(last);
+	*out = ps;
+	*n = count;
+	return 0;
+}
+
 void store_pathsets_free(struct store_pathset *ps, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -619,53 +740,161 @@ int store_get_result(struct store *s, const struct digest *strong, void **body, 
 	return found;
 }
 
-/* Drops the least recently used path sets of weak beyond max, with their
- * results and those results' blob references. The blob files stay for
- * eviction to collect. */
-static int drop_old_pathsets(struct store *s, const struct digest *weak, unsigned max,
-			     struct error *e)
+/* Drops path set `digest` of weak with its results, those results' blob
+ * references and its groupings. The blob files stay for eviction. */
+static int drop_pathset(struct store *s, const struct digest *weak, const struct digest *digest,
+			struct error *e)
 {
-	sqlite3_stmt *st = index_stmt(s, ST_OLD_PATHSETS, e);
-	if (!st)
-		return -1;
-	bind_digest(st, 1, weak);
-	sqlite3_bind_int64(st, 2, max);
-	struct digest *old = NULL;
+	static const enum stmt_id drops[] = {ST_DEL_PATHSET_RESULT_BLOBS, ST_DEL_PATHSET_RESULTS,
+					     ST_DEL_PATHSET, ST_DEL_PATHSET_ARGV};
+	for (size_t k = 0; k < sizeof drops / sizeof drops[0]; k++) {
+		sqlite3_stmt *d = index_stmt(s, drops[k], e);
+		if (!d)
+			return -1;
+		bind_digest(d, 1, weak);
+		bind_digest(d, 2, digest);
+		if (step_done(s, d, e, "dropping an old path set") < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The digests that query st (weak bound at 1, its other parameters bound
+ * by the caller) returns in column col. */
+static struct digest *collect_digests(struct store *s, sqlite3_stmt *st, int col, size_t *n,
+				      struct error *e)
+{
+	struct digest *out = NULL;
+	size_t alloc = 0;
+	*n = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == alloc) {
+			alloc = alloc ? 2 * alloc : 4;
+			out = xrealloc(out, alloc * sizeof *out);
+		}
+		if (index_column_digest(st, col, &out[*n]) == 0)
+			(*n)++;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE) {
+		free(out);
+		index_error(s, rc, e, "finding old path sets");
+		return NULL;
+	}
+	return out ? out : xmalloc(1);
+}
+
+/* One grouping of a path set that a bound drops. */
+struct grouping {
+	int64_t words;
+	void *key;
+	size_t key_len;
+	struct digest pathset;
+};
+
+/* Deletes the groupings that query st returns (columns words, key,
+ * pathset) and drops each path set left in no group: unreachable by a
+ * lookup, it would only wait for the bound of its weak key. */
+static int drop_groupings(struct store *s, const struct digest *weak, sqlite3_stmt *st,
+			  struct error *e)
+{
+	struct grouping *g = NULL;
 	size_t n = 0, alloc = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == alloc) {
 			alloc = alloc ? 2 * alloc : 4;
-			old = xrealloc(old, alloc * sizeof *old);
+			g = xrealloc(g, alloc * sizeof *g);
 		}
-		if (index_column_digest(st, 0, &old[n]) == 0)
-			n++;
+		if (index_column_digest(st, 2, &g[n].pathset) < 0)
+			continue;
+		g[n].words = sqlite3_column_int64(st, 0);
+		g[n].key = index_column_copy(st, 1, &g[n].key_len);
+		n++;
 	}
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_DONE) {
-		free(old);
-		return index_error(s, rc, e, "finding old path sets");
-	}
-	static const enum stmt_id drops[] = {ST_DEL_PATHSET_RESULT_BLOBS, ST_DEL_PATHSET_RESULTS,
-					     ST_DEL_PATHSET};
-	for (size_t i = 0; i < n; i++) {
-		for (size_t k = 0; k < sizeof drops / sizeof drops[0]; k++) {
-			sqlite3_stmt *d = index_stmt(s, drops[k], e);
-			if (!d) {
-				free(old);
-				return -1;
-			}
-			bind_digest(d, 1, weak);
-			bind_digest(d, 2, &old[i]);
-			if (step_done(s, d, e, "dropping an old path set") < 0) {
-				free(old);
-				return -1;
-			}
+	int ret = rc == SQLITE_DONE ? 0 : index_error(s, rc, e, "finding old path sets");
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		sqlite3_stmt *d = index_stmt(s, ST_DEL_ARGV, e);
+		if (!d) {
+			ret = -1;
+			break;
 		}
+		bind_digest(d, 1, weak);
+		sqlite3_bind_int64(d, 2, g[i].words);
+		bind_body(d, 3, g[i].key, g[i].key_len);
+		bind_digest(d, 4, &g[i].pathset);
+		ret = step_done(s, d, e, "dropping an old path set");
+		if (ret < 0)
+			break;
+		sqlite3_stmt *q = index_stmt(s, ST_PATHSET_GROUPED, e);
+		if (!q) {
+			ret = -1;
+			break;
+		}
+		bind_digest(q, 1, weak);
+		bind_digest(q, 2, &g[i].pathset);
+		rc = sqlite3_step(q);
+		sqlite3_reset(q);
+		sqlite3_clear_bindings(q);
+		if (rc == SQLITE_DONE)
+			ret = drop_pathset(s, weak, &g[i].pathset, e);
+		else if (rc != SQLITE_ROW)
+			ret = index_error(s, rc, e, "finding old path sets");
 	}
+	for (size_t i = 0; i < n; i++)
+		free(g[i].key);
+	free(g);
+	return ret;
+}
+
+/* The bounds on what a weak key keeps, least recently used dropped first:
+ * max path sets in each group (what one lookup evaluates), and in all
+ * PATHSET_GROUPS_FACTOR times as many path sets and groupings, so that a
+ * command line run with hundreds of different inputs (configure's
+ * conftest.c) keeps the path sets of each instead of thrashing. */
+#define PATHSET_GROUPS_FACTOR 16
+
+static int drop_old_pathsets(struct store *s, const struct store_entry *en,
+			     const struct digest *key, unsigned max, struct error *e)
+{
+	const struct digest *weak = en->weak;
+	sqlite3_stmt *st = index_stmt(s, ST_OLD_ARGV_IN_GROUP, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, weak);
+	sqlite3_bind_int64(st, 2, (int64_t)en->argv_words);
+	if (key)
+		bind_digest(st, 3, key);
+	else
+		sqlite3_bind_zeroblob(st, 3, 0);
+	sqlite3_bind_int64(st, 4, max);
+	if (drop_groupings(s, weak, st, e) < 0)
+		return -1;
+	st = index_stmt(s, ST_OLD_ARGV_OF_WEAK, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, weak);
+	sqlite3_bind_int64(st, 2, (int64_t)max * PATHSET_GROUPS_FACTOR * 4);
+	if (drop_groupings(s, weak, st, e) < 0)
+		return -1;
+	st = index_stmt(s, ST_OLD_PATHSETS, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, weak);
+	sqlite3_bind_int64(st, 2, (int64_t)max * PATHSET_GROUPS_FACTOR);
+	size_t n;
+	struct digest *old = collect_digests(s, st, 0, &n, e);
+	if (!old)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = drop_pathset(s, weak, &old[i], e);
 	free(old);
-	return 0;
+	return rc;
 }
 
 /* Records one referenced blob. Runs inside the write transaction so that an
@@ -727,6 +956,21 @@ static int put_entry_rows(struct store *s, const struct store_entry *en, unsigne
 	if (step_done(s, st, e, "storing a path set") < 0)
 		return -1;
 
+	const struct digest *key = en->argv_words ? en->argv_key : NULL;
+	st = index_stmt(s, ST_PUT_ARGV, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, en->weak);
+	sqlite3_bind_int64(st, 2, key ? (int64_t)en->argv_words : 0);
+	if (key)
+		bind_digest(st, 3, key);
+	else
+		sqlite3_bind_zeroblob(st, 3, 0);
+	bind_digest(st, 4, en->pathset);
+	sqlite3_bind_int64(st, 5, now);
+	if (step_done(s, st, e, "storing a path set") < 0)
+		return -1;
+
 	/* Replacing a result replaces its blob references too. */
 	st = index_stmt(s, ST_DEL_RESULT_BLOBS, e);
 	if (!st)
@@ -755,7 +999,7 @@ static int put_entry_rows(struct store *s, const struct store_entry *en, unsigne
 		if (put_entry_blob(s, en->strong, &en->blobs[i], e) < 0)
 			return -1;
 
-	if (max_pathsets > 0 && drop_old_pathsets(s, en->weak, max_pathsets, e) < 0)
+	if (max_pathsets > 0 && drop_old_pathsets(s, en, key, max_pathsets, e) < 0)
 		return -1;
 	return 0;
 }

@@ -30,7 +30,7 @@
 #define STORE_BUSY_TIMEOUT_MS 30000
 
 /* The index schema version (PRAGMA user_version). */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 /* Prepared statements, prepared on first use: a hit uses only a few. */
 enum stmt_id {
@@ -53,6 +53,14 @@ enum stmt_id {
 	ST_USAGE_RESULTS,
 	ST_USAGE_PATHSETS,
 	ST_USAGE_BLOBS,
+	ST_ARGV_SHAPES,
+	ST_GET_ARGV_PATHSETS,
+	ST_PUT_ARGV,
+	ST_OLD_ARGV_IN_GROUP,
+	ST_OLD_ARGV_OF_WEAK,
+	ST_DEL_ARGV,
+	ST_PATHSET_GROUPED,
+	ST_DEL_PATHSET_ARGV,
 	ST_COUNT
 };
 

@@ -11,10 +11,11 @@
 
 #include "store/store_internal.h"
 
-/* Puts an entry (weak w, path set p, strong k) whose result references one
- * fresh blob. Returns the store_put_entry result. */
-static int put(struct store *s, unsigned w, unsigned p, unsigned k, unsigned max,
-	       struct error *e)
+/* Puts an entry (weak w, path set p, strong k) in argv group g (0: none;
+ * else words 2 and key g) whose result references one fresh blob. Returns
+ * the store_put_entry result. */
+static int put_grouped(struct store *s, unsigned w, unsigned g, unsigned p, unsigned k,
+		       unsigned max, struct error *e)
 {
 	struct digest weak = key_digest("weak", w), ps = key_digest("pathset", p),
 		      strong = key_digest("strong", k);
@@ -35,7 +36,18 @@ static int put(struct store *s, unsigned w, unsigned p, unsigned k, unsigned max
 		.blobs = &blob, .nblobs = 1,
 		.duration_ms = 12,
 	};
+	struct digest group = key_digest("argv group", g);
+	if (g) {
+		en.argv_words = 2;
+		en.argv_key = &group;
+	}
 	return store_put_entry(s, &en, max, e);
+}
+
+static int put(struct store *s, unsigned w, unsigned p, unsigned k, unsigned max,
+	       struct error *e)
+{
+	return put_grouped(s, w, 0, p, k, max, e);
 }
 
 static void put_ok(struct store *s, unsigned w, unsigned p, unsigned k, unsigned max)
@@ -149,6 +161,68 @@ static void the_least_recently_used_path_sets_beyond_the_bound_are_dropped(void 
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_int_equal(sqlite3_column_int(st, 0), 2);
 	sqlite3_finalize(st);
+	store_close(s);
+}
+
+/* The lookup's view of the files its argv names: group *ctx. */
+static int group_key(void *ctx, uint64_t words, struct digest *key)
+{
+	assert_int_equal(words, 2);
+	unsigned g = *(unsigned *)ctx;
+	if (!g)
+		return -1; /* the named file is gone */
+	*key = key_digest("argv group", g);
+	return 0;
+}
+
+/* The path-set numbers a lookup in argv group g finds, in order. */
+static void assert_group(struct store *s, unsigned w, unsigned g, const unsigned *want, size_t n)
+{
+	struct digest weak = key_digest("weak", w);
+	struct store_pathset *ps;
+	size_t got;
+	int any;
+	struct error e = {0, ""};
+	assert_int_equal(store_get_pathsets_argv(s, &weak, group_key, &g, &ps, &got, &any, &e), 0);
+	assert_true(any);
+	assert_int_equal(got, n);
+	for (size_t i = 0; i < n; i++) {
+		struct digest d = key_digest("pathset", want[i]);
+		assert_true(digest_equal(&ps[i].digest, &d));
+	}
+	store_pathsets_free(ps, got);
+}
+
+static void path_sets_are_found_and_bounded_per_argv_group(void **state)
+{
+	struct store *s = open_cache();
+	struct error e = {0, ""};
+	/* Path set 1 recorded for two contents (groups 1 and 2): in both. */
+	assert_int_equal(put_grouped(s, 1, 1, 1, 1, 2, &e), 0);
+	assert_int_equal(put_grouped(s, 1, 2, 1, 2, 2, &e), 0);
+	assert_int_equal(put_grouped(s, 1, 2, 2, 3, 2, &e), 0);
+	assert_group(s, 1, 1, (unsigned[]){1}, 1);
+	assert_group(s, 1, 2, (unsigned[]){2, 1}, 2);
+	assert_group(s, 1, 0, NULL, 0);
+	/* Many contents beyond the bound of 2: each keeps its own. */
+	for (unsigned g = 3; g < 20; g++)
+		assert_int_equal(put_grouped(s, 1, g, 100 + g, 100 + g, 2, &e), 0);
+	for (unsigned g = 3; g < 20; g++)
+		assert_group(s, 1, g, (unsigned[]){100 + g}, 1);
+	assert_group(s, 1, 1, (unsigned[]){1}, 1);
+	/* A third path set in group 2 pushes out its least recently used
+	 * one; path set 1 stays, group 1 still holds it. */
+	assert_int_equal(put_grouped(s, 1, 2, 3, 4, 2, &e), 0);
+	assert_group(s, 1, 2, (unsigned[]){3, 2}, 2);
+	assert_group(s, 1, 1, (unsigned[]){1}, 1);
+	assert_int_equal(has_result(s, 2), 1);
+	/* Path set 2 in no group any more: dropped with its result. */
+	assert_int_equal(put_grouped(s, 1, 2, 4, 5, 2, &e), 0);
+	assert_group(s, 1, 2, (unsigned[]){4, 3}, 2);
+	assert_int_equal(has_result(s, 3), 0);
+	/* The steps that name no input form a group of their own. */
+	assert_int_equal(put(s, 1, 50, 50, 2, &e), 0);
+	assert_group(s, 1, 0, (unsigned[]){50}, 1);
 	store_close(s);
 }
 
@@ -670,6 +744,7 @@ int main(void)
 		T(a_stored_result_is_found_and_others_are_not),
 		T(path_sets_come_most_recently_used_first),
 		T(the_least_recently_used_path_sets_beyond_the_bound_are_dropped),
+		T(path_sets_are_found_and_bounded_per_argv_group),
 		T(an_equal_strong_key_replaces_the_result),
 		T(an_entry_whose_blob_is_missing_is_not_stored),
 		T(usage_counts_and_clear_empties_the_cache),
