@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "cachet/html.h"
 #include "cachet/step.h"
@@ -182,10 +183,7 @@ static void count_reason(struct command_runs *c, const char *reason, int uncache
 			return;
 		}
 	}
-	if (c->nreasons == c->alloc) {
-		c->alloc = c->alloc ? c->alloc * 2 : 4;
-		c->reasons = xrealloc(c->reasons, c->alloc * sizeof *c->reasons);
-	}
+	ARRAY_RESERVE(c->reasons, c->alloc, c->nreasons + 1, 4);
 	c->reasons[c->nreasons++] = (struct reason_count){ reason, uncacheable, 1 };
 }
 
@@ -214,10 +212,7 @@ static void group_commands(struct report *r)
 		const struct store_log_entry *en = &r->log[i];
 		uintptr_t slot = (uintptr_t)strmap_get(&index, en->command);
 		if (!slot) {
-			if (r->ncommands == alloc) {
-				alloc = alloc ? alloc * 2 : 64;
-				r->commands = xrealloc(r->commands, alloc * sizeof *r->commands);
-			}
+			ARRAY_RESERVE(r->commands, alloc, r->ncommands + 1, 64);
 			memset(&r->commands[r->ncommands], 0, sizeof *r->commands);
 			r->commands[r->ncommands].command = en->command;
 			slot = ++r->ncommands;

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "cachet/path.h"
 #include "cachet/record.h"
@@ -608,10 +609,7 @@ static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b,
 static struct repro_run *new_run(struct repro *r, enum repro_role role, unsigned mask,
                                  unsigned variant, int single)
 {
-	if (r->n == r->alloc) {
-		r->alloc = r->alloc ? 2 * r->alloc : 8;
-		r->runs = xrealloc(r->runs, r->alloc * sizeof *r->runs);
-	}
+	ARRAY_RESERVE(r->runs, r->alloc, r->n + 1, 8);
 	struct repro_run *run = &r->runs[r->n++];
 	memset(run, 0, sizeof *run);
 	run->number = (unsigned)r->n;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "cachet/path.h"
 #include "cachet/remote.h"
@@ -215,10 +216,7 @@ static char **split_list(const char *v)
 		char *word = xstrndup(p, len);
 		char *t = trim(word);
 		if (*t) {
-			if (n + 2 > alloc) {
-				alloc *= 2;
-				out = xrealloc(out, alloc * sizeof *out);
-			}
+			ARRAY_RESERVE(out, alloc, n + 2, 4);
 			out[n++] = xstrdup(t);
 		}
 		free(word);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "cachet/path.h"
 #include "cachet/strmap.h"
@@ -332,10 +333,7 @@ int snapshot_save(struct snapshot *s, const char *path, unsigned flags, struct e
 	en.path = xstrdup(path);
 	en.seq = ++s->seq;
 	en.depth = depth_of(path);
-	if (s->n == s->alloc) {
-		s->alloc = s->alloc ? 2 * s->alloc : 64;
-		s->entries = xrealloc(s->entries, s->alloc * sizeof *s->entries);
-	}
+	ARRAY_RESERVE(s->entries, s->alloc, s->n + 1, 64);
 	s->entries[s->n++] = en;
 	strmap_put(&s->index, path, (void *)(uintptr_t)s->n);
 	if ((flags & SNAPSHOT_TREE) && en.kind == SNAP_DIR &&

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/fdio.h"
 
 #define JOB_MAGIC 0x424a5243u /* "CRJB" */
@@ -143,10 +144,7 @@ int spool_list(const char *state_dir, char ***paths, size_t *n, struct error *e)
 		size_t len = strlen(de->d_name);
 		if (de->d_name[0] == '.' || len < 5 || strcmp(de->d_name + len - 4, ".job") != 0)
 			continue;
-		if (*n == alloc) {
-			alloc = alloc ? alloc * 2 : 16;
-			*paths = xrealloc(*paths, alloc * sizeof **paths);
-		}
+		ARRAY_RESERVE(*paths, alloc, *n + 1, 16);
 		(*paths)[(*n)++] = xasprintf("%s/%s", dir, de->d_name);
 	}
 	closedir(d);
