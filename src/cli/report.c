@@ -20,6 +20,7 @@
 
 #include "cachet/array.h"
 #include "cachet/buf.h"
+#include "cachet/fdio.h"
 #include "cachet/html.h"
 #include "cachet/step.h"
 #include "cachet/strmap.h"
@@ -658,20 +659,6 @@ static void write_page(struct buf *b, const struct report *r)
 
 /* ---- output ---- */
 
-static int write_all_fd(int fd, const char *data, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, data, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		data += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Writes the page to path through a temporary file and a rename, so that a
  * browser never sees half a report. */
 static int save(const char *path, const struct buf *page)
@@ -686,7 +673,7 @@ static int save(const char *path, const struct buf *page)
 	/* 0600, whatever the umask: the page holds command lines, and their
 	 * redaction (util/redact.c) is a heuristic. Shared on purpose, it is
 	 * one chmod away. */
-	int ok = write_all_fd(fd, page->data, page->len) == 0 && fchmod(fd, 0600) == 0;
+	int ok = write_all(fd, page->data, page->len) == 0 && fchmod(fd, 0600) == 0;
 	ok = close(fd) == 0 && ok;
 	if (!ok || rename(tmp, path) < 0) {
 		cli_error("report: cannot write %s: %s", path, strerror(errno));
@@ -751,7 +738,7 @@ int cmd_report(int argc, char **argv)
 	int rc = 0;
 	if (out)
 		rc = save(out, &page) < 0 ? 1 : 0;
-	else if (write_all_fd(1, page.data, page.len) < 0)
+	else if (write_all(1, page.data, page.len) < 0)
 		rc = 1;
 	buf_free(&page);
 	return rc;

@@ -13,6 +13,7 @@
 
 #include "cachet/array.h"
 #include "cachet/buf.h"
+#include "cachet/fdio.h"
 #include "cachet/path.h"
 #include "cachet/remote.h"
 #include "cli/cli.h"
@@ -571,7 +572,7 @@ int settings_write(const char *file, const char *key, const char *value, struct 
 	int rc = -1;
 	if (fd < 0) {
 		error_errno(e, "%s", dir);
-	} else if (write(fd, out.data, out.len) != (ssize_t)out.len ||
+	} else if (write_all(fd, out.data, out.len) < 0 ||
 		   fchmod(fd, holds_credentials(out.data, out.len) ? 0600 : 0644) < 0) {
 		error_errno(e, "%s", tmp);
 		close(fd);

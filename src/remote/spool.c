@@ -60,21 +60,6 @@ static int ensure_dirs(const char *state_dir, struct error *e)
 	return rc;
 }
 
-static int write_all_fd(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int spool_write(const char *state_dir, const struct spool_job *j, struct error *e)
 {
 	if (ensure_dirs(state_dir, e) < 0)
@@ -106,7 +91,7 @@ int spool_write(const char *state_dir, const struct spool_job *j, struct error *
 	if (fd < 0) {
 		rc = error_errno(e, "cannot create %s", tmp);
 	} else {
-		if (write_all_fd(fd, b.data, b.len) < 0)
+		if (write_all(fd, b.data, b.len) < 0)
 			rc = error_errno(e, "cannot write %s", tmp);
 		if (close(fd) < 0 && rc == 0)
 			rc = error_errno(e, "cannot write %s", tmp);
