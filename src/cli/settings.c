@@ -13,6 +13,7 @@
 
 #include "cachet/array.h"
 #include "cachet/buf.h"
+#include "cachet/bug.h"
 #include "cachet/fdio.h"
 #include "cachet/path.h"
 #include "cachet/remote.h"
@@ -460,7 +461,7 @@ static const char *value_of(const struct settings *s, const char *key, enum sett
 {
 	int i = setting_index(key);
 	if (i < 0 || setting_defs[i].type != type || (size_t)i >= s->n)
-		abort(); /* a programming error: an unknown key or the wrong accessor */
+		BUG("an unknown setting or the wrong accessor for its type");
 	return s->values[i].text;
 }
 

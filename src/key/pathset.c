@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cachet/array.h"
+#include "cachet/bug.h"
 #include "cachet/portable.h"
 
 #define PATHSET_MAGIC 0x53505443u /* "CTPS" */
@@ -337,7 +338,7 @@ const char **pathset_excluded(const struct pathset *ps, size_t i)
 static void strong_begin(struct hasher *h, const struct digest *weak, const struct digest *ps_digest)
 {
 	if (hasher_init(h, NULL) < 0)
-		abort();
+		BUG("SHA-256 could not be started");
 	hasher_update_str(h, "cachet strong key");
 	hasher_update(h, weak->b, DIGEST_LEN);
 	hasher_update(h, ps_digest->b, DIGEST_LEN);
