@@ -2,7 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cachet/buf.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 
 static const char general[] =
 	"usage: cachet [run] [OPTIONS] [--] COMMAND [ARG...]\n"
@@ -82,23 +84,6 @@ static const char stats_help[] =
 	"           the same summary for the steps recorded in FILE, a stats_log\n"
 	"           (CACHET_STATS_LOG=FILE for one build counts that build alone, even\n"
 	"           while other builds use the cache); --json adds steps and log\n";
-
-static const char gc_help[] =
-	"usage: cachet gc [--max-size SIZE] [--max-age DURATION] [--dry-run]\n"
-	"\n"
-	"Evicts now what the cache would evict on its own: blobs no entry references,\n"
-	"then least recently used entries (with the blobs only they reference) until\n"
-	"the cache is under max_size, and entries not used for max_age; also removes\n"
-	"files abandoned by crashed processes (in tmp/, or blobs no entry names) older\n"
-	"than an hour, and the private TMPDIRs (cachet-step-*) that runs killed on the\n"
-	"way left in $TMPDIR, once unused for an hour. Prints the entries and blobs\n"
-	"removed and the bytes freed.\n"
-	"Concurrent steps keep running: work is done in short transactions.\n"
-	"  --max-size SIZE     bound for this run instead of max_size (e.g. 500M; 0: none)\n"
-	"  --max-age DURATION  evict entries unused this long (e.g. 3600, 90m, 12h, 30d)\n"
-	"  -n, --dry-run       say what would be removed; remove nothing\n"
-	"Without gc, a miss that takes the cache past max_size evicts down to 90% of it,\n"
-	"and max_age and the removals above are applied at least daily.\n";
 
 static const char clear_help[] =
 	"usage: cachet clear\n"
@@ -264,6 +249,19 @@ static const char help_help[] =
 	"Without SUBCOMMAND, the overview; with it, the subcommand's usage, options\n"
 	"and exit status (also: cachet SUBCOMMAND --help). The manual: man cachet.\n";
 
+static const struct cli_command *const commands[] = {
+	&cli_cmd_gc,
+	NULL,
+};
+
+static const struct cli_command *find_command(const char *name)
+{
+	for (size_t i = 0; commands[i]; i++)
+		if (!strcmp(commands[i]->name, name))
+			return commands[i];
+	return NULL;
+}
+
 const char *cli_help_text(const char *subcommand)
 {
 	if (!subcommand)
@@ -274,8 +272,6 @@ const char *cli_help_text(const char *subcommand)
 		return stats_help;
 	if (!strcmp(subcommand, "clear"))
 		return clear_help;
-	if (!strcmp(subcommand, "gc"))
-		return gc_help;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
 	if (!strcmp(subcommand, "diff"))
@@ -309,6 +305,9 @@ int cmd_help(int argc, char **argv)
 		fputs(help_help, stdout);
 		return 0;
 	}
+	const struct cli_command *cmd = find_command(argv[1]);
+	if (cmd)
+		return cli_print_usage(cmd);
 	const char *text = cli_help_text(argv[1]);
 	if (!text) {
 		cli_error("help: no such subcommand '%s'", argv[1]);
