@@ -3,16 +3,26 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
+
+const struct cli_command cli_cmd_clear = {
+	.name = "clear",
+	.description = "Removes every entry and blob from the cache.\n",
+};
 
 int cmd_clear(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(cli_help_text("clear"), stdout);
-			return 0;
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_clear, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_HELP)
+			return cli_print_usage(&cli_cmd_clear);
+		if (id == CLI_ARG_ERROR)
+			return EXIT_USAGE;
+		if (id == CLI_ARG_OPERAND) {
+			cli_error("clear: unexpected argument '%s' (see cachet clear --help)", args.value);
+			return EXIT_USAGE;
 		}
-		cli_error("clear: unknown option '%s'", argv[i]);
-		return EXIT_USAGE;
 	}
 	struct store *s = cli_open_store(0, NULL);
 	if (!s)

@@ -85,11 +85,6 @@ static const char stats_help[] =
 	"           (CACHET_STATS_LOG=FILE for one build counts that build alone, even\n"
 	"           while other builds use the cache); --json adds steps and log\n";
 
-static const char clear_help[] =
-	"usage: cachet clear\n"
-	"\n"
-	"Removes every entry and blob from the cache.\n";
-
 static const char explain_help[] =
 	"usage: cachet explain [--all] [--json] [--] COMMAND [ARG...]\n"
 	"\n"
@@ -251,6 +246,7 @@ static const char help_help[] =
 
 static const struct cli_command *const commands[] = {
 	&cli_cmd_gc,
+	&cli_cmd_clear,
 	NULL,
 };
 
@@ -270,8 +266,6 @@ const char *cli_help_text(const char *subcommand)
 		return run_help;
 	if (!strcmp(subcommand, "stats"))
 		return stats_help;
-	if (!strcmp(subcommand, "clear"))
-		return clear_help;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
 	if (!strcmp(subcommand, "diff"))

@@ -75,5 +75,6 @@ int cli_print_usage(const struct cli_command *cmd);
 
 /* The tables of the subcommands, each in its file. */
 extern const struct cli_command cli_cmd_gc;
+extern const struct cli_command cli_cmd_clear;
 
 #endif
