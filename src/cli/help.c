@@ -111,13 +111,6 @@ static const char show_help[] =
 	"  --json     one JSON object: file, sha256, state, reason, steps[]\n"
 	"Exit status: 0 current, 1 stale, modified or made by no step, 2 usage error.\n";
 
-static const char log_help[] =
-	"usage: cachet log [-n N] [--json]\n"
-	"\n"
-	"The last N (default 20) steps run through this cache: time, hit or miss and\n"
-	"its reason, duration, command (secret-looking values hidden). The log is\n"
-	"bounded by CACHET_LOG_SIZE bytes (default 1 MiB; one older generation kept).\n";
-
 static const char diff_help[] =
 	"usage: cachet diff [--json] [--max-lines N] A B\n"
 	"\n"
@@ -247,6 +240,7 @@ static const char help_help[] =
 static const struct cli_command *const commands[] = {
 	&cli_cmd_gc,
 	&cli_cmd_clear,
+	&cli_cmd_log,
 	NULL,
 };
 
@@ -274,8 +268,6 @@ const char *cli_help_text(const char *subcommand)
 		return explain_help;
 	if (!strcmp(subcommand, "show"))
 		return show_help;
-	if (!strcmp(subcommand, "log"))
-		return log_help;
 	if (!strcmp(subcommand, "config"))
 		return config_help;
 	if (!strcmp(subcommand, "report"))

@@ -76,5 +76,6 @@ int cli_print_usage(const struct cli_command *cmd);
 /* The tables of the subcommands, each in its file. */
 extern const struct cli_command cli_cmd_gc;
 extern const struct cli_command cli_cmd_clear;
+extern const struct cli_command cli_cmd_log;
 
 #endif
