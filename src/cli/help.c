@@ -211,14 +211,6 @@ static const char remote_help[] =
 	"           the last error of each (HTTP status or curl/hiredis message, and\n"
 	"           when), uploads waiting, the remote counters (--json: one object)\n";
 
-static const char keygen_help[] =
-	"usage: cachet keygen [-f FILE]\n"
-	"\n"
-	"Makes an Ed25519 key pair: FILE (default ~/.config/cachet/signing.key, mode\n"
-	"0600) and FILE.pub. Set sign_key = FILE where entries are uploaded (CI), and\n"
-	"trusted_keys = FILE.pub (or the printed hex key) where they are used: remote\n"
-	"entries not signed by a trusted key are then ignored.\n";
-
 static const char report_help[] =
 	"usage: cachet report [-o FILE] [-n N]\n"
 	"\n"
@@ -241,6 +233,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_gc,
 	&cli_cmd_clear,
 	&cli_cmd_log,
+	&cli_cmd_keygen,
 	NULL,
 };
 
@@ -276,8 +269,6 @@ const char *cli_help_text(const char *subcommand)
 		return repro_help;
 	if (!strcmp(subcommand, "remote"))
 		return remote_help;
-	if (!strcmp(subcommand, "keygen"))
-		return keygen_help;
 	return NULL;
 }
 

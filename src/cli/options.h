@@ -77,5 +77,6 @@ int cli_print_usage(const struct cli_command *cmd);
 extern const struct cli_command cli_cmd_gc;
 extern const struct cli_command cli_cmd_clear;
 extern const struct cli_command cli_cmd_log;
+extern const struct cli_command cli_cmd_keygen;
 
 #endif
