@@ -71,20 +71,6 @@ static const char run_help[] =
 	"same signal); 127 when COMMAND is not found, 126 when it is not executable,\n"
 	"2 for usage errors.\n";
 
-static const char stats_help[] =
-	"usage: cachet stats [--json] [-z] [--log FILE]\n"
-	"\n"
-	"Prints hits, misses and their reasons, uncacheable steps and why, errors the\n"
-	"cache survived, entries, size on disk and time saved.\n"
-	"  --json   one JSON object (integer fields hits, misses, uncacheable, errors,\n"
-	"           entries, bytes, time_saved_ms, and objects miss_reasons and\n"
-	"           uncacheable_reasons)\n"
-	"  -z       zero the counters\n"
-	"  --log FILE\n"
-	"           the same summary for the steps recorded in FILE, a stats_log\n"
-	"           (CACHET_STATS_LOG=FILE for one build counts that build alone, even\n"
-	"           while other builds use the cache); --json adds steps and log\n";
-
 static const char explain_help[] =
 	"usage: cachet explain [--all] [--json] [--] COMMAND [ARG...]\n"
 	"\n"
@@ -234,6 +220,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_clear,
 	&cli_cmd_log,
 	&cli_cmd_keygen,
+	&cli_cmd_stats,
 	NULL,
 };
 
@@ -251,8 +238,6 @@ const char *cli_help_text(const char *subcommand)
 		return general;
 	if (!strcmp(subcommand, "run"))
 		return run_help;
-	if (!strcmp(subcommand, "stats"))
-		return stats_help;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
 	if (!strcmp(subcommand, "diff"))

@@ -78,5 +78,6 @@ extern const struct cli_command cli_cmd_gc;
 extern const struct cli_command cli_cmd_clear;
 extern const struct cli_command cli_cmd_log;
 extern const struct cli_command cli_cmd_keygen;
+extern const struct cli_command cli_cmd_stats;
 
 #endif
