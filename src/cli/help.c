@@ -197,18 +197,6 @@ static const char remote_help[] =
 	"           the last error of each (HTTP status or curl/hiredis message, and\n"
 	"           when), uploads waiting, the remote counters (--json: one object)\n";
 
-static const char report_help[] =
-	"usage: cachet report [-o FILE] [-n N]\n"
-	"\n"
-	"Writes one self-contained HTML page (inline CSS and SVG, nothing fetched) with\n"
-	"the totals of cachet stats, the hit rate and the time saved over time, why\n"
-	"steps missed, the commands that miss most with their reasons, the largest\n"
-	"entries and the steps found nondeterministic. The totals are also in the page\n"
-	"as the JSON of cachet stats --json (script id \"cachet-stats\").\n"
-	"  -o FILE, --output FILE\n"
-	"            write the page to FILE (default: standard output)\n"
-	"  -n N      use only the last N steps of the step log (default: all of it)\n";
-
 static const char help_help[] =
 	"usage: cachet help [SUBCOMMAND]\n"
 	"\n"
@@ -221,6 +209,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_log,
 	&cli_cmd_keygen,
 	&cli_cmd_stats,
+	&cli_cmd_report,
 	NULL,
 };
 
@@ -248,8 +237,6 @@ const char *cli_help_text(const char *subcommand)
 		return show_help;
 	if (!strcmp(subcommand, "config"))
 		return config_help;
-	if (!strcmp(subcommand, "report"))
-		return report_help;
 	if (!strcmp(subcommand, "repro"))
 		return repro_help;
 	if (!strcmp(subcommand, "remote"))

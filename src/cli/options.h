@@ -79,5 +79,6 @@ extern const struct cli_command cli_cmd_clear;
 extern const struct cli_command cli_cmd_log;
 extern const struct cli_command cli_cmd_keygen;
 extern const struct cli_command cli_cmd_stats;
+extern const struct cli_command cli_cmd_report;
 
 #endif

@@ -25,6 +25,7 @@
 #include "cachet/step.h"
 #include "cachet/strmap.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/report.h"
 #include "cli/totals.h"
 
@@ -685,35 +686,52 @@ static int save(const char *path, const struct buf *page)
 	return 0;
 }
 
+enum { OPT_OUTPUT = 1, OPT_COUNT };
+
+static const struct cli_option report_options[] = {
+	{ OPT_OUTPUT, 'o', "output", "FILE", "write the page to FILE (default: standard output)" },
+	{ OPT_COUNT, 'n', NULL, "N", "use only the last N steps of the step log (default: all of it)" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_report = {
+	.name = "report",
+	.options = report_options,
+	.description =
+		"Writes one self-contained HTML page (inline CSS and SVG, nothing fetched) with\n"
+		"the totals of cachet stats, the hit rate and the time saved over time, why\n"
+		"steps missed, the commands that miss most with their reasons, the largest\n"
+		"entries and the steps found nondeterministic. The totals are also in the page\n"
+		"as the JSON of cachet stats --json (script id \"cachet-stats\").\n",
+};
+
 int cmd_report(int argc, char **argv)
 {
 	const char *out = NULL;
 	size_t log_limit = SIZE_MAX;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *count = NULL;
-		int got_out = cli_option_value(argc, argv, &i, "report", "-o", &out);
-		if (!got_out)
-			got_out = cli_option_value(argc, argv, &i, "report", "--output", &out);
-		int got_n = got_out ? 0 : cli_option_value(argc, argv, &i, "report", "-n", &count);
-		if (got_out < 0 || got_n < 0)
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_report, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_HELP)
+			return cli_print_usage(&cli_cmd_report);
+		if (id == CLI_ARG_ERROR)
 			return EXIT_USAGE;
-		if (got_out) {
-			continue;
-		} else if (got_n) {
-			char *end;
-			long v = strtol(count, &end, 10);
-			if (!*count || *end || v <= 0) {
-				cli_error("report: -n takes a positive number, not '%s'", count);
-				return EXIT_USAGE;
-			}
-			log_limit = (size_t)v;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(cli_help_text("report"), stdout);
-			return 0;
-		} else {
-			cli_error("report: unknown option '%s'", a);
+		if (id == CLI_ARG_OPERAND) {
+			cli_error("report: unexpected argument '%s' (see cachet report --help)", args.value);
 			return EXIT_USAGE;
 		}
+		if (id == OPT_OUTPUT) {
+			out = args.value;
+			continue;
+		}
+		const char *count = args.value;
+		char *end;
+		long v = strtol(count, &end, 10);
+		if (!*count || *end || v <= 0) {
+			cli_error("report: -n takes a positive number, not '%s'", count);
+			return EXIT_USAGE;
+		}
+		log_limit = (size_t)v;
 	}
 	if (out && !*out) {
 		cli_error("report: -o needs a file name");
