@@ -84,19 +84,6 @@ static const char explain_help[] =
 	"  --json   one JSON object: hit, reason, nearest, differences[] (whole values)\n"
 	"Exit status: 0 would hit, 1 would miss, 2 usage error.\n";
 
-static const char show_help[] =
-	"usage: cachet show [--inputs] [--json] FILE\n"
-	"\n"
-	"Says whether FILE is still what its step would make now: current, stale\n"
-	"(naming the first input that changed since, as explain does) or modified\n"
-	"since cachet wrote it. Then the recorded steps whose result holds exactly\n"
-	"FILE's content, the one that wrote FILE itself first: command line, cwd,\n"
-	"time, host, duration, hits since, and every program and shared library they\n"
-	"ran, with digests and one toolchain digest over all.\n"
-	"  --inputs   also list every observation the step relied on\n"
-	"  --json     one JSON object: file, sha256, state, reason, steps[]\n"
-	"Exit status: 0 current, 1 stale, modified or made by no step, 2 usage error.\n";
-
 static const char diff_help[] =
 	"usage: cachet diff [--json] [--max-lines N] A B\n"
 	"\n"
@@ -210,6 +197,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_keygen,
 	&cli_cmd_stats,
 	&cli_cmd_report,
+	&cli_cmd_show,
 	NULL,
 };
 
@@ -233,8 +221,6 @@ const char *cli_help_text(const char *subcommand)
 		return diff_help;
 	if (!strcmp(subcommand, "explain"))
 		return explain_help;
-	if (!strcmp(subcommand, "show"))
-		return show_help;
 	if (!strcmp(subcommand, "config"))
 		return config_help;
 	if (!strcmp(subcommand, "repro"))

@@ -80,5 +80,6 @@ extern const struct cli_command cli_cmd_log;
 extern const struct cli_command cli_cmd_keygen;
 extern const struct cli_command cli_cmd_stats;
 extern const struct cli_command cli_cmd_report;
+extern const struct cli_command cli_cmd_show;
 
 #endif
