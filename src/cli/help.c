@@ -84,25 +84,6 @@ static const char explain_help[] =
 	"  --json   one JSON object: hit, reason, nearest, differences[] (whole values)\n"
 	"Exit status: 0 would hit, 1 would miss, 2 usage error.\n";
 
-static const char diff_help[] =
-	"usage: cachet diff [--json] [--max-lines N] A B\n"
-	"\n"
-	"Says how two files or directory trees differ. ELF files: symbols defined in\n"
-	"only one (name, section, binding; FILE and section symbols too), symbols whose\n"
-	"size or section changed, sections present in only one or whose contents\n"
-	"differ (sizes, first differing offset, and what the bytes say: the strings\n"
-	"that came or went in string sections and .comment, both build IDs, the text\n"
-	"at the difference; DWARF compile units' name, directory and producer). ar\n"
-	"archives, tarballs, zip, cpio and compressed streams\n"
-	"(gzip, xz, bzip2, zstd): member by member with their metadata (dates, modes,\n"
-	"owners), each member compared as a file (through libcachet-archive.so).\n"
-	".pyc: the header decoded (source mtime and size, or hash). Text: a unified\n"
-	"diff. Anything else: sizes and the first differing offset. Directories are\n"
-	"compared recursively, modes included; symlinks by target, never followed.\n"
-	"  --json          one JSON object (differ, summary, counts, entries)\n"
-	"  --max-lines N   at most N lines of each text diff (default 200)\n"
-	"Exit status: 0 identical, 1 different, 2 usage error or unreadable input.\n";
-
 static const char repro_help[] =
 	"usage: cachet repro [-n N] [--vary LIST|all] [--bisect] [--json] [--] COMMAND [ARG...]\n"
 	"\n"
@@ -198,6 +179,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_stats,
 	&cli_cmd_report,
 	&cli_cmd_show,
+	&cli_cmd_diff,
 	NULL,
 };
 
@@ -217,8 +199,6 @@ const char *cli_help_text(const char *subcommand)
 		return run_help;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
-	if (!strcmp(subcommand, "diff"))
-		return diff_help;
 	if (!strcmp(subcommand, "explain"))
 		return explain_help;
 	if (!strcmp(subcommand, "config"))

@@ -81,5 +81,6 @@ extern const struct cli_command cli_cmd_keygen;
 extern const struct cli_command cli_cmd_stats;
 extern const struct cli_command cli_cmd_report;
 extern const struct cli_command cli_cmd_show;
+extern const struct cli_command cli_cmd_diff;
 
 #endif
