@@ -12,6 +12,7 @@
 #include "cachet/path.h"
 #include "cachet/portable.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 
 extern char **environ;
 
@@ -196,31 +197,51 @@ static void print_json(const struct verdict *v)
 	buf_free(&b);
 }
 
+enum { OPT_ALL = 1, OPT_JSON };
+
+static const struct cli_option explain_options[] = {
+	{ OPT_ALL, 0, "all", NULL, "list every observation that no longer holds, not just the first" },
+	{ OPT_JSON, 0, "json", NULL, "one JSON object: hit, reason, nearest, differences[] (whole values)" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_explain = {
+	.name = "explain",
+	.operands = "[--] COMMAND [ARG...]",
+	.options = explain_options,
+	.flags = CLI_STOP_AT_OPERAND,
+	.description =
+		"Without running COMMAND, says whether it would hit and, if not, names the\n"
+		"first difference (below the step's cwd and base_dir first): an input whose\n"
+		"content changed (with both digests), a path that now exists or is gone, a\n"
+		"directory listing that changed, or for a new step every argv, environment,\n"
+		"cwd or executable difference from the recorded step of the same program\n"
+		"that differs least.\n",
+	.epilogue = "Exit status: 0 would hit, 1 would miss, 2 usage error.\n",
+};
+
 int cmd_explain(int argc, char **argv)
 {
-	int all = 0, json = 0, i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (!strcmp(a, "--all"))
-			all = 1;
-		else if (!strcmp(a, "--json"))
-			json = 1;
-		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(cli_help_text("explain"), stdout);
-			return 0;
-		} else {
-			cli_error("explain: unknown option '%s'", a);
+	int all = 0, json = 0;
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_explain, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_HELP)
+			return cli_print_usage(&cli_cmd_explain);
+		if (id == CLI_ARG_ERROR)
+			return EXIT_USAGE;
+		if (id == CLI_ARG_OPERAND) {
+			cli_error("explain: unexpected argument '%s' (see cachet explain --help)", args.value);
 			return EXIT_USAGE;
 		}
+		if (id == OPT_ALL)
+			all = 1;
+		else
+			json = 1;
 	}
+	int i = args.next;
 	if (i >= argc) {
-		cli_error("usage: cachet explain [--all] [--json] [--] COMMAND [ARG...]");
+		cli_error("explain: no command given (see cachet explain --help)");
 		return EXIT_USAGE;
 	}
 	char **cmd = argv + i;

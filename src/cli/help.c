@@ -71,19 +71,6 @@ static const char run_help[] =
 	"same signal); 127 when COMMAND is not found, 126 when it is not executable,\n"
 	"2 for usage errors.\n";
 
-static const char explain_help[] =
-	"usage: cachet explain [--all] [--json] [--] COMMAND [ARG...]\n"
-	"\n"
-	"Without running COMMAND, says whether it would hit and, if not, names the\n"
-	"first difference (below the step's cwd and base_dir first): an input whose\n"
-	"content changed (with both digests), a path that now exists or is gone, a\n"
-	"directory listing that changed, or for a new step every argv, environment,\n"
-	"cwd or executable difference from the recorded step of the same program\n"
-	"that differs least.\n"
-	"  --all    list every observation that no longer holds, not just the first\n"
-	"  --json   one JSON object: hit, reason, nearest, differences[] (whole values)\n"
-	"Exit status: 0 would hit, 1 would miss, 2 usage error.\n";
-
 static const char repro_help[] =
 	"usage: cachet repro [-n N] [--vary LIST|all] [--bisect] [--json] [--] COMMAND [ARG...]\n"
 	"\n"
@@ -180,6 +167,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_report,
 	&cli_cmd_show,
 	&cli_cmd_diff,
+	&cli_cmd_explain,
 	NULL,
 };
 
@@ -199,8 +187,6 @@ const char *cli_help_text(const char *subcommand)
 		return run_help;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
-	if (!strcmp(subcommand, "explain"))
-		return explain_help;
 	if (!strcmp(subcommand, "config"))
 		return config_help;
 	if (!strcmp(subcommand, "repro"))

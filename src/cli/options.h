@@ -82,5 +82,6 @@ extern const struct cli_command cli_cmd_stats;
 extern const struct cli_command cli_cmd_report;
 extern const struct cli_command cli_cmd_show;
 extern const struct cli_command cli_cmd_diff;
+extern const struct cli_command cli_cmd_explain;
 
 #endif
