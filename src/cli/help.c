@@ -115,25 +115,6 @@ static const char repro_help[] =
 	"On a terminal, stderr shows which run is going and the time elapsed.\n"
 	"Exit status: 0 every run matches run 1, 1 some run differs, 2 error.\n";
 
-static const char config_help[] =
-	"usage: cachet config [--cache] [KEY [VALUE]]\n"
-	"\n"
-	"Without arguments, lists every setting with its value and where it came from.\n"
-	"With KEY, prints its value; with KEY VALUE, checks the value and writes it to\n"
-	"the user's file ${XDG_CONFIG_HOME:-~/.config}/cachet/cachet.conf, or with\n"
-	"--cache to $CACHET_DIR/cachet.conf (for settings a shared cache should carry).\n"
-	"A bad value (for remote: its scheme, host, port or any attribute) exits 2\n"
-	"with the reason and writes nothing.\n"
-	"Later sources win: default, the cache's file, the user's file, CACHET_<KEY>.\n"
-	"\n"
-	"base_dir DIR (CACHET_BASE_DIR): the root of a checkout, an absolute path; its\n"
-	"real path counts. Paths under it are keyed relative to it, locally and on\n"
-	"remotes, so a checkout at another path hits what this one stored while its\n"
-	"files are the same. A step whose outputs, stdout or stderr contain the real\n"
-	"path (a depfile, -g debug info) is keyed on that path and re-runs elsewhere:\n"
-	"correct, but not shared. Compile with -ffile-prefix-map=DIR=. (or\n"
-	"-fdebug-prefix-map) so that objects do not name the checkout.\n";
-
 static const char remote_help[] =
 	"usage: cachet remote flush [-q]\n"
 	"       cachet remote status [--json]\n"
@@ -168,6 +149,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_show,
 	&cli_cmd_diff,
 	&cli_cmd_explain,
+	&cli_cmd_config,
 	NULL,
 };
 
@@ -187,8 +169,6 @@ const char *cli_help_text(const char *subcommand)
 		return run_help;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
-	if (!strcmp(subcommand, "config"))
-		return config_help;
 	if (!strcmp(subcommand, "repro"))
 		return repro_help;
 	if (!strcmp(subcommand, "remote"))
