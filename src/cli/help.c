@@ -46,31 +46,6 @@ static const char general[] =
 	"A symlink named after a compiler (gcc -> cachet) runs the next such program on\n"
 	"PATH through the cache.\n";
 
-static const char run_help[] =
-	"usage: cachet run [-v] [--verify] [--check CMD] [--require-symbols FILE]\n"
-	"                  [--] COMMAND [ARG...]\n"
-	"       cachet [OPTIONS] COMMAND [ARG...]\n"
-	"\n"
-	"Looks the step up by its argv, cwd, keyed environment, platform and the\n"
-	"executable's digest, then by every file-system fact a recorded run relied on.\n"
-	"On a hit the outputs, stdout, stderr and exit status are replayed. On a miss\n"
-	"the command runs traced, streaming its output, and a successful run is stored.\n"
-	"\n"
-	"  -v, --verbose   print 'cachet: hit' or 'cachet: miss (reason)' to stderr\n"
-	"  --verify        on a hit, run the step anyway and compare its outputs with the\n"
-	"                  cached ones (verify_rate does this for a fraction of hits); a\n"
-	"                  difference warns, is counted and marks the step nondeterministic\n"
-	"  --check CMD     after a miss, with the outputs in place, run CMD with /bin/sh;\n"
-	"                  if it fails nothing is stored and cachet exits with its status\n"
-	"  --require-symbols FILE\n"
-	"                  every name in FILE (one per line) must be defined (GLOBAL or\n"
-	"                  WEAK) by the ELF outputs; otherwise nothing is stored, the\n"
-	"                  missing names are listed and cachet exits 1\n"
-	"\n"
-	"Exit status: the command's (a command killed by a signal kills cachet with the\n"
-	"same signal); 127 when COMMAND is not found, 126 when it is not executable,\n"
-	"2 for usage errors.\n";
-
 static const char repro_help[] =
 	"usage: cachet repro [-n N] [--vary LIST|all] [--bisect] [--json] [--] COMMAND [ARG...]\n"
 	"\n"
@@ -150,6 +125,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_diff,
 	&cli_cmd_explain,
 	&cli_cmd_config,
+	&cli_cmd_run,
 	NULL,
 };
 
@@ -165,8 +141,6 @@ const char *cli_help_text(const char *subcommand)
 {
 	if (!subcommand)
 		return general;
-	if (!strcmp(subcommand, "run"))
-		return run_help;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
 	if (!strcmp(subcommand, "repro"))

@@ -84,5 +84,6 @@ extern const struct cli_command cli_cmd_show;
 extern const struct cli_command cli_cmd_diff;
 extern const struct cli_command cli_cmd_explain;
 extern const struct cli_command cli_cmd_config;
+extern const struct cli_command cli_cmd_run;
 
 #endif
