@@ -46,50 +46,6 @@ static const char general[] =
 	"A symlink named after a compiler (gcc -> cachet) runs the next such program on\n"
 	"PATH through the cache.\n";
 
-static const char repro_help[] =
-	"usage: cachet repro [-n N] [--vary LIST|all] [--bisect] [--json] [--] COMMAND [ARG...]\n"
-	"\n"
-	"Runs COMMAND N times (default 2) under the tracer, each from the same starting\n"
-	"state (what a run changed is put back before the next), and compares what the\n"
-	"runs left behind: every file, symlink and directory they changed (contents and\n"
-	"the executable bit; ELF files by symbol and section, ar archives by member,\n"
-	"text as a diff), stdout and the exit status. Run 1 is the control; runs 2 to\n"
-	"N vary the conditions chosen with --vary (by default all of them, as reprotest\n"
-	"does; those this machine cannot vary drop out with a note). Afterwards the\n"
-	"work tree holds what\n"
-	"the control run left, as after one normal run; nothing is stored in the cache.\n"
-	"The step's stdout and stderr are kept, not shown (the control's stderr is\n"
-	"shown when it fails); stdin is /dev/null unless it is a regular file.\n"
-	"\n"
-	"  -n N, --runs N   number of runs, 2 to 1000\n"
-	"  --vary LIST      comma-separated, 'all' (the default), 'none', or 'all,-NAME':\n"
-	"                     env       an extra environment variable\n"
-	"                     tz        TZ=GMT-14 (GMT+12 in even variants)\n"
-	"                     locale    LC_ALL set to another installed locale\n"
-	"                     umask     002 (022 when the caller's is 002)\n"
-	"                     aslr      address randomisation turned off (on if off)\n"
-	"                     cpus      the step pinned to half the CPUs\n"
-	"                     time      SOURCE_DATE_EPOCH and the clock moved by 373 days\n"
-	"                               per variant (the clock through libfaketime)\n"
-	"                     dirorder  the tracer reverses (or shuffles) the entries of\n"
-	"                               every directory listing the step reads\n"
-	"                     home      HOME=/nonexistent/cachet-repro-home\n"
-	"                     path      PATH with /i_capture_the_path appended\n"
-	"                     user      uid and gid 1234, in a user namespace\n"
-	"                     host      another host and domain name, in a UTS namespace\n"
-	"                     kernel    uname's release reads 2.6.x (personality UNAME26)\n"
-	"                     buildpath the step runs in a copy of the work tree (its\n"
-	"                               cwd) at another path, under TMPDIR\n"
-	"  --bisect         when runs differ, run the control again (if it differs too,\n"
-	"                   the step differs by itself: said once, nothing more is run)\n"
-	"                   and each variation alone, and name those that make the\n"
-	"                   outputs differ\n"
-	"  --json           one JSON object: reproducible, results[] (per run: exit\n"
-	"                   status, variations, differences[] with the diff report),\n"
-	"                   differing_paths, bisect\n"
-	"On a terminal, stderr shows which run is going and the time elapsed.\n"
-	"Exit status: 0 every run matches run 1, 1 some run differs, 2 error.\n";
-
 static const char remote_help[] =
 	"usage: cachet remote flush [-q]\n"
 	"       cachet remote status [--json]\n"
@@ -126,6 +82,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_explain,
 	&cli_cmd_config,
 	&cli_cmd_run,
+	&cli_cmd_repro,
 	NULL,
 };
 
@@ -143,8 +100,6 @@ const char *cli_help_text(const char *subcommand)
 		return general;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
-	if (!strcmp(subcommand, "repro"))
-		return repro_help;
 	if (!strcmp(subcommand, "remote"))
 		return remote_help;
 	return NULL;

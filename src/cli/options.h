@@ -85,5 +85,6 @@ extern const struct cli_command cli_cmd_diff;
 extern const struct cli_command cli_cmd_explain;
 extern const struct cli_command cli_cmd_config;
 extern const struct cli_command cli_cmd_run;
+extern const struct cli_command cli_cmd_repro;
 
 #endif
