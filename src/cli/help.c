@@ -46,24 +46,6 @@ static const char general[] =
 	"A symlink named after a compiler (gcc -> cachet) runs the next such program on\n"
 	"PATH through the cache.\n";
 
-static const char remote_help[] =
-	"usage: cachet remote flush [-q]\n"
-	"       cachet remote status [--json]\n"
-	"\n"
-	"Remote caches are set with 'remote' (CACHET_REMOTE): comma-separated items\n"
-	"'URL [attribute...]', URL one of http[s]://[user:password@]host[:port][/prefix],\n"
-	"redis://[[user:]password@]host[:port][/db], redis+unix:///socket[?db=N].\n"
-	"Attributes: read-only, timeout=MS (connect, default 100), op-timeout=MS\n"
-	"(default 2000), retry-after=MS (default 30000), prefix=, max-size=BYTES,\n"
-	"bearer-token=, bearer-token-file=, auth-file= (user:password).\n"
-	"Steps upload in the background after a miss; a local miss asks the remotes.\n"
-	"  flush    upload every waiting entry now; exit 1 if some could not be,\n"
-	"           naming each server that failed and why\n"
-	"           (-q, --quiet: say nothing unless something failed)\n"
-	"  status   remotes (credentials hidden), servers skipped after a failure,\n"
-	"           the last error of each (HTTP status or curl/hiredis message, and\n"
-	"           when), uploads waiting, the remote counters (--json: one object)\n";
-
 static const char help_help[] =
 	"usage: cachet help [SUBCOMMAND]\n"
 	"\n"
@@ -83,6 +65,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_config,
 	&cli_cmd_run,
 	&cli_cmd_repro,
+	&cli_cmd_remote,
 	NULL,
 };
 
@@ -100,8 +83,6 @@ const char *cli_help_text(const char *subcommand)
 		return general;
 	if (!strcmp(subcommand, "help"))
 		return help_help;
-	if (!strcmp(subcommand, "remote"))
-		return remote_help;
 	return NULL;
 }
 

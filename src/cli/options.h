@@ -86,5 +86,6 @@ extern const struct cli_command cli_cmd_explain;
 extern const struct cli_command cli_cmd_config;
 extern const struct cli_command cli_cmd_run;
 extern const struct cli_command cli_cmd_repro;
+extern const struct cli_command cli_cmd_remote;
 
 #endif
