@@ -46,11 +46,13 @@ static const char general[] =
 	"A symlink named after a compiler (gcc -> cachet) runs the next such program on\n"
 	"PATH through the cache.\n";
 
-static const char help_help[] =
-	"usage: cachet help [SUBCOMMAND]\n"
-	"\n"
-	"Without SUBCOMMAND, the overview; with it, the subcommand's usage, options\n"
-	"and exit status (also: cachet SUBCOMMAND --help). The manual: man cachet.\n";
+const struct cli_command cli_cmd_help = {
+	.name = "help",
+	.operands = "[SUBCOMMAND]",
+	.description =
+		"Without SUBCOMMAND, the overview; with it, the subcommand's usage, options\n"
+		"and exit status (also: cachet SUBCOMMAND --help). The manual: man cachet.\n",
+};
 
 static const struct cli_command *const commands[] = {
 	&cli_cmd_gc,
@@ -66,6 +68,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_run,
 	&cli_cmd_repro,
 	&cli_cmd_remote,
+	&cli_cmd_help,
 	NULL,
 };
 
@@ -77,33 +80,35 @@ static const struct cli_command *find_command(const char *name)
 	return NULL;
 }
 
-const char *cli_help_text(const char *subcommand)
+const char *cli_help_text(void)
 {
-	if (!subcommand)
-		return general;
-	if (!strcmp(subcommand, "help"))
-		return help_help;
-	return NULL;
+	return general;
 }
 
 int cmd_help(int argc, char **argv)
 {
-	if (argc < 2) {
+	const char *name = NULL;
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_help, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_HELP)
+			return cli_print_usage(&cli_cmd_help);
+		if (id == CLI_ARG_ERROR)
+			return EXIT_USAGE;
+		if (name) {
+			cli_error("help: one SUBCOMMAND at a time");
+			return EXIT_USAGE;
+		}
+		name = args.value;
+	}
+	if (!name) {
 		fputs(general, stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(help_help, stdout);
-		return 0;
-	}
-	const struct cli_command *cmd = find_command(argv[1]);
-	if (cmd)
-		return cli_print_usage(cmd);
-	const char *text = cli_help_text(argv[1]);
-	if (!text) {
-		cli_error("help: no such subcommand '%s'", argv[1]);
+	const struct cli_command *cmd = find_command(name);
+	if (!cmd) {
+		cli_error("help: no such subcommand '%s'", name);
 		return EXIT_USAGE;
 	}
-	fputs(text, stdout);
-	return 0;
+	return cli_print_usage(cmd);
 }

@@ -87,5 +87,6 @@ extern const struct cli_command cli_cmd_config;
 extern const struct cli_command cli_cmd_run;
 extern const struct cli_command cli_cmd_repro;
 extern const struct cli_command cli_cmd_remote;
+extern const struct cli_command cli_cmd_help;
 
 #endif
