@@ -12,11 +12,12 @@
 /* The read/write fallback's buffer. */
 #define COPY_CHUNK (256 * 1024)
 
-int write_all(int fd, const void *data, size_t len)
+/* write, or pwrite at off when off >= 0, until all of data is written. */
+static int write_loop(int fd, const void *data, size_t len, off_t off)
 {
 	const char *p = data;
 	while (len) {
-		ssize_t n = write(fd, p, len);
+		ssize_t n = off < 0 ? write(fd, p, len) : pwrite(fd, p, len, off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -24,8 +25,15 @@ int write_all(int fd, const void *data, size_t len)
 		}
 		p += n;
 		len -= (size_t)n;
+		if (off >= 0)
+			off += n;
 	}
 	return 0;
+}
+
+int write_all(int fd, const void *data, size_t len)
+{
+	return write_loop(fd, data, len, -1);
 }
 
 ssize_t read_full(int fd, void *buf, size_t len)
@@ -48,19 +56,11 @@ ssize_t read_full(int fd, void *buf, size_t len)
 
 int pwrite_all(int fd, const void *data, size_t len, off_t off)
 {
-	const char *p = data;
-	while (len > 0) {
-		ssize_t n = pwrite(fd, p, len, off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-		off += n;
+	if (off < 0) {
+		errno = EINVAL;
+		return -1;
 	}
-	return 0;
+	return write_loop(fd, data, len, off);
 }
 
 static int copy_by_read(int src, int dst, uint64_t off, uint64_t *copied)
