@@ -15,14 +15,8 @@ int cmd_clear(int argc, char **argv)
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_clear, argc, argv);
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP)
-			return cli_print_usage(&cli_cmd_clear);
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
-		if (id == CLI_ARG_OPERAND) {
-			cli_error("clear: unexpected argument '%s' (see cachet clear --help)", args.value);
-			return EXIT_USAGE;
-		}
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 	}
 	struct store *s = cli_open_store(0, NULL);
 	if (!s)

@@ -73,14 +73,8 @@ int cmd_config(int argc, char **argv)
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_config, argc, argv);
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP)
-			return cli_print_usage(&cli_cmd_config);
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
-		if (id == CLI_ARG_OPERAND) {
-			cli_error("config: unexpected argument '%s' (see cachet config --help)", args.value);
-			return EXIT_USAGE;
-		}
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 		in_cache = 1;
 	}
 	int i = args.next;

@@ -226,14 +226,8 @@ int cmd_explain(int argc, char **argv)
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_explain, argc, argv);
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP)
-			return cli_print_usage(&cli_cmd_explain);
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
-		if (id == CLI_ARG_OPERAND) {
-			cli_error("explain: unexpected argument '%s' (see cachet explain --help)", args.value);
-			return EXIT_USAGE;
-		}
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 		if (id == OPT_ALL)
 			all = 1;
 		else

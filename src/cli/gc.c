@@ -125,14 +125,8 @@ int cmd_gc(int argc, char **argv)
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_gc, argc, argv);
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP)
-			return cli_print_usage(&cli_cmd_gc);
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
-		if (id == CLI_ARG_OPERAND) {
-			cli_error("gc: unexpected argument '%s' (see cachet gc --help)", args.value);
-			return EXIT_USAGE;
-		}
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 		if (id == OPT_DRY_RUN)
 			dry = 1;
 		else if (id == OPT_MAX_SIZE && override("--max-size", "max_size", args.value) < 0)

@@ -91,10 +91,8 @@ int cmd_help(int argc, char **argv)
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_help, argc, argv);
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP)
-			return cli_print_usage(&cli_cmd_help);
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 		if (name) {
 			cli_error("help: one SUBCOMMAND at a time");
 			return EXIT_USAGE;

@@ -46,14 +46,8 @@ int cmd_keygen(int argc, char **argv)
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_keygen, argc, argv);
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP)
-			return cli_print_usage(&cli_cmd_keygen);
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
-		if (id == CLI_ARG_OPERAND) {
-			cli_error("keygen: unexpected argument '%s' (see cachet keygen --help)", args.value);
-			return EXIT_USAGE;
-		}
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 		path = args.value;
 	}
 	char *owned = path ? NULL : default_key_path();

@@ -31,26 +31,14 @@ int cmd_log(int argc, char **argv)
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_log, argc, argv);
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP)
-			return cli_print_usage(&cli_cmd_log);
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
-		if (id == CLI_ARG_OPERAND) {
-			cli_error("log: unexpected argument '%s' (see cachet log --help)", args.value);
-			return EXIT_USAGE;
-		}
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 		if (id == OPT_JSON) {
 			json = 1;
 			continue;
 		}
-		const char *count = args.value;
-		char *end;
-		long v = strtol(count, &end, 10);
-		if (!*count || *end || v <= 0) {
-			cli_error("log: -n takes a positive number, not '%s'", count);
+		if (cli_args_count(&args, &n) < 0)
 			return EXIT_USAGE;
-		}
-		n = (size_t)v;
 	}
 	struct store *s = cli_open_store(0, NULL);
 	if (!s)

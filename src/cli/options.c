@@ -1,6 +1,8 @@
 #include "cli/options.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cachet/buf.h"
@@ -36,14 +38,15 @@ static const struct cli_option *find_short(const struct cli_command *c, char nam
 	return NULL;
 }
 
-static int usage_error(const struct cli_args *a, const char *fmt, const char *word)
+static int usage_error(struct cli_args *a, const char *fmt, const char *word)
 {
 	struct buf line;
 	buf_init(&line);
 	buf_addf(&line, fmt, word);
 	cli_error("%s: %s (see cachet %s --help)", a->cmd->name, line.data, a->cmd->name);
 	buf_free(&line);
-	return CLI_ARG_ERROR;
+	a->exit = EXIT_USAGE;
+	return CLI_ARG_EXIT;
 }
 
 int cli_args_next(struct cli_args *a)
@@ -57,8 +60,10 @@ int cli_args_next(struct cli_args *a)
 	if (!is_option) {
 		if (a->cmd->flags & CLI_STOP_AT_OPERAND)
 			return CLI_ARG_END;
-		a->value = w;
 		a->next++;
+		if (!a->cmd->operands)
+			return usage_error(a, "unexpected argument '%s'", w);
+		a->value = w;
 		return CLI_ARG_OPERAND;
 	}
 	a->next++;
@@ -68,8 +73,11 @@ int cli_args_next(struct cli_args *a)
 		a->operands_only = 1;
 		return cli_args_next(a);
 	}
-	if (!strcmp(w, "-h") || !strcmp(w, "--help"))
-		return CLI_ARG_HELP;
+	if (!strcmp(w, "-h") || !strcmp(w, "--help")) {
+		cli_print_usage(a->cmd);
+		a->exit = 0;
+		return CLI_ARG_EXIT;
+	}
 	const struct cli_option *o;
 	const char *inline_value = NULL;
 	if (w[1] == '-') {
@@ -94,6 +102,7 @@ int cli_args_next(struct cli_args *a)
 	if (!o)
 		return usage_error(a, "unknown option '%s'", w);
 	a->word = w;
+	a->option = o;
 	if (o->value) {
 		if (inline_value) {
 			a->value = inline_value;
@@ -103,10 +112,30 @@ int cli_args_next(struct cli_args *a)
 			/* Without this, the missing value would read as an unknown
 			 * option or an operand. */
 			cli_error("%s: %s needs a value", a->cmd->name, w);
-			return CLI_ARG_ERROR;
+			a->exit = EXIT_USAGE;
+			return CLI_ARG_EXIT;
 		}
 	}
 	return o->id;
+}
+
+int cli_args_count(const struct cli_args *a, size_t *out)
+{
+	const char *v = a->value;
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (!*v || *end || errno || n <= 0) {
+		if (a->option->short_name)
+			cli_error("%s: -%c takes a positive number, not '%s'", a->cmd->name,
+				  a->option->short_name, v);
+		else
+			cli_error("%s: --%s takes a positive number, not '%s'", a->cmd->name,
+				  a->option->long_name, v);
+		return -1;
+	}
+	*out = (size_t)n;
+	return 0;
 }
 
 /* "-n", "--dry-run" or "--max-size SIZE": the option as the usage line
@@ -117,74 +146,6 @@ static void add_synopsis(struct buf *b, const struct cli_option *o)
 		buf_addf(b, "[-%c%s%s]", o->short_name, o->value ? " " : "", o->value ? o->value : "");
 	else
 		buf_addf(b, "[--%s%s%s]", o->long_name, o->value ? " " : "", o->value ? o->value : "");
-}
-
-void cli_usage_line(const struct cli_command *cmd, struct buf *out)
-{
-	const char *indent = "       ";
-	if (cmd->usage) {
-		buf_addstr(out, "usage: ");
-		for (const char *p = cmd->usage; *p;) {
-			const char *nl = strchrnul(p, '\n');
-			if (p != cmd->usage)
-				buf_addstr(out, indent);
-			buf_add(out, p, (size_t)(nl - p));
-			buf_addch(out, '\n');
-			p = *nl ? nl + 1 : nl;
-		}
-	} else {
-		size_t start = out->len;
-		buf_addf(out, "usage: cachet %s", cmd->name);
-		size_t hang = out->len - start + 1, line_start = start;
-		struct buf word;
-		buf_init(&word);
-		for (const struct cli_option *o = cmd->options; o && o->id; o++) {
-			if (!o->help)
-				continue;
-			buf_reset(&word);
-			add_synopsis(&word, o);
-			/* Wrapped under the first option, as a man page's synopsis. */
-			if (out->len - line_start + 1 + word.len > USAGE_WIDTH) {
-				buf_addch(out, '\n');
-				line_start = out->len;
-				for (size_t k = 0; k < hang - 1; k++)
-					buf_addch(out, ' ');
-			}
-			buf_addch(out, ' ');
-			buf_add(out, word.data, word.len);
-		}
-		if (cmd->operands && *cmd->operands) {
-			if (out->len - line_start + 1 + strlen(cmd->operands) > USAGE_WIDTH) {
-				buf_addch(out, '\n');
-				for (size_t k = 0; k < hang - 1; k++)
-					buf_addch(out, ' ');
-			}
-			buf_addch(out, ' ');
-			buf_addstr(out, cmd->operands);
-		}
-		buf_free(&word);
-		buf_addch(out, '\n');
-	}
-	for (const char *p = cmd->more_usage; p && *p;) {
-		const char *nl = strchrnul(p, '\n');
-		buf_addstr(out, indent);
-		buf_add(out, p, (size_t)(nl - p));
-		buf_addch(out, '\n');
-		p = *nl ? nl + 1 : nl;
-	}
-}
-
-/* "-n, --dry-run", "--max-size SIZE", "-o FILE, --output FILE". */
-static void add_label(struct buf *b, const struct cli_option *o)
-{
-	const char *v = o->value ? o->value : "";
-	const char *sp = o->value ? " " : "";
-	if (o->short_name)
-		buf_addf(b, "-%c%s%s", o->short_name, sp, v);
-	if (o->short_name && o->long_name)
-		buf_addstr(b, ", ");
-	if (o->long_name)
-		buf_addf(b, "--%s%s%s", o->long_name, sp, v);
 }
 
 static void add_indented(struct buf *out, const char *text, size_t column, int first_indented)
@@ -200,9 +161,65 @@ static void add_indented(struct buf *out, const char *text, size_t column, int f
 	}
 }
 
+/* " word" on the usage line, or on a new one indented by hang where the
+ * line would pass USAGE_WIDTH. */
+static void add_wrapped(struct buf *out, size_t *line_start, size_t hang, const char *word)
+{
+	if (out->len - *line_start + 1 + strlen(word) > USAGE_WIDTH) {
+		buf_addch(out, '\n');
+		*line_start = out->len;
+		for (size_t k = 1; k < hang; k++)
+			buf_addch(out, ' ');
+	}
+	buf_addch(out, ' ');
+	buf_addstr(out, word);
+}
+
+static void usage_lines(const struct cli_command *cmd, struct buf *out)
+{
+	/* Under the first, as in a man page's synopsis: strlen("usage: "). */
+	const size_t indent = 7;
+	if (cmd->usage) {
+		buf_addstr(out, "usage: ");
+		add_indented(out, cmd->usage, indent, 0);
+	} else {
+		size_t line_start = out->len;
+		buf_addf(out, "usage: cachet %s", cmd->name);
+		size_t hang = out->len - line_start + 1;
+		struct buf word;
+		buf_init(&word);
+		for (const struct cli_option *o = cmd->options; o && o->id; o++) {
+			if (!o->help)
+				continue;
+			buf_reset(&word);
+			add_synopsis(&word, o);
+			add_wrapped(out, &line_start, hang, word.data);
+		}
+		if (cmd->operands)
+			add_wrapped(out, &line_start, hang, cmd->operands);
+		buf_free(&word);
+		buf_addch(out, '\n');
+	}
+	if (cmd->more_usage)
+		add_indented(out, cmd->more_usage, indent, 1);
+}
+
+/* "-n, --dry-run", "--max-size SIZE", "-o FILE, --output FILE". */
+static void add_label(struct buf *b, const struct cli_option *o)
+{
+	const char *v = o->value ? o->value : "";
+	const char *sp = o->value ? " " : "";
+	if (o->short_name)
+		buf_addf(b, "-%c%s%s", o->short_name, sp, v);
+	if (o->short_name && o->long_name)
+		buf_addstr(b, ", ");
+	if (o->long_name)
+		buf_addf(b, "--%s%s%s", o->long_name, sp, v);
+}
+
 void cli_usage(const struct cli_command *cmd, struct buf *out)
 {
-	cli_usage_line(cmd, out);
+	usage_lines(cmd, out);
 	if (cmd->description)
 		buf_addf(out, "\n%s", cmd->description);
 	size_t column = 0;

@@ -5,11 +5,14 @@
  * What every subcommand accepts: -x and --long, a value as `-x VALUE`,
  * `--long VALUE` or `--long=VALUE` (a value may look like an option: it is
  * taken as the value), `--` to end the options, -h and --help. An unknown
- * option or a missing value is one line on stderr naming the subcommand
- * and the usage, and the subcommand exits EXIT_USAGE.
+ * option, a missing value or an operand where the subcommand takes none
+ * is one line on stderr naming the subcommand and how to get its help, and
+ * the subcommand exits EXIT_USAGE.
  */
 #ifndef CACHET_CLI_OPTIONS_H
 #define CACHET_CLI_OPTIONS_H
+
+#include <stddef.h>
 
 struct buf;
 
@@ -29,7 +32,8 @@ struct cli_option {
 
 struct cli_command {
 	const char *name;
-	/* What follows the options in the usage line: "[--] COMMAND [ARG...]". */
+	/* What follows the options in the usage line: "[--] COMMAND [ARG...]";
+	 * NULL: the subcommand takes no operand. */
 	const char *operands;
 	const struct cli_option *options; /* ends with an entry of id 0 */
 	unsigned flags;
@@ -44,10 +48,12 @@ struct cli_command {
 
 /* What cli_args_next found besides an option's id. */
 enum {
-	CLI_ARG_END = 0,      /* no more options (and, stopping at operands, argv[a->next] is the first operand) */
+	/* No more options; stopping at operands, argv[a->next] is the first. */
+	CLI_ARG_END = 0,
 	CLI_ARG_OPERAND = -1, /* a->value is the operand */
-	CLI_ARG_HELP = -2,    /* -h or --help: print cli_usage, exit 0 */
-	CLI_ARG_ERROR = -3,   /* said on one line; exit EXIT_USAGE */
+	/* The subcommand is done: exit with a->exit (0 after -h or --help,
+	 * whose usage is printed; EXIT_USAGE after a one-line error). */
+	CLI_ARG_EXIT = -2,
 };
 
 struct cli_args {
@@ -58,6 +64,8 @@ struct cli_args {
 	int operands_only; /* after "--" */
 	const char *value; /* the option's value or the operand */
 	const char *word;  /* the word the last option was given as ("--max-size") */
+	const struct cli_option *option; /* the last option read */
+	int exit;          /* with CLI_ARG_EXIT */
 };
 
 /* Reads argv[1...] (argv[0] is the subcommand's name). */
@@ -66,8 +74,10 @@ void cli_args_init(struct cli_args *a, const struct cli_command *cmd, int argc, 
  * of CLI_ARG_*. */
 int cli_args_next(struct cli_args *a);
 
-/* The usage line(s): "usage: cachet gc [--max-size SIZE] ...". */
-void cli_usage_line(const struct cli_command *cmd, struct buf *out);
+/* The last option's value as a positive whole number: 0 with *out set;
+ * else -1 after saying "CMD: -n takes a positive number, not 'V'". */
+int cli_args_count(const struct cli_args *a, size_t *out);
+
 /* The whole help of the subcommand: usage, description, options, epilogue. */
 void cli_usage(const struct cli_command *cmd, struct buf *out);
 /* Prints cli_usage on stdout: the answer to -h, --help, `cachet help CMD`. */

@@ -223,12 +223,8 @@ int cmd_remote(int argc, char **argv)
 	cli_args_init(&args, &cli_cmd_remote, argc, argv);
 	args.next = sub[0] == '-' ? 1 : 2;
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP)
-			return cli_print_usage(&cli_cmd_remote);
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
-		if (id == CLI_ARG_OPERAND)
-			return usage();
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 		if (id == OPT_JSON)
 			json = 1;
 		else

@@ -712,26 +712,14 @@ int cmd_report(int argc, char **argv)
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_report, argc, argv);
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP)
-			return cli_print_usage(&cli_cmd_report);
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
-		if (id == CLI_ARG_OPERAND) {
-			cli_error("report: unexpected argument '%s' (see cachet report --help)", args.value);
-			return EXIT_USAGE;
-		}
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 		if (id == OPT_OUTPUT) {
 			out = args.value;
 			continue;
 		}
-		const char *count = args.value;
-		char *end;
-		long v = strtol(count, &end, 10);
-		if (!*count || *end || v <= 0) {
-			cli_error("report: -n takes a positive number, not '%s'", count);
+		if (cli_args_count(&args, &log_limit) < 0)
 			return EXIT_USAGE;
-		}
-		log_limit = (size_t)v;
 	}
 	if (out && !*out) {
 		cli_error("report: -o needs a file name");

@@ -848,12 +848,8 @@ static int parse(struct repro *r, int argc, char **argv)
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_repro, argc, argv);
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP) {
-			cli_print_usage(&cli_cmd_repro);
-			return -1;
-		}
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
+		if (id == CLI_ARG_EXIT)
+			return args.exit ? args.exit : -1;
 		if (id == OPT_JSON) {
 			r->json = 1;
 		} else if (id == OPT_BISECT) {

@@ -968,10 +968,8 @@ static int run_main(int argc, char **argv, int masquerade)
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_run, argc, argv);
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP)
-			return cli_print_usage(&cli_cmd_run);
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 		if (id == OPT_VERBOSE)
 			r.verbose = 1;
 		else if (id == OPT_VERIFY)

@@ -457,10 +457,8 @@ int cmd_show(int argc, char **argv)
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_show, argc, argv);
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
-		if (id == CLI_ARG_HELP)
-			return cli_print_usage(&cli_cmd_show);
-		if (id == CLI_ARG_ERROR)
-			return EXIT_USAGE;
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 		if (id == OPT_INPUTS) {
 			inputs = 1;
 		} else if (id == OPT_JSON) {
