@@ -81,6 +81,8 @@ char *reader_strdup(struct reader *r);
 void reader_raw(struct reader *r, void *out, size_t len);     /* fixed-size field */
 
 /* Allocation helpers that abort on failure. */
+/* Says "out of memory" on stderr and aborts: the one exit of them all. */
+void xalloc_failed(void) __attribute__((noreturn));
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);

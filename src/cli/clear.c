@@ -3,16 +3,20 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
+
+const struct cli_command cli_cmd_clear = {
+	.name = "clear",
+	.description = "Removes every entry and blob from the cache.\n",
+};
 
 int cmd_clear(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(cli_help_text("clear"), stdout);
-			return 0;
-		}
-		cli_error("clear: unknown option '%s'", argv[i]);
-		return EXIT_USAGE;
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_clear, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
 	}
 	struct store *s = cli_open_store(0, NULL);
 	if (!s)

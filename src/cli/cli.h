@@ -78,13 +78,6 @@ int run_direct(char **argv, const char *program) __attribute__((noreturn));
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Matches argv[*i] against an option that takes a value, opt (given as
- * "-o VALUE", or "--opt VALUE" / "--opt=VALUE" for a long one): 1 with
- * *value set and *i advanced past it; -1 when no value follows, after
- * saying "CMD: OPT needs a value"; 0 when argv[*i] is not opt. */
-int cli_option_value(int argc, char **argv, int *i, const char *cmd, const char *opt,
-		     const char **value);
-
 /* The cache directory: $CACHET_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/cachet.
  * malloc'd. */
 char *cli_cache_dir(void);
@@ -104,6 +97,7 @@ char *cli_self_exe(void);
 
 int64_t now_ms(void);
 
-extern const char *cli_help_text(const char *subcommand);
+/* The overview of `cachet help` (a subcommand's help: options.h). */
+const char *cli_help_text(void);
 
 #endif

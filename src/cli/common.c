@@ -19,28 +19,6 @@
 #include "cli/settings.h"
 #include <sys/stat.h>
 
-int cli_option_value(int argc, char **argv, int *i, const char *cmd, const char *opt,
-		     const char **value)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(opt);
-	if (strncmp(a, opt, n) != 0)
-		return 0;
-	if (a[n] == '=' && opt[1] == '-') {
-		*value = a + n + 1;
-		return 1;
-	}
-	if (a[n])
-		return 0;
-	/* Without this, the missing value reads as an unknown option. */
-	if (*i + 1 >= argc) {
-		cli_error("%s: %s needs a value", cmd, opt);
-		return -1;
-	}
-	*value = argv[++*i];
-	return 1;
-}
-
 int env_flag(const char *name)
 {
 	const char *v = getenv(name);

@@ -5,6 +5,7 @@
 
 #include "cachet/remote.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/settings.h"
 
 /* A value as shown: remote URLs lose their credentials. malloc'd. */
@@ -29,27 +30,56 @@ static int list_all(const struct settings *st)
 	return 0;
 }
 
+enum { OPT_CACHE = 1 };
+
+static const struct cli_option config_options[] = {
+	{ OPT_CACHE, 0, "cache", NULL, "write to $CACHET_DIR/cachet.conf instead of the user's file" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_config = {
+	.name = "config",
+	.operands = "[KEY [VALUE]]",
+	.options = config_options,
+	.flags = CLI_STOP_AT_OPERAND,
+	.description =
+		"Without arguments, lists every setting with its value and where it came from.\n"
+		"With KEY, prints its value; with KEY VALUE, checks the value and writes it to\n"
+		"the user's file ${XDG_CONFIG_HOME:-~/.config}/cachet/cachet.conf, or with\n"
+		"--cache to $CACHET_DIR/cachet.conf (for settings a shared cache should carry).\n"
+		"A bad value (for remote: its scheme, host, port or any attribute) exits 2\n"
+		"with the reason and writes nothing.\n"
+		"Later sources win: default, the cache's file, the user's file, CACHET_<KEY>.\n",
+	.epilogue =
+		"\n"
+		"base_dir DIR (CACHET_BASE_DIR): the root of a checkout, or a directory above\n"
+		"all checkouts (as ccache's); an absolute path, its real path counts. Paths\n"
+		"under it are keyed relative to the working directory when that lies under\n"
+		"it (else relative to DIR), locally and on remotes, so a checkout at another\n"
+		"path or depth hits what this one stored while its files are the same. A\n"
+		"step whose outputs, stdout or stderr contain the real\n"
+		"path (a depfile, -g debug info) is keyed on that path and re-runs elsewhere:\n"
+		"correct, but not shared. Compile with -ffile-prefix-map=DIR=. (or\n"
+		"-fdebug-prefix-map) so that objects do not name the checkout.\n",
+};
+
 static int usage(void)
 {
-	cli_error("usage: cachet config [--cache] [KEY [VALUE]]");
+	cli_error("config: expected [KEY [VALUE]] (see cachet config --help)");
 	return EXIT_USAGE;
 }
 
 int cmd_config(int argc, char **argv)
 {
 	int in_cache = 0;
-	int i = 1;
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "--cache")) {
-			in_cache = 1;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(cli_help_text("config"), stdout);
-			return 0;
-		} else {
-			cli_error("config: unknown option '%s'", argv[i]);
-			return usage();
-		}
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_config, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		in_cache = 1;
 	}
+	int i = args.next;
 	int nargs = argc - i;
 	if (nargs > 2)
 		return usage();

@@ -9,6 +9,7 @@
 #include "cachet/compare.h"
 #include "cachet/remote.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "elf/archive_plugin.h"
 #include "elf/dwarf_plugin.h"
 
@@ -53,6 +54,34 @@ const char *cli_dwarf_plugin(void)
 	return path;
 }
 
+enum { OPT_JSON = 1, OPT_MAX_LINES };
+
+static const struct cli_option diff_options[] = {
+	{ OPT_JSON, 0, "json", NULL, "one JSON object (differ, summary, counts, entries)" },
+	{ OPT_MAX_LINES, 0, "max-lines", "N", "at most N lines of each text diff (default 200)" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_diff = {
+	.name = "diff",
+	.operands = "A B",
+	.options = diff_options,
+	.description =
+		"Says how two files or directory trees differ. ELF files: symbols defined in\n"
+		"only one (name, section, binding; FILE and section symbols too), symbols whose\n"
+		"size or section changed, sections present in only one or whose contents\n"
+		"differ (sizes, first differing offset, and what the bytes say: the strings\n"
+		"that came or went in string sections and .comment, both build IDs, the text\n"
+		"at the difference; DWARF compile units' name, directory and producer). ar\n"
+		"archives, tarballs, zip, cpio and compressed streams\n"
+		"(gzip, xz, bzip2, zstd): member by member with their metadata (dates, modes,\n"
+		"owners), each member compared as a file (through libcachet-archive.so).\n"
+		".pyc: the header decoded (source mtime and size, or hash). Text: a unified\n"
+		"diff. Anything else: sizes and the first differing offset. Directories are\n"
+		"compared recursively, modes included; symlinks by target, never followed.\n",
+	.epilogue = "Exit status: 0 identical, 1 different, 2 usage error or unreadable input.\n",
+};
+
 int cmd_diff(int argc, char **argv)
 {
 	int json = 0;
@@ -61,28 +90,21 @@ int cmd_diff(int argc, char **argv)
 	struct compare_options opt = {
 	    .modes = 1, .archive_plugin = cli_archive_plugin(), .dwarf_plugin = cli_dwarf_plugin()};
 	const char *paths[2];
-	int npaths = 0, options_done = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!options_done && !strcmp(a, "--")) {
-			options_done = 1;
-		} else if (!options_done && !strcmp(a, "--json")) {
+	int npaths = 0;
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_diff, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		if (id == OPT_JSON) {
 			json = 1;
-		} else if (!options_done &&
-		           (!strcmp(a, "--max-lines") || !strncmp(a, "--max-lines=", 12))) {
-			const char *v = a[11] == '=' ? a + 12 : (i + 1 < argc ? argv[++i] : NULL);
-			if (!v || !(opt.max_diff_lines = parse_count(v))) {
+		} else if (id == OPT_MAX_LINES) {
+			if (!(opt.max_diff_lines = parse_count(args.value))) {
 				cli_error("diff: --max-lines needs a positive number");
 				return EXIT_USAGE;
 			}
-		} else if (!options_done && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
-			fputs(cli_help_text("diff"), stdout);
-			return 0;
-		} else if (!options_done && a[0] == '-' && a[1]) {
-			cli_error("diff: unknown option '%s'", a);
-			return EXIT_USAGE;
 		} else if (npaths < 2) {
-			paths[npaths++] = a;
+			paths[npaths++] = args.value;
 		} else {
 			cli_error("diff: too many arguments (expected A and B)");
 			return EXIT_USAGE;

@@ -13,6 +13,7 @@
 #include "cachet/path.h"
 #include "cli/cli.h"
 #include "cli/explain_remote.h"
+#include "cli/options.h"
 
 extern char **environ;
 
@@ -207,31 +208,48 @@ static void print_json(const struct verdict *v, const struct remote_explanation 
 	buf_free(&b);
 }
 
+enum { OPT_ALL = 1, OPT_JSON };
+
+static const struct cli_option explain_options[] = {
+	{ OPT_ALL, 0, "all", NULL, "list every observation that no longer holds, not just the first" },
+	{ OPT_JSON, 0, "json", NULL, "one JSON object: hit, reason, nearest, differences[] (whole values), remote" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_explain = {
+	.name = "explain",
+	.operands = "[--] COMMAND [ARG...]",
+	.options = explain_options,
+	.flags = CLI_STOP_AT_OPERAND,
+	.description =
+		"Without running COMMAND, says whether it would hit and, if not, names the\n"
+		"first difference (below the step's cwd and base_dir first): an input whose\n"
+		"content changed (with both digests), a path that now exists or is gone, a\n"
+		"directory listing that changed, or for a new step every argv, environment,\n"
+		"cwd or executable difference from the recorded step of the same program\n"
+		"that differs least. With a remote configured, a miss here is also checked\n"
+		"against the remote (read-only, with the lookups' deadlines and trust):\n"
+		"whether it would serve the step, knows no such step, or knows it with\n"
+		"other inputs.\n",
+	.epilogue = "Exit status: 0 would hit, 1 would miss, 2 usage error.\n",
+};
+
 int cmd_explain(int argc, char **argv)
 {
-	int all = 0, json = 0, i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (!strcmp(a, "--all"))
+	int all = 0, json = 0;
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_explain, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		if (id == OPT_ALL)
 			all = 1;
-		else if (!strcmp(a, "--json"))
+		else
 			json = 1;
-		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(cli_help_text("explain"), stdout);
-			return 0;
-		} else {
-			cli_error("explain: unknown option '%s'", a);
-			return EXIT_USAGE;
-		}
 	}
+	int i = args.next;
 	if (i >= argc) {
-		cli_error("usage: cachet explain [--all] [--json] [--] COMMAND [ARG...]");
+		cli_error("explain: no command given (see cachet explain --help)");
 		return EXIT_USAGE;
 	}
 	char **cmd = argv + i;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/settings.h"
 #include "cli/step_env.h"
@@ -74,7 +75,31 @@ void cli_evict_after_store(struct store *s, const struct result *res)
 	}
 }
 
-#define GC_USAGE "usage: cachet gc [--max-size SIZE] [--max-age DURATION] [--dry-run]"
+enum { OPT_MAX_SIZE = 1, OPT_MAX_AGE, OPT_DRY_RUN };
+
+static const struct cli_option gc_options[] = {
+	{ OPT_MAX_SIZE, 0, "max-size", "SIZE", "bound for this run instead of max_size (e.g. 500M; 0: none)" },
+	{ OPT_MAX_AGE, 0, "max-age", "DURATION", "evict entries unused this long (e.g. 3600, 90m, 12h, 30d)" },
+	{ OPT_DRY_RUN, 'n', "dry-run", NULL, "say what would be removed; remove nothing" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_gc = {
+	.name = "gc",
+	.options = gc_options,
+	.description =
+		"Evicts now what the cache would evict on its own: blobs no entry references,\n"
+		"then least recently used entries (with the blobs only they reference) until\n"
+		"the cache is under max_size, and entries not used for max_age; also removes\n"
+		"files abandoned by crashed processes (in tmp/, or blobs no entry names) older\n"
+		"than an hour, and the private TMPDIRs (cachet-step-*) that runs killed on the\n"
+		"way left in $TMPDIR, once unused for an hour. Prints the entries and blobs\n"
+		"removed and the bytes freed.\n"
+		"Concurrent steps keep running: work is done in short transactions.\n",
+	.epilogue =
+		"Without gc, a miss that takes the cache past max_size evicts down to 90% of it,\n"
+		"and max_age and the removals above are applied at least daily.\n",
+};
 
 /* An option's value overrides the setting, as CACHET_<KEY> would: checked
  * here so that a bad value is named as the option's. */
@@ -94,48 +119,20 @@ static int override(const char *option, const char *key, const char *value)
 	return 0;
 }
 
-/* --opt VALUE or --opt=VALUE: the value, advancing *i; NULL if not opt. */
-static const char *option_value(int argc, char **argv, int *i, const char *opt, int *missing)
-{
-	size_t len = strlen(opt);
-	const char *a = argv[*i];
-	if (strncmp(a, opt, len) != 0)
-		return NULL;
-	if (a[len] == '=')
-		return a + len + 1;
-	if (a[len] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = 1;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
 int cmd_gc(int argc, char **argv)
 {
 	int dry = 0;
-	for (int i = 1; i < argc; i++) {
-		int missing = 0;
-		const char *v;
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(cli_help_text("gc"), stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "--dry-run")) {
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_gc, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		if (id == OPT_DRY_RUN)
 			dry = 1;
-		} else if ((v = option_value(argc, argv, &i, "--max-size", &missing))) {
-			if (override("--max-size", "max_size", v) < 0)
-				return EXIT_USAGE;
-		} else if ((v = option_value(argc, argv, &i, "--max-age", &missing))) {
-			if (override("--max-age", "max_age", v) < 0)
-				return EXIT_USAGE;
-		} else {
-			if (missing)
-				cli_error("gc: %s needs a value (" GC_USAGE ")", argv[i]);
-			else
-				cli_error("gc: unknown option '%s' (" GC_USAGE ")", argv[i]);
+		else if (id == OPT_MAX_SIZE && override("--max-size", "max_size", args.value) < 0)
 			return EXIT_USAGE;
-		}
+		else if (id == OPT_MAX_AGE && override("--max-age", "max_age", args.value) < 0)
+			return EXIT_USAGE;
 	}
 	const struct settings *st = cli_settings();
 	if (!st) {

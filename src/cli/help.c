@@ -2,7 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cachet/buf.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 
 static const char general[] =
 	"usage: cachet [run] [OPTIONS] [--] COMMAND [ARG...]\n"
@@ -44,281 +46,67 @@ static const char general[] =
 	"A symlink named after a compiler (gcc -> cachet) runs the next such program on\n"
 	"PATH through the cache.\n";
 
-static const char run_help[] =
-	"usage: cachet run [-v] [--verify] [--check CMD] [--require-symbols FILE]\n"
-	"                  [--] COMMAND [ARG...]\n"
-	"       cachet [OPTIONS] COMMAND [ARG...]\n"
-	"\n"
-	"Looks the step up by its argv, cwd, keyed environment, platform and the\n"
-	"executable's digest, then by every file-system fact a recorded run relied on.\n"
-	"On a hit the outputs, stdout, stderr and exit status are replayed. On a miss\n"
-	"the command runs traced, streaming its output, and a successful run is stored.\n"
-	"\n"
-	"  -v, --verbose   print 'cachet: hit STEP' or 'cachet: miss STEP (reason)' to stderr\n"
-	"  --verify        on a hit, run the step anyway and compare its outputs with the\n"
-	"                  cached ones (verify_rate does this for a fraction of hits); a\n"
-	"                  difference warns, is counted and marks the step nondeterministic\n"
-	"  --check CMD     after a miss, with the outputs in place, run CMD with /bin/sh;\n"
-	"                  if it fails nothing is stored and cachet exits with its status\n"
-	"  --require-symbols FILE\n"
-	"                  every name in FILE (one per line) must be defined (GLOBAL or\n"
-	"                  WEAK) by the ELF outputs; otherwise nothing is stored, the\n"
-	"                  missing names are listed and cachet exits 1\n"
-	"\n"
-	"Exit status: the command's (a command killed by a signal kills cachet with the\n"
-	"same signal); 127 when COMMAND is not found, 126 when it is not executable,\n"
-	"2 for usage errors.\n";
+const struct cli_command cli_cmd_help = {
+	.name = "help",
+	.operands = "[SUBCOMMAND]",
+	.description =
+		"Without SUBCOMMAND, the overview; with it, the subcommand's usage, options\n"
+		"and exit status (also: cachet SUBCOMMAND --help). The manual: man cachet.\n",
+};
 
-static const char stats_help[] =
-	"usage: cachet stats [--json] [-z] [--log FILE]\n"
-	"\n"
-	"Prints hits, misses and their reasons, uncacheable steps and why, errors the\n"
-	"cache survived, entries, size on disk and time saved.\n"
-	"  --json   one JSON object (integer fields hits, misses, uncacheable, errors,\n"
-	"           entries, bytes, time_saved_ms, and objects miss_reasons and\n"
-	"           uncacheable_reasons)\n"
-	"  -z       zero the counters\n"
-	"  --log FILE\n"
-	"           the same summary for the steps recorded in FILE, a stats_log\n"
-	"           (CACHET_STATS_LOG=FILE for one build counts that build alone, even\n"
-	"           while other builds use the cache); --json adds steps and log\n";
+static const struct cli_command *const commands[] = {
+	&cli_cmd_gc,
+	&cli_cmd_clear,
+	&cli_cmd_log,
+	&cli_cmd_keygen,
+	&cli_cmd_stats,
+	&cli_cmd_report,
+	&cli_cmd_show,
+	&cli_cmd_diff,
+	&cli_cmd_explain,
+	&cli_cmd_config,
+	&cli_cmd_run,
+	&cli_cmd_repro,
+	&cli_cmd_remote,
+	&cli_cmd_help,
+	NULL,
+};
 
-static const char gc_help[] =
-	"usage: cachet gc [--max-size SIZE] [--max-age DURATION] [--dry-run]\n"
-	"\n"
-	"Evicts now what the cache would evict on its own: blobs no entry references,\n"
-	"then least recently used entries (with the blobs only they reference) until\n"
-	"the cache is under max_size, and entries not used for max_age; also removes\n"
-	"files abandoned by crashed processes (in tmp/, or blobs no entry names) older\n"
-	"than an hour, and the private TMPDIRs (cachet-step-*) that runs killed on the\n"
-	"way left in $TMPDIR, once unused for an hour. Prints the entries and blobs\n"
-	"removed and the bytes freed.\n"
-	"Concurrent steps keep running: work is done in short transactions.\n"
-	"  --max-size SIZE     bound for this run instead of max_size (e.g. 500M; 0: none)\n"
-	"  --max-age DURATION  evict entries unused this long (e.g. 3600, 90m, 12h, 30d)\n"
-	"  -n, --dry-run       say what would be removed; remove nothing\n"
-	"Without gc, a miss that takes the cache past max_size evicts down to 90% of it,\n"
-	"and max_age and the removals above are applied at least daily.\n";
-
-static const char clear_help[] =
-	"usage: cachet clear\n"
-	"\n"
-	"Removes every entry and blob from the cache.\n";
-
-static const char explain_help[] =
-	"usage: cachet explain [--all] [--json] [--] COMMAND [ARG...]\n"
-	"\n"
-	"Without running COMMAND, says whether it would hit and, if not, names the\n"
-	"first difference (below the step's cwd and base_dir first): an input whose\n"
-	"content changed (with both digests), a path that now exists or is gone, a\n"
-	"directory listing that changed, or for a new step every argv, environment,\n"
-	"cwd or executable difference from the recorded step of the same program\n"
-	"that differs least. With a remote configured, a miss here is also checked\n"
-	"against the remote (read-only, with the lookups' deadlines and trust):\n"
-	"whether it would serve the step, knows no such step, or knows it with\n"
-	"other inputs.\n"
-	"  --all    list every observation that no longer holds, not just the first\n"
-	"  --json   one JSON object: hit, reason, nearest, differences[] (whole values),\n"
-	"           remote\n"
-	"Exit status: 0 would hit, 1 would miss, 2 usage error.\n";
-
-static const char show_help[] =
-	"usage: cachet show [--inputs] [--json] FILE\n"
-	"\n"
-	"Says whether FILE is still what its step would make now: current, stale\n"
-	"(naming the first input that changed since, as explain does) or modified\n"
-	"since cachet wrote it. Then the recorded steps whose result holds exactly\n"
-	"FILE's content, the one that wrote FILE itself first: command line, cwd,\n"
-	"time, host, duration, hits since, and every program and shared library they\n"
-	"ran, with digests and one toolchain digest over all.\n"
-	"  --inputs   also list every observation the step relied on\n"
-	"  --json     one JSON object: file, sha256, state, reason, steps[]\n"
-	"Exit status: 0 current, 1 stale, modified or made by no step, 2 usage error.\n";
-
-static const char log_help[] =
-	"usage: cachet log [-n N] [--json]\n"
-	"\n"
-	"The last N (default 20) steps run through this cache: time, hit or miss and\n"
-	"its reason, duration, command (secret-looking values hidden). The log is\n"
-	"bounded by CACHET_LOG_SIZE bytes (default 1 MiB; one older generation kept).\n";
-
-static const char diff_help[] =
-	"usage: cachet diff [--json] [--max-lines N] A B\n"
-	"\n"
-	"Says how two files or directory trees differ. ELF files: symbols defined in\n"
-	"only one (name, section, binding; FILE and section symbols too), symbols whose\n"
-	"size or section changed, sections present in only one or whose contents\n"
-	"differ (sizes, first differing offset, and what the bytes say: the strings\n"
-	"that came or went in string sections and .comment, both build IDs, the text\n"
-	"at the difference; DWARF compile units' name, directory and producer). ar\n"
-	"archives, tarballs, zip, cpio and compressed streams\n"
-	"(gzip, xz, bzip2, zstd): member by member with their metadata (dates, modes,\n"
-	"owners), each member compared as a file (through libcachet-archive.so).\n"
-	".pyc: the header decoded (source mtime and size, or hash). Text: a unified\n"
-	"diff. Anything else: sizes and the first differing offset. Directories are\n"
-	"compared recursively, modes included; symlinks by target, never followed.\n"
-	"  --json          one JSON object (differ, summary, counts, entries)\n"
-	"  --max-lines N   at most N lines of each text diff (default 200)\n"
-	"Exit status: 0 identical, 1 different, 2 usage error or unreadable input.\n";
-
-static const char repro_help[] =
-	"usage: cachet repro [-n N] [--vary LIST|all] [--bisect] [--json] [--] COMMAND [ARG...]\n"
-	"\n"
-	"Runs COMMAND N times (default 2) under the tracer, each from the same starting\n"
-	"state (what a run changed is put back before the next), and compares what the\n"
-	"runs left behind: every file, symlink and directory they changed (contents and\n"
-	"the executable bit; ELF files by symbol and section, ar archives by member,\n"
-	"text as a diff), stdout and the exit status. Run 1 is the control; runs 2 to\n"
-	"N vary the conditions chosen with --vary (by default all of them, as reprotest\n"
-	"does; those this machine cannot vary drop out with a note). Afterwards the\n"
-	"work tree holds what\n"
-	"the control run left, as after one normal run; nothing is stored in the cache.\n"
-	"The step's stdout and stderr are kept, not shown (the control's stderr is\n"
-	"shown when it fails); stdin is /dev/null unless it is a regular file.\n"
-	"\n"
-	"  -n N, --runs N   number of runs, 2 to 1000\n"
-	"  --vary LIST      comma-separated, 'all' (the default), 'none', or 'all,-NAME':\n"
-	"                     env       an extra environment variable\n"
-	"                     tz        TZ=GMT-14 (GMT+12 in even variants)\n"
-	"                     locale    LC_ALL set to another installed locale\n"
-	"                     umask     002 (022 when the caller's is 002)\n"
-	"                     aslr      address randomisation turned off (on if off)\n"
-	"                     cpus      the step pinned to half the CPUs\n"
-	"                     time      SOURCE_DATE_EPOCH and the clock moved by 373 days\n"
-	"                               per variant (the clock through libfaketime)\n"
-	"                     dirorder  the tracer reverses (or shuffles) the entries of\n"
-	"                               every directory listing the step reads\n"
-	"                     home      HOME=/nonexistent/cachet-repro-home\n"
-	"                     path      PATH with /i_capture_the_path appended\n"
-	"                     user      uid and gid 1234, in a user namespace\n"
-	"                     host      another host and domain name, in a UTS namespace\n"
-	"                     kernel    uname's release reads 2.6.x (personality UNAME26)\n"
-	"                     buildpath the step runs in a copy of the work tree (its\n"
-	"                               cwd) at another path, under TMPDIR\n"
-	"  --bisect         when runs differ, run the control again (if it differs too,\n"
-	"                   the step differs by itself: said once, nothing more is run)\n"
-	"                   and each variation alone, and name those that make the\n"
-	"                   outputs differ\n"
-	"  --json           one JSON object: reproducible, results[] (per run: exit\n"
-	"                   status, variations, differences[] with the diff report),\n"
-	"                   differing_paths, bisect\n"
-	"On a terminal, stderr shows which run is going and the time elapsed.\n"
-	"Exit status: 0 every run matches run 1, 1 some run differs, 2 error.\n";
-
-static const char config_help[] =
-	"usage: cachet config [--cache] [KEY [VALUE]]\n"
-	"\n"
-	"Without arguments, lists every setting with its value and where it came from.\n"
-	"With KEY, prints its value; with KEY VALUE, checks the value and writes it to\n"
-	"the user's file ${XDG_CONFIG_HOME:-~/.config}/cachet/cachet.conf, or with\n"
-	"--cache to $CACHET_DIR/cachet.conf (for settings a shared cache should carry).\n"
-	"A bad value (for remote: its scheme, host, port or any attribute) exits 2\n"
-	"with the reason and writes nothing.\n"
-	"Later sources win: default, the cache's file, the user's file, CACHET_<KEY>.\n"
-	"\n"
-	"base_dir DIR (CACHET_BASE_DIR): the root of a checkout, or a directory above\n"
-	"all checkouts (as ccache's); an absolute path, its real path counts. Paths\n"
-	"under it are keyed relative to the working directory when that lies under\n"
-	"it (else relative to DIR), locally and on remotes, so a checkout at another\n"
-	"path or depth hits what this one stored while its files are the same. A step whose outputs, stdout or stderr contain the real\n"
-	"path (a depfile, -g debug info) is keyed on that path and re-runs elsewhere:\n"
-	"correct, but not shared. Compile with -ffile-prefix-map=DIR=. (or\n"
-	"-fdebug-prefix-map) so that objects do not name the checkout.\n";
-
-static const char remote_help[] =
-	"usage: cachet remote flush [-q]\n"
-	"       cachet remote status [--json]\n"
-	"\n"
-	"Remote caches are set with 'remote' (CACHET_REMOTE): comma-separated items\n"
-	"'URL [attribute...]', URL one of http[s]://[user:password@]host[:port][/prefix],\n"
-	"redis://[[user:]password@]host[:port][/db], redis+unix:///socket[?db=N].\n"
-	"Attributes: read-only, timeout=MS (connect, default 100), op-timeout=MS\n"
-	"(default 2000), retry-after=MS (default 30000), prefix=, max-size=BYTES,\n"
-	"bearer-token=, bearer-token-file=, auth-file= (user:password).\n"
-	"Steps upload in the background after a miss; a local miss asks the remotes.\n"
-	"  flush    upload every waiting entry now; exit 1 if some could not be,\n"
-	"           naming each server that failed and why\n"
-	"           (-q, --quiet: say nothing unless something failed)\n"
-	"  status   remotes (credentials hidden), servers skipped after a failure,\n"
-	"           the last error of each (HTTP status or curl/hiredis message, and\n"
-	"           when), uploads waiting, the remote counters (--json: one object)\n";
-
-static const char keygen_help[] =
-	"usage: cachet keygen [-f FILE]\n"
-	"\n"
-	"Makes an Ed25519 key pair: FILE (default ~/.config/cachet/signing.key, mode\n"
-	"0600) and FILE.pub. Set sign_key = FILE where entries are uploaded (CI), and\n"
-	"trusted_keys = FILE.pub (or the printed hex key) where they are used: remote\n"
-	"entries not signed by a trusted key are then ignored.\n";
-
-static const char report_help[] =
-	"usage: cachet report [-o FILE] [-n N]\n"
-	"\n"
-	"Writes one self-contained HTML page (inline CSS and SVG, nothing fetched) with\n"
-	"the totals of cachet stats, the hit rate and the time saved over time, why\n"
-	"steps missed, the commands that miss most with their reasons, the largest\n"
-	"entries and the steps found nondeterministic. The totals are also in the page\n"
-	"as the JSON of cachet stats --json (script id \"cachet-stats\").\n"
-	"  -o FILE, --output FILE\n"
-	"            write the page to FILE (default: standard output)\n"
-	"  -n N      use only the last N steps of the step log (default: all of it)\n";
-
-static const char help_help[] =
-	"usage: cachet help [SUBCOMMAND]\n"
-	"\n"
-	"Without SUBCOMMAND, the overview; with it, the subcommand's usage, options\n"
-	"and exit status (also: cachet SUBCOMMAND --help). The manual: man cachet.\n";
-
-const char *cli_help_text(const char *subcommand)
+static const struct cli_command *find_command(const char *name)
 {
-	if (!subcommand)
-		return general;
-	if (!strcmp(subcommand, "run"))
-		return run_help;
-	if (!strcmp(subcommand, "stats"))
-		return stats_help;
-	if (!strcmp(subcommand, "clear"))
-		return clear_help;
-	if (!strcmp(subcommand, "gc"))
-		return gc_help;
-	if (!strcmp(subcommand, "help"))
-		return help_help;
-	if (!strcmp(subcommand, "diff"))
-		return diff_help;
-	if (!strcmp(subcommand, "explain"))
-		return explain_help;
-	if (!strcmp(subcommand, "show"))
-		return show_help;
-	if (!strcmp(subcommand, "log"))
-		return log_help;
-	if (!strcmp(subcommand, "config"))
-		return config_help;
-	if (!strcmp(subcommand, "report"))
-		return report_help;
-	if (!strcmp(subcommand, "repro"))
-		return repro_help;
-	if (!strcmp(subcommand, "remote"))
-		return remote_help;
-	if (!strcmp(subcommand, "keygen"))
-		return keygen_help;
+	for (size_t i = 0; commands[i]; i++)
+		if (!strcmp(commands[i]->name, name))
+			return commands[i];
 	return NULL;
+}
+
+const char *cli_help_text(void)
+{
+	return general;
 }
 
 int cmd_help(int argc, char **argv)
 {
-	if (argc < 2) {
+	const char *name = NULL;
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_help, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		if (name) {
+			cli_error("help: one SUBCOMMAND at a time");
+			return EXIT_USAGE;
+		}
+		name = args.value;
+	}
+	if (!name) {
 		fputs(general, stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(help_help, stdout);
-		return 0;
-	}
-	const char *text = cli_help_text(argv[1]);
-	if (!text) {
-		cli_error("help: no such subcommand '%s'", argv[1]);
+	const struct cli_command *cmd = find_command(name);
+	if (!cmd) {
+		cli_error("help: no such subcommand '%s'", name);
 		return EXIT_USAGE;
 	}
-	fputs(text, stdout);
-	return 0;
+	return cli_print_usage(cmd);
 }

@@ -12,6 +12,7 @@
 #include "cachet/path.h"
 #include "cachet/remote.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 
 static char *default_key_path(void)
 {
@@ -22,21 +23,32 @@ static char *default_key_path(void)
 	return xasprintf("%s/.config/cachet/signing.key", home && *home ? home : ".");
 }
 
+enum { OPT_FILE = 1 };
+
+static const struct cli_option keygen_options[] = {
+	{ OPT_FILE, 'f', NULL, "FILE", "the private key's file (default ~/.config/cachet/signing.key)" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_keygen = {
+	.name = "keygen",
+	.options = keygen_options,
+	.description =
+		"Makes an Ed25519 key pair: FILE (default ~/.config/cachet/signing.key, mode\n"
+		"0600) and FILE.pub. Set sign_key = FILE where entries are uploaded (CI), and\n"
+		"trusted_keys = FILE.pub (or the printed hex key) where they are used: remote\n"
+		"entries not signed by a trusted key are then ignored.\n",
+};
+
 int cmd_keygen(int argc, char **argv)
 {
 	const char *path = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(cli_help_text("keygen"), stdout);
-			return 0;
-		}
-		int got = cli_option_value(argc, argv, &i, "keygen", "-f", &path);
-		if (got < 0)
-			return EXIT_USAGE;
-		if (!got) {
-			cli_error("usage: cachet keygen [-f FILE]");
-			return EXIT_USAGE;
-		}
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_keygen, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		path = args.value;
 	}
 	char *owned = path ? NULL : default_key_path();
 	if (!path) {

@@ -5,33 +5,40 @@
 
 #include "cachet/buf.h"
 #include "cli/cli.h"
+#include "cli/options.h"
+
+enum { OPT_COUNT = 1, OPT_JSON };
+
+static const struct cli_option log_options[] = {
+	{ OPT_COUNT, 'n', NULL, "N", "show the last N steps (default 20)" },
+	{ OPT_JSON, 0, "json", NULL, "one JSON object per line" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_log = {
+	.name = "log",
+	.options = log_options,
+	.description =
+		"The last N (default 20) steps run through this cache: time, hit or miss and\n"
+		"its reason, duration, command (secret-looking values hidden). The log is\n"
+		"bounded by CACHET_LOG_SIZE bytes (default 1 MiB; one older generation kept).\n",
+};
 
 int cmd_log(int argc, char **argv)
 {
 	size_t n = 20;
 	int json = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *count;
-		int got = cli_option_value(argc, argv, &i, "log", "-n", &count);
-		if (got < 0)
-			return EXIT_USAGE;
-		if (got) {
-			char *end;
-			long v = strtol(count, &end, 10);
-			if (!*count || *end || v <= 0) {
-				cli_error("log: -n takes a positive number, not '%s'", count);
-				return EXIT_USAGE;
-			}
-			n = (size_t)v;
-		} else if (!strcmp(argv[i], "--json")) {
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_log, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		if (id == OPT_JSON) {
 			json = 1;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(cli_help_text("log"), stdout);
-			return 0;
-		} else {
-			cli_error("log: unknown option '%s'", argv[i]);
-			return EXIT_USAGE;
+			continue;
 		}
+		if (cli_args_count(&args, &n) < 0)
+			return EXIT_USAGE;
 	}
 	struct store *s = cli_open_store(0, NULL);
 	if (!s)

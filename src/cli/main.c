@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 		return launch(argc, argv, 0, 1);
 	}
 	if (argc < 2) {
-		fputs(cli_help_text(NULL), stderr);
+		fputs(cli_help_text(), stderr);
 		return EXIT_USAGE;
 	}
 	const char *a = argv[1];
@@ -75,7 +75,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-		fputs(cli_help_text(NULL), stdout);
+		fputs(cli_help_text(), stdout);
 		return 0;
 	}
 	if (a[0] == '-' && strcmp(a, "--") != 0) {

@@ -13,13 +13,42 @@
 #include "cachet/buf.h"
 #include "cachet/remote.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/remote_tier.h"
 #include "cli/settings.h"
 
+enum { OPT_QUIET = 1, OPT_JSON };
+
+static const struct cli_option remote_options[] = {
+	{ OPT_QUIET, 'q', "quiet", NULL, "with flush: say nothing unless something failed" },
+	{ OPT_JSON, 0, "json", NULL, "with status: one JSON object" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_remote = {
+	.name = "remote",
+	.options = remote_options,
+	.usage = "cachet remote flush [-q]\n"
+		 "cachet remote status [--json]",
+	.description =
+		"Remote caches are set with 'remote' (CACHET_REMOTE): comma-separated items\n"
+		"'URL [attribute...]', URL one of http[s]://[user:password@]host[:port][/prefix],\n"
+		"redis://[[user:]password@]host[:port][/db], redis+unix:///socket[?db=N].\n"
+		"Attributes: read-only, timeout=MS (connect, default 100), op-timeout=MS\n"
+		"(default 2000), retry-after=MS (default 30000), prefix=, max-size=BYTES,\n"
+		"bearer-token=, bearer-token-file=, auth-file= (user:password).\n"
+		"Steps upload in the background after a miss; a local miss asks the remotes.\n"
+		"  flush    upload every waiting entry now; exit 1 if some could not be,\n"
+		"           naming each server that failed and why\n"
+		"  status   remotes (credentials hidden), servers skipped after a failure,\n"
+		"           the last error of each (HTTP status or curl/hiredis message, and\n"
+		"           when), uploads waiting, the remote counters\n",
+};
+
 static int usage(void)
 {
-	cli_error("usage: cachet remote flush | status [--json]");
+	cli_error("remote: expected flush or status (see cachet remote --help)");
 	return EXIT_USAGE;
 }
 
@@ -188,18 +217,18 @@ int cmd_remote(int argc, char **argv)
 	if (argc < 2)
 		return usage();
 	const char *sub = argv[1];
-	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
-		fputs(cli_help_text("remote"), stdout);
-		return 0;
-	}
 	int json = 0, quiet = 0;
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
+	/* The options follow flush or status: argv[1] is read as the name. */
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_remote, argc, argv);
+	args.next = sub[0] == '-' ? 1 : 2;
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		if (id == OPT_JSON)
 			json = 1;
-		else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
-			quiet = 1;
 		else
-			return usage();
+			quiet = 1;
 	}
 	if (strcmp(sub, "flush") && strcmp(sub, "status") && strcmp(sub, "drain"))
 		return usage();

@@ -18,11 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
+#include "cachet/fdio.h"
 #include "cachet/html.h"
 #include "cachet/step.h"
 #include "cachet/strmap.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/report.h"
 #include "cli/totals.h"
 
@@ -182,10 +185,7 @@ static void count_reason(struct command_runs *c, const char *reason, int uncache
 			return;
 		}
 	}
-	if (c->nreasons == c->alloc) {
-		c->alloc = c->alloc ? c->alloc * 2 : 4;
-		c->reasons = xrealloc(c->reasons, c->alloc * sizeof *c->reasons);
-	}
+	ARRAY_RESERVE(c->reasons, c->alloc, c->nreasons + 1, 4);
 	c->reasons[c->nreasons++] = (struct reason_count){ reason, uncacheable, 1 };
 }
 
@@ -214,10 +214,7 @@ static void group_commands(struct report *r)
 		const struct store_log_entry *en = &r->log[i];
 		uintptr_t slot = (uintptr_t)strmap_get(&index, en->command);
 		if (!slot) {
-			if (r->ncommands == alloc) {
-				alloc = alloc ? alloc * 2 : 64;
-				r->commands = xrealloc(r->commands, alloc * sizeof *r->commands);
-			}
+			ARRAY_RESERVE(r->commands, alloc, r->ncommands + 1, 64);
 			memset(&r->commands[r->ncommands], 0, sizeof *r->commands);
 			r->commands[r->ncommands].command = en->command;
 			slot = ++r->ncommands;
@@ -663,20 +660,6 @@ static void write_page(struct buf *b, const struct report *r)
 
 /* ---- output ---- */
 
-static int write_all_fd(int fd, const char *data, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, data, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		data += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Writes the page to path through a temporary file and a rename, so that a
  * browser never sees half a report. */
 static int save(const char *path, const struct buf *page)
@@ -691,7 +674,7 @@ static int save(const char *path, const struct buf *page)
 	/* 0600, whatever the umask: the page holds command lines, and their
 	 * redaction (util/redact.c) is a heuristic. Shared on purpose, it is
 	 * one chmod away. */
-	int ok = write_all_fd(fd, page->data, page->len) == 0 && fchmod(fd, 0600) == 0;
+	int ok = write_all(fd, page->data, page->len) == 0 && fchmod(fd, 0600) == 0;
 	ok = close(fd) == 0 && ok;
 	if (!ok || rename(tmp, path) < 0) {
 		cli_error("report: cannot write %s: %s", path, strerror(errno));
@@ -703,35 +686,40 @@ static int save(const char *path, const struct buf *page)
 	return 0;
 }
 
+enum { OPT_OUTPUT = 1, OPT_COUNT };
+
+static const struct cli_option report_options[] = {
+	{ OPT_OUTPUT, 'o', "output", "FILE", "write the page to FILE (default: standard output)" },
+	{ OPT_COUNT, 'n', NULL, "N", "use only the last N steps of the step log (default: all of it)" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_report = {
+	.name = "report",
+	.options = report_options,
+	.description =
+		"Writes one self-contained HTML page (inline CSS and SVG, nothing fetched) with\n"
+		"the totals of cachet stats, the hit rate and the time saved over time, why\n"
+		"steps missed, the commands that miss most with their reasons, the largest\n"
+		"entries and the steps found nondeterministic. The totals are also in the page\n"
+		"as the JSON of cachet stats --json (script id \"cachet-stats\").\n",
+};
+
 int cmd_report(int argc, char **argv)
 {
 	const char *out = NULL;
 	size_t log_limit = SIZE_MAX;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *count = NULL;
-		int got_out = cli_option_value(argc, argv, &i, "report", "-o", &out);
-		if (!got_out)
-			got_out = cli_option_value(argc, argv, &i, "report", "--output", &out);
-		int got_n = got_out ? 0 : cli_option_value(argc, argv, &i, "report", "-n", &count);
-		if (got_out < 0 || got_n < 0)
-			return EXIT_USAGE;
-		if (got_out) {
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_report, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		if (id == OPT_OUTPUT) {
+			out = args.value;
 			continue;
-		} else if (got_n) {
-			char *end;
-			long v = strtol(count, &end, 10);
-			if (!*count || *end || v <= 0) {
-				cli_error("report: -n takes a positive number, not '%s'", count);
-				return EXIT_USAGE;
-			}
-			log_limit = (size_t)v;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(cli_help_text("report"), stdout);
-			return 0;
-		} else {
-			cli_error("report: unknown option '%s'", a);
-			return EXIT_USAGE;
 		}
+		if (cli_args_count(&args, &log_limit) < 0)
+			return EXIT_USAGE;
 	}
 	if (out && !*out) {
 		cli_error("report: -o needs a file name");
@@ -756,7 +744,7 @@ int cmd_report(int argc, char **argv)
 	int rc = 0;
 	if (out)
 		rc = save(out, &page) < 0 ? 1 : 0;
-	else if (write_all_fd(1, page.data, page.len) < 0)
+	else if (write_all(1, page.data, page.len) < 0)
 		rc = 1;
 	buf_free(&page);
 	return rc;

@@ -19,6 +19,7 @@
  * from its capture after the last restore.
  */
 #include "cli/cli.h"
+#include "cli/options.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "cachet/path.h"
 #include "cachet/record.h"
@@ -608,10 +610,7 @@ static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b,
 static struct repro_run *new_run(struct repro *r, enum repro_role role, unsigned mask,
                                  unsigned variant, int single)
 {
-	if (r->n == r->alloc) {
-		r->alloc = r->alloc ? 2 * r->alloc : 8;
-		r->runs = xrealloc(r->runs, r->alloc * sizeof *r->runs);
-	}
+	ARRAY_RESERVE(r->runs, r->alloc, r->n + 1, 8);
 	struct repro_run *run = &r->runs[r->n++];
 	memset(run, 0, sizeof *run);
 	run->number = (unsigned)r->n;
@@ -765,6 +764,64 @@ static char *make_workdir(void)
 	return real;
 }
 
+enum { OPT_RUNS = 1, OPT_VARY, OPT_BISECT, OPT_JSON };
+
+static const struct cli_option repro_options[] = {
+	{ OPT_RUNS, 'n', "runs", "N", "number of runs, 2 to 1000" },
+	{ OPT_VARY, 0, "vary", "LIST",
+	  "comma-separated, 'all' (the default), 'none', or 'all,-NAME':\n"
+	  "  env       an extra environment variable\n"
+	  "  tz        TZ=GMT-14 (GMT+12 in even variants)\n"
+	  "  locale    LC_ALL set to another installed locale\n"
+	  "  umask     002 (022 when the caller's is 002)\n"
+	  "  aslr      address randomisation turned off (on if off)\n"
+	  "  cpus      the step pinned to half the CPUs\n"
+	  "  time      SOURCE_DATE_EPOCH and the clock moved by 373 days\n"
+	  "            per variant (the clock through libfaketime)\n"
+	  "  dirorder  the tracer reverses (or shuffles) the entries of\n"
+	  "            every directory listing the step reads\n"
+	  "  home      HOME=/nonexistent/cachet-repro-home\n"
+	  "  path      PATH with /i_capture_the_path appended\n"
+	  "  user      uid and gid 1234, in a user namespace\n"
+	  "  host      another host and domain name, in a UTS namespace\n"
+	  "  kernel    uname's release reads 2.6.x (personality UNAME26)\n"
+	  "  buildpath the step runs in a copy of the work tree (its\n"
+	  "            cwd) at another path, under TMPDIR" },
+	{ OPT_BISECT, 0, "bisect", NULL,
+	  "when runs differ, run the control again (if it differs too,\n"
+	  "the step differs by itself: said once, nothing more is run)\n"
+	  "and each variation alone, and name those that make the\n"
+	  "outputs differ" },
+	{ OPT_JSON, 0, "json", NULL,
+	  "one JSON object: reproducible, results[] (per run: exit\n"
+	  "status, variations, differences[] with the diff report),\n"
+	  "differing_paths, bisect" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_repro = {
+	.name = "repro",
+	.operands = "[--] COMMAND [ARG...]",
+	.options = repro_options,
+	.flags = CLI_STOP_AT_OPERAND,
+	.description =
+		"Runs COMMAND N times (default 2) under the tracer, each from the same starting\n"
+		"state (what a run changed is put back before the next), and compares what the\n"
+		"runs left behind: every file, symlink and directory they changed (contents and\n"
+		"the executable bit; ELF files by symbol and section, ar archives by member,\n"
+		"text as a diff), stdout and the exit status. Run 1 is the control; runs 2 to\n"
+		"N vary the conditions chosen with --vary (by default all of them, as reprotest\n"
+		"does; those this machine cannot vary drop out with a note). Afterwards the\n"
+		"work tree holds what\n"
+		"the control run left, as after one normal run; nothing is stored in the cache.\n"
+		"The step's stdout and stderr are kept, not shown (the control's stderr is\n"
+		"shown when it fails); stdin is /dev/null unless it is a regular file.\n"
+		"\n",
+	.epilogue =
+		"On a terminal, stderr shows which run is going and the time elapsed.\n"
+		"Exit status: 0 every run matches run 1, 1 some run differs, 2 error.\n",
+};
+
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
 {
@@ -774,27 +831,13 @@ static int usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	buf_vaddf(&b, fmt, ap);
 	va_end(ap);
-	cli_error("repro: %s (usage: cachet repro [-n N] [--vary LIST|all] [--bisect] [--json] "
-	          "[--] COMMAND [ARG...])",
-	          b.data);
+	cli_error("repro: %s (see cachet repro --help)", b.data);
 	buf_free(&b);
 	return EXIT_USAGE;
 }
 
-/* Value of an option given as "--opt V", "--opt=V" or "-nV". */
-static const char *option_value(int argc, char **argv, int *i, const char *name)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] && name[1] != '-')
-		return a + n; /* -n5 */
-	if (a[n])
-		return NULL;
-	return *i + 1 < argc ? argv[++*i] : NULL;
-}
-
+/* 0 with r filled in; -1 after --help (exit 0); EXIT_USAGE after saying
+ * what is wrong. */
 static int parse(struct repro *r, int argc, char **argv)
 {
 	r->nruns = 2;
@@ -802,48 +845,32 @@ static int parse(struct repro *r, int argc, char **argv)
 	 * a step that embeds its build time or host is found (--vary none:
 	 * nothing varied). */
 	r->mask = VARY_ALL;
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-' || !a[1])
-			break;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(cli_help_text("repro"), stdout);
-			return -1;
-		} else if (!strcmp(a, "--json")) {
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_repro, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit ? args.exit : -1;
+		if (id == OPT_JSON) {
 			r->json = 1;
-		} else if (!strcmp(a, "--bisect")) {
+		} else if (id == OPT_BISECT) {
 			r->bisect = 1;
-		} else if (!strncmp(a, "-n", 2) || !strncmp(a, "--runs", 6)) {
-			const char *name = a[1] == 'n' ? "-n" : "--runs";
-			if (name[1] == '-' && a[6] && a[6] != '=')
-				return usage_error("unknown option '%s'", a);
-			const char *v = option_value(argc, argv, &i, name);
+		} else if (id == OPT_RUNS) {
 			char *end;
 			errno = 0;
-			long n = v ? strtol(v, &end, 10) : 0;
-			if (!v || errno || *end || n < 2 || n > MAX_RUNS)
-				return usage_error("%s needs a number of runs from 2 to %d", name,
-				                   MAX_RUNS);
+			long n = strtol(args.value, &end, 10);
+			if (!*args.value || errno || *end || n < 2 || n > MAX_RUNS)
+				return usage_error("%s needs a number of runs from 2 to %d",
+				                   args.word[1] == 'n' ? "-n" : "--runs", MAX_RUNS);
 			r->nruns = (unsigned)n;
-		} else if (!strncmp(a, "--vary", 6) && (!a[6] || a[6] == '=')) {
-			const char *v = option_value(argc, argv, &i, "--vary");
-			char msg[256];
-			if (!v)
-				return usage_error("--vary needs a list of variations, or all");
-			if (vary_parse(v, &r->mask, msg, sizeof msg) < 0)
-				return usage_error("%s", msg);
 		} else {
-			return usage_error("unknown option '%s'", a);
+			char msg[256];
+			if (vary_parse(args.value, &r->mask, msg, sizeof msg) < 0)
+				return usage_error("%s", msg);
 		}
 	}
-	if (i >= argc)
+	if (args.next >= argc)
 		return usage_error("no command given");
-	r->argv = argv + i;
+	r->argv = argv + args.next;
 	return 0;
 }
 

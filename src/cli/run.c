@@ -4,6 +4,7 @@
  * store what it left behind.
  */
 #include "cli/cli.h"
+#include "cli/options.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -920,11 +921,42 @@ static void run_uncacheable(struct run *r, const char *reason)
 	run_direct(r->argv, r->program);
 }
 
-static int usage(void)
-{
-	cli_error("usage: cachet run [-v] [--] COMMAND [ARG...]");
-	return EXIT_USAGE;
-}
+enum { OPT_VERBOSE = 1, OPT_VERIFY, OPT_CHECK, OPT_REQUIRE_SYMBOLS };
+
+static const struct cli_option run_options[] = {
+	{ OPT_VERBOSE, 'v', "verbose", NULL, "print 'cachet: hit STEP' or 'cachet: miss STEP (reason)' to stderr" },
+	{ OPT_VERIFY, 0, "verify", NULL,
+	  "on a hit, run the step anyway and compare its outputs with the\n"
+	  "cached ones (verify_rate does this for a fraction of hits); a\n"
+	  "difference warns, is counted and marks the step nondeterministic" },
+	{ OPT_CHECK, 0, "check", "CMD",
+	  "after a miss, with the outputs in place, run CMD with /bin/sh;\n"
+	  "if it fails nothing is stored and cachet exits with its status" },
+	{ OPT_REQUIRE_SYMBOLS, 0, "require-symbols", "FILE",
+	  "every name in FILE (one per line) must be defined (GLOBAL or\n"
+	  "WEAK) by the ELF outputs; otherwise nothing is stored, the\n"
+	  "missing names are listed and cachet exits 1" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_run = {
+	.name = "run",
+	.operands = "[--] COMMAND [ARG...]",
+	.options = run_options,
+	.flags = CLI_STOP_AT_OPERAND,
+	.more_usage = "cachet [OPTIONS] COMMAND [ARG...]",
+	.description =
+		"Looks the step up by its argv, cwd, keyed environment, platform and the\n"
+		"executable's digest, then by every file-system fact a recorded run relied on.\n"
+		"On a hit the outputs, stdout, stderr and exit status are replayed. On a miss\n"
+		"the command runs traced, streaming its output, and a successful run is stored.\n"
+		"\n",
+	.epilogue =
+		"\n"
+		"Exit status: the command's (a command killed by a signal kills cachet with the\n"
+		"same signal); 127 when COMMAND is not found, 126 when it is not executable,\n"
+		"2 for usage errors.\n",
+};
 
 static int run_main(int argc, char **argv, int masquerade);
 
@@ -950,42 +982,25 @@ static int run_main(int argc, char **argv, int masquerade)
 		cli_warn("configuration error, running without the cache: %s", cli_settings_error());
 	r.verbose = r.settings && settings_bool(r.settings, "verbose");
 	r.recache = r.settings && settings_bool(r.settings, "recache");
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-' || !a[1])
-			break; /* option parsing stops at the first non-option */
-		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_run, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		if (id == OPT_VERBOSE)
 			r.verbose = 1;
-		} else if (!strcmp(a, "--verify")) {
+		else if (id == OPT_VERIFY)
 			r.verify_forced = 1;
-		} else if (!strcmp(a, "--check") || !strcmp(a, "--require-symbols")) {
-			if (i + 1 >= argc) {
-				cli_error("%s needs an argument (usage: cachet run [OPTIONS] [--] COMMAND)", a);
-				return EXIT_USAGE;
-			}
-			if (!strcmp(a, "--check"))
-				r.check_cmd = argv[++i];
-			else
-				r.require_symbols = argv[++i];
-		} else if (!strncmp(a, "--check=", 8)) {
-			r.check_cmd = a + 8;
-		} else if (!strncmp(a, "--require-symbols=", 18)) {
-			r.require_symbols = a + 18;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(cli_help_text("run"), stdout);
-			return 0;
-		} else {
-			cli_error("unknown option '%s' (usage: cachet run [-v] [--] COMMAND [ARG...])", a);
-			return EXIT_USAGE;
-		}
+		else if (id == OPT_CHECK)
+			r.check_cmd = args.value;
+		else
+			r.require_symbols = args.value;
 	}
-	if (i >= argc)
-		return usage();
+	int i = args.next;
+	if (i >= argc) {
+		cli_error("run: no command given (see cachet run --help)");
+		return EXIT_USAGE;
+	}
 	r.argv = argv + i;
 
 	char *self = cli_self_exe();

@@ -6,11 +6,11 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cachet/compare.h"
 #include "cachet/elfsyms.h"
+#include "cachet/spawn.h"
 #include "cachet/strmap.h"
 
 int verify_chosen(int forced, double rate)
@@ -98,18 +98,8 @@ int verify_compare(struct store *s, const struct result *cached, const struct re
 
 int run_check_command(const char *cmd)
 {
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return status;
+	char *argv[] = {"sh", "-c", (char *)cmd, NULL};
+	return spawn_wait("/bin/sh", argv, NULL, -1, -1, NULL);
 }
 
 int check_required_symbols(const char *file, const struct result *result, char **missing)

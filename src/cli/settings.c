@@ -11,7 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
+#include "cachet/bug.h"
+#include "cachet/fdio.h"
 #include "cachet/path.h"
 #include "cachet/remote.h"
 #include "cli/cli.h"
@@ -215,10 +218,7 @@ static char **split_list(const char *v)
 		char *word = xstrndup(p, len);
 		char *t = trim(word);
 		if (*t) {
-			if (n + 2 > alloc) {
-				alloc *= 2;
-				out = xrealloc(out, alloc * sizeof *out);
-			}
+			ARRAY_RESERVE(out, alloc, n + 2, 4);
 			out[n++] = xstrdup(t);
 		}
 		free(word);
@@ -461,7 +461,7 @@ static const char *value_of(const struct settings *s, const char *key, enum sett
 {
 	int i = setting_index(key);
 	if (i < 0 || setting_defs[i].type != type || (size_t)i >= s->n)
-		abort(); /* a programming error: an unknown key or the wrong accessor */
+		BUG("an unknown setting or the wrong accessor for its type");
 	return s->values[i].text;
 }
 
@@ -573,7 +573,7 @@ int settings_write(const char *file, const char *key, const char *value, struct 
 	int rc = -1;
 	if (fd < 0) {
 		error_errno(e, "%s", dir);
-	} else if (write(fd, out.data, out.len) != (ssize_t)out.len ||
+	} else if (write_all(fd, out.data, out.len) < 0 ||
 		   fchmod(fd, holds_credentials(out.data, out.len) ? 0600 : 0644) < 0) {
 		error_errno(e, "%s", tmp);
 		close(fd);

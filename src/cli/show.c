@@ -17,6 +17,7 @@
 #include "cachet/path.h"
 #include "cachet/portable.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 
 /* How many results naming FILE's base name are searched for one that wrote
  * FILE, when no result holds its content. */
@@ -472,30 +473,50 @@ static int show_modified(struct store *s, const char *file, const char *abs,
 	return 1;
 }
 
+enum { OPT_INPUTS = 1, OPT_JSON };
+
+static const struct cli_option show_options[] = {
+	{ OPT_INPUTS, 0, "inputs", NULL, "also list every observation the step relied on" },
+	{ OPT_JSON, 0, "json", NULL, "one JSON object: file, sha256, state, reason, steps[]" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_show = {
+	.name = "show",
+	.operands = "FILE",
+	.options = show_options,
+	.description =
+		"Says whether FILE is still what its step would make now: current, stale\n"
+		"(naming the first input that changed since, as explain does) or modified\n"
+		"since cachet wrote it. Then the recorded steps whose result holds exactly\n"
+		"FILE's content, the one that wrote FILE itself first: command line, cwd,\n"
+		"time, host, duration, hits since, and every program and shared library they\n"
+		"ran, with digests and one toolchain digest over all.\n",
+	.epilogue = "Exit status: 0 current, 1 stale, modified or made by no step, 2 usage error.\n",
+};
+
 int cmd_show(int argc, char **argv)
 {
 	int inputs = 0, json = 0;
 	const char *file = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--inputs"))
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_show, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		if (id == OPT_INPUTS) {
 			inputs = 1;
-		else if (!strcmp(argv[i], "--json"))
+		} else if (id == OPT_JSON) {
 			json = 1;
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(cli_help_text("show"), stdout);
-			return 0;
-		} else if (argv[i][0] == '-' && strcmp(argv[i], "-")) {
-			cli_error("show: unknown option '%s'", argv[i]);
-			return EXIT_USAGE;
 		} else if (!file) {
-			file = argv[i];
+			file = args.value;
 		} else {
 			cli_error("show: one FILE at a time");
 			return EXIT_USAGE;
 		}
 	}
 	if (!file) {
-		cli_error("usage: cachet show [--inputs] [--json] FILE");
+		cli_error("show: no FILE given (see cachet show --help)");
 		return EXIT_USAGE;
 	}
 	struct digest d;

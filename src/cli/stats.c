@@ -6,6 +6,7 @@
 
 #include "cachet/buf.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/statslog.h"
 #include "cli/totals.h"
 
@@ -63,27 +64,44 @@ static int stats_from_log(const char *path, int json)
 	return 0;
 }
 
+enum { OPT_JSON = 1, OPT_ZERO, OPT_LOG };
+
+static const struct cli_option stats_options[] = {
+	{ OPT_JSON, 0, "json", NULL,
+	  "one JSON object (integer fields hits, misses, uncacheable, errors,\n"
+	  "entries, bytes, time_saved_ms, and objects miss_reasons and\n"
+	  "uncacheable_reasons)" },
+	{ OPT_ZERO, 'z', "zero", NULL, "zero the counters" },
+	{ OPT_LOG, 0, "log", "FILE",
+	  "the same summary for the steps recorded in FILE, a stats_log\n"
+	  "(CACHET_STATS_LOG=FILE for one build counts that build alone, even\n"
+	  "while other builds use the cache); --json adds steps and log" },
+	{ 0 },
+};
+
+const struct cli_command cli_cmd_stats = {
+	.name = "stats",
+	.options = stats_options,
+	.description =
+		"Prints hits, misses and their reasons, uncacheable steps and why, errors the\n"
+		"cache survived, entries, size on disk and time saved.\n",
+};
+
 int cmd_stats(int argc, char **argv)
 {
 	int json = 0, zero = 0;
 	const char *log = NULL;
-	for (int i = 1; i < argc; i++) {
-		int got = cli_option_value(argc, argv, &i, "stats", "--log", &log);
-		if (got < 0)
-			return EXIT_USAGE;
-		if (got)
-			continue;
-		if (!strcmp(argv[i], "--json"))
+	struct cli_args args;
+	cli_args_init(&args, &cli_cmd_stats, argc, argv);
+	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
+		if (id == CLI_ARG_EXIT)
+			return args.exit;
+		if (id == OPT_JSON)
 			json = 1;
-		else if (!strcmp(argv[i], "-z") || !strcmp(argv[i], "--zero"))
+		else if (id == OPT_ZERO)
 			zero = 1;
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(cli_help_text("stats"), stdout);
-			return 0;
-		} else {
-			cli_error("stats: unknown option '%s'", argv[i]);
-			return EXIT_USAGE;
-		}
+		else
+			log = args.value;
 	}
 	if (log && zero) {
 		cli_error("stats: -z zeroes the cache's counters; to restart a stats log, remove it");

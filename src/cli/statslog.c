@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "cli/cli.h"
 #include "cli/settings.h"
@@ -64,10 +65,7 @@ static void add(struct tally *t, const char *name, int64_t delta)
 			return;
 		}
 	}
-	if (t->n == t->alloc) {
-		t->alloc = t->alloc ? 2 * t->alloc : 16;
-		t->c = xrealloc(t->c, t->alloc * sizeof *t->c);
-	}
+	ARRAY_RESERVE(t->c, t->alloc, t->n + 1, 16);
 	memcpy(t->c[t->n].name, key, sizeof key);
 	t->c[t->n].value = delta;
 	t->n++;

@@ -9,6 +9,7 @@
 #include <termios.h>
 #include <string.h>
 #include <unistd.h>
+#include "cachet/array.h"
 
 int tee_open(struct tee *t)
 {
@@ -114,10 +115,7 @@ static void note_run(struct tee *t, unsigned stream, size_t n)
 		t->runs[t->nruns - 1] += (uint64_t)n << 1;
 		return;
 	}
-	if (t->nruns == t->runs_alloc) {
-		t->runs_alloc = t->runs_alloc ? 2 * t->runs_alloc : 16;
-		t->runs = xrealloc(t->runs, t->runs_alloc * sizeof *t->runs);
-	}
+	ARRAY_RESERVE(t->runs, t->runs_alloc, t->nruns + 1, 16);
 	t->runs[t->nruns++] = (uint64_t)n << 1 | stream;
 }
 

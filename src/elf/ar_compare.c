@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/array.h"
+
 struct member {
 	char *name;
 	const unsigned char *data;
@@ -117,10 +119,7 @@ static int archive_load(struct archive *ar, const unsigned char *image, size_t s
 				    (unsigned)h->ar_mode,
 				};
 			} else if (!is_index(h->ar_name)) {
-				if (ar->n == ar->alloc) {
-					ar->alloc = ar->alloc ? 2 * ar->alloc : 16;
-					ar->m = xrealloc(ar->m, ar->alloc * sizeof *ar->m);
-				}
+				ARRAY_RESERVE(ar->m, ar->alloc, ar->n + 1, 16);
 				ar->m[ar->n++] = (struct member){
 				    xstrdup(h->ar_name),   n ? raw : image,     n,
 				    (long long)h->ar_date, (unsigned)h->ar_uid, (unsigned)h->ar_gid,

@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
+
 /* Text is judged on this much of the start, as git and diff do. */
 #define TEXT_PROBE 8192
 
@@ -410,8 +412,7 @@ static char **list_dir(const char *path, size_t *n_out, struct error *e)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (n + 1 >= alloc)
-			v = xrealloc(v, (alloc *= 2) * sizeof *v);
+		ARRAY_RESERVE(v, alloc, n + 2, 16);
 		v[n++] = xstrdup(de->d_name);
 	}
 	int err = errno;

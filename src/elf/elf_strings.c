@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/array.h"
+
 /* A string longer than this is shown cut ("…"): a section may hold a whole
  * command line. */
 #define SHOWN_STRING_MAX 160
@@ -38,8 +40,7 @@ static struct str *split_strings(const unsigned char *p, size_t n, size_t *count
 		const unsigned char *end = memchr(p + i, 0, n - i);
 		size_t len = end ? (size_t)(end - (p + i)) : n - i;
 		if (len) {
-			if (k == cap)
-				v = xrealloc(v, (cap *= 2) * sizeof *v);
+			ARRAY_RESERVE(v, cap, k + 1, 16);
 			v[k].p = p + i;
 			v[k].len = len;
 			k++;
@@ -133,8 +134,7 @@ static struct note *read_notes(Elf_Data *data, size_t *count)
 	GElf_Nhdr nh;
 	while (data && off < data->d_size &&
 	       (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-		if (k == cap)
-			v = xrealloc(v, (cap *= 2) * sizeof *v);
+		ARRAY_RESERVE(v, cap, k + 1, 8);
 		const char *base = data->d_buf;
 		v[k].name = base + name_off;
 		v[k].namesz = nh.n_namesz ? strnlen(v[k].name, nh.n_namesz) : 0;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/array.h"
+
 /* How each kind reads in a summary ("2 sections differ: .text, .data").
  * Kinds without `list` are summarised by the detail of their one item. */
 struct kind_info {
@@ -124,10 +126,7 @@ void report_init(struct compare_report *r, const struct compare_options *opt, co
 size_t report_add_entry(struct compare_report *r, const char *path, const char *member,
                         unsigned depth, enum compare_format format)
 {
-	if (r->nentries == r->alloc) {
-		r->alloc = r->alloc ? 2 * r->alloc : 8;
-		r->entries = xrealloc(r->entries, r->alloc * sizeof *r->entries);
-	}
+	ARRAY_RESERVE(r->entries, r->alloc, r->nentries + 1, 8);
 	struct compare_entry *en = &r->entries[r->nentries];
 	memset(en, 0, sizeof *en);
 	en->path = xstrdup(path);
@@ -141,10 +140,7 @@ struct compare_item *report_add_item(struct compare_report *r, size_t entry, enu
                                      const char *name, const char *fmt, ...)
 {
 	struct compare_entry *en = &r->entries[entry];
-	if (en->nitems == en->alloc) {
-		en->alloc = en->alloc ? 2 * en->alloc : 8;
-		en->items = xrealloc(en->items, en->alloc * sizeof *en->items);
-	}
+	ARRAY_RESERVE(en->items, en->alloc, en->nitems + 1, 8);
 	struct compare_item *it = &en->items[en->nitems++];
 	memset(it, 0, sizeof *it);
 	it->kind = kind;

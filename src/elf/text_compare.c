@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/array.h"
+
 #define CONTEXT 3
 /* The search keeps (D+1)^2 positions: 1000 edits cost 8 MB. */
 #define MAX_EDITS 1000
@@ -33,8 +35,7 @@ static size_t split_lines(const unsigned char *s, size_t n, struct line **out)
 	for (size_t i = 0; i < n;) {
 		const unsigned char *nl = memchr(s + i, '\n', n - i);
 		size_t len = nl ? (size_t)(nl - (s + i)) + 1 : n - i;
-		if (count == alloc)
-			v = xrealloc(v, (alloc *= 2) * sizeof *v);
+		ARRAY_RESERVE(v, alloc, count + 1, 64);
 		uint64_t h = 1469598103934665603ull; /* FNV-1a */
 		for (size_t k = 0; k < len; k++)
 			h = (h ^ s[i + k]) * 1099511628211ull;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "cachet/observe.h"
 #include "cachet/path.h"
@@ -64,10 +65,7 @@ static void roots_add(struct roots *r, const char *dir)
 {
 	if (!dir || dir[0] != '/')
 		return;
-	if (r->n == r->alloc) {
-		r->alloc = r->alloc ? 2 * r->alloc : 32;
-		r->dirs = xrealloc(r->dirs, r->alloc * sizeof *r->dirs);
-	}
+	ARRAY_RESERVE(r->dirs, r->alloc, r->n + 1, 32);
 	r->dirs[r->n++] = dir;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cachet/array.h"
 #include "cachet/observe.h"
 #include "cachet/path.h"
 #include "cachet/strmap.h"
@@ -157,10 +158,7 @@ void dirfp_collect(const struct pathset *ps, const void *values, size_t values_l
 				struct file_id id;
 				file_id_from_stat(&st, &id);
 				if (file_id_settled(&id) && file_id_fs_trusted(-1, dir)) {
-					if (out->ndirs == alloc) {
-						alloc = alloc ? 2 * alloc : 16;
-						out->dirs = xrealloc(out->dirs, alloc * sizeof *out->dirs);
-					}
+					ARRAY_RESERVE(out->dirs, alloc, out->ndirs + 1, 16);
 					out->dirs[out->ndirs].dir = xstrdup(dir);
 					out->dirs[out->ndirs].id = id;
 					out->dirs[out->ndirs].state = 0;

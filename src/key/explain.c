@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cachet/array.h"
 #include "cachet/path.h"
 #include "cachet/redact.h"
 
@@ -26,10 +27,7 @@ void explain_list_free(struct explain_list *l)
 
 static struct explain_item *add_item(struct explain_list *l, const char *what, const char *subject)
 {
-	if (l->n == l->alloc) {
-		l->alloc = l->alloc ? l->alloc * 2 : 8;
-		l->items = xrealloc(l->items, l->alloc * sizeof *l->items);
-	}
+	ARRAY_RESERVE(l->items, l->alloc, l->n + 1, 8);
 	struct explain_item *it = &l->items[l->n++];
 	memset(it, 0, sizeof *it);
 	it->what = what;

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/bug.h"
+
 static int cmp_entry(const void *a, const void *b)
 {
 	return strcmp(((const struct listing_entry *)a)->name,
@@ -34,7 +36,7 @@ void observe_listing_value(struct listing_entry *entries, size_t n, const char *
 	struct hasher h;
 	struct digest d;
 	if (hasher_init(&h, NULL) < 0)
-		abort();
+		BUG("SHA-256 could not be started");
 	for (size_t i = 0; i < n; i++) {
 		const char *name = entries[i].name;
 		if (!strcmp(name, ".") || !strcmp(name, "..") || is_excluded(name, excluded))

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
+
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -194,10 +196,7 @@ static void value_of_listing(const char *path, const char *const *excluded, stru
 	size_t n = 0, alloc = 0;
 	struct dirent *de;
 	while ((de = readdir(dir))) {
-		if (n == alloc) {
-			alloc = alloc ? alloc * 2 : 64;
-			names = xrealloc(names, alloc * sizeof *names);
-		}
+		ARRAY_RESERVE(names, alloc, n + 1, 64);
 		names[n].name = xstrdup(de->d_name);
 		names[n].type = de->d_type;
 		n++;

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/array.h"
+#include "cachet/bug.h"
 #include "cachet/portable.h"
 
 #define PATHSET_MAGIC 0x53505443u /* "CTPS" */
@@ -80,10 +82,7 @@ static uint32_t intern(struct pathset *ps, const char *s)
 			return idx;
 		at = (at + 1) & (in->cap - 1);
 	}
-	if (ps->npaths == ps->alloc_paths) {
-		ps->alloc_paths = ps->alloc_paths ? ps->alloc_paths * 2 : 64;
-		ps->paths = xrealloc(ps->paths, ps->alloc_paths * sizeof *ps->paths);
-	}
+	ARRAY_RESERVE(ps->paths, ps->alloc_paths, ps->npaths + 1, 64);
 	ps->paths[ps->npaths] = xstrdup(s);
 	in->slots[at] = (uint32_t)ps->npaths + 1;
 	return (uint32_t)ps->npaths++;
@@ -91,10 +90,7 @@ static uint32_t intern(struct pathset *ps, const char *s)
 
 static struct observation *new_obs(struct pathset *ps)
 {
-	if (ps->nobs == ps->alloc_obs) {
-		ps->alloc_obs = ps->alloc_obs ? ps->alloc_obs * 2 : 64;
-		ps->obs = xrealloc(ps->obs, ps->alloc_obs * sizeof *ps->obs);
-	}
+	ARRAY_RESERVE(ps->obs, ps->alloc_obs, ps->nobs + 1, 64);
 	struct observation *o = &ps->obs[ps->nobs++];
 	memset(o, 0, sizeof *o);
 	return o;
@@ -342,7 +338,7 @@ const char **pathset_excluded(const struct pathset *ps, size_t i)
 static void strong_begin(struct hasher *h, const struct digest *weak, const struct digest *ps_digest)
 {
 	if (hasher_init(h, NULL) < 0)
-		abort();
+		BUG("SHA-256 could not be started");
 	hasher_update_str(h, "cachet strong key");
 	hasher_update(h, weak->b, DIGEST_LEN);
 	hasher_update(h, ps_digest->b, DIGEST_LEN);

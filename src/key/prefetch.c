@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "cachet/strmap.h"
 #include "cachet/thread.h"
@@ -79,10 +80,7 @@ void prefetch_add(void *ctx, const char *path, uint64_t size)
 			return;
 	}
 	pthread_mutex_lock(&p->lock);
-	if (p->n == p->cap) {
-		p->cap = p->cap ? 2 * p->cap : 16;
-		p->queue = xrealloc(p->queue, p->cap * sizeof *p->queue);
-	}
+	ARRAY_RESERVE(p->queue, p->cap, p->n + 1, 16);
 	p->queue[p->n++] = xstrdup(path);
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);

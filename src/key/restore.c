@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/path.h"
 #include "cachet/strmap.h"
 #include "cachet/unnamed.h"
@@ -314,10 +315,7 @@ struct txn {
 
 static struct undo *txn_note(struct txn *t, enum undo_kind kind, const char *dir, const char *name)
 {
-	if (t->nundo == t->alloc) {
-		t->alloc = t->alloc ? t->alloc * 2 : 16;
-		t->undo = xrealloc(t->undo, t->alloc * sizeof *t->undo);
-	}
+	ARRAY_RESERVE(t->undo, t->alloc, t->nundo + 1, 16);
 	struct undo *u = &t->undo[t->nundo++];
 	memset(u, 0, sizeof *u);
 	u->kind = (uint8_t)kind;

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
+
 #define RESULT_MAGIC 0x53525443u /* "CTRS" */
 #define RESULT_MAX_OUTPUTS (1u << 20)
 
@@ -32,10 +34,7 @@ void result_free(struct result *r)
 
 struct output *result_add_output(struct result *r, enum output_kind kind, const char *path)
 {
-	if (r->noutputs == r->alloc) {
-		r->alloc = r->alloc ? r->alloc * 2 : 16;
-		r->outputs = xrealloc(r->outputs, r->alloc * sizeof *r->outputs);
-	}
+	ARRAY_RESERVE(r->outputs, r->alloc, r->noutputs + 1, 16);
 	struct output *o = &r->outputs[r->noutputs++];
 	memset(o, 0, sizeof *o);
 	o->kind = (uint8_t)kind;

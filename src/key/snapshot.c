@@ -5,14 +5,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
-#include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
+#include "cachet/fdio.h"
 #include "cachet/path.h"
 #include "cachet/strmap.h"
 
@@ -89,42 +89,6 @@ static int set_fd_times(int fd, const struct stat *st)
 	return futimens(fd, ts);
 }
 
-/* Copies the bytes of in to out: a reflink where the file system can,
- * else copy_file_range, else read/write. */
-static int copy_bytes(int in, int out)
-{
-	if (ioctl(out, FICLONE, in) == 0)
-		return 0;
-	for (;;) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
-		if (n == 0)
-			return 0;
-		if (n > 0)
-			continue;
-		if (errno == EINTR)
-			continue;
-		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-			return -1;
-		break;
-	}
-	char b[65536];
-	for (;;) {
-		ssize_t n = read(in, b, sizeof b);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return (int)n;
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(out, b + off, (size_t)(n - off));
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return -1;
-			off += w;
-		}
-	}
-}
-
 static int copy_file(const char *from, const char *to, const struct stat *st, struct error *e)
 {
 	int in = open(from, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -135,7 +99,8 @@ static int copy_file(const char *from, const char *to, const struct stat *st, st
 		close(in);
 		return error_errno(e, "cannot create %s", to);
 	}
-	int rc = copy_bytes(in, out);
+	uint64_t copied;
+	int rc = copy_fd_data(in, out, &copied);
 	if (rc < 0)
 		error_errno(e, "cannot copy %s to %s", from, to);
 	else if (fchmod(out, st->st_mode & 07777) < 0 || set_fd_times(out, st) < 0)
@@ -332,10 +297,7 @@ int snapshot_save(struct snapshot *s, const char *path, unsigned flags, struct e
 	en.path = xstrdup(path);
 	en.seq = ++s->seq;
 	en.depth = depth_of(path);
-	if (s->n == s->alloc) {
-		s->alloc = s->alloc ? 2 * s->alloc : 64;
-		s->entries = xrealloc(s->entries, s->alloc * sizeof *s->entries);
-	}
+	ARRAY_RESERVE(s->entries, s->alloc, s->n + 1, 64);
 	s->entries[s->n++] = en;
 	strmap_put(&s->index, path, (void *)(uintptr_t)s->n);
 	if ((flags & SNAPSHOT_TREE) && en.kind == SNAP_DIR &&

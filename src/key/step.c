@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "cachet/bug.h"
 #include "cachet/observe.h"
 #include "cachet/path.h"
 
@@ -54,7 +55,7 @@ static int stdin_kind(struct digest *d)
 		off_t off = lseek(0, 0, SEEK_CUR);
 		struct hasher h;
 		if (hasher_init(&h, NULL) < 0)
-			abort();
+			BUG("SHA-256 could not be started");
 		char chunk[65536];
 		for (;;) {
 			ssize_t n = pread(0, chunk, sizeof chunk, off);
@@ -93,7 +94,7 @@ int step_weak_key(const struct step *s, const struct step_bases *b, struct diges
 {
 	struct hasher h;
 	if (hasher_init(&h, NULL) < 0)
-		abort();
+		BUG("SHA-256 could not be started");
 	hasher_update_str(&h, "cachet weak key");
 	hasher_update_u64(&h, CACHET_FORMAT_VERSION);
 	hasher_update_str(&h, s->namespace_ ? s->namespace_ : "");
@@ -239,7 +240,7 @@ void step_set_terminal(struct step *step, unsigned terminal, const char *term)
 	/* Cannot fail: step_init keyed the same texts, and TERM is keyed as
 	 * it is. */
 	if (step_weak_key(step, &step->bases, &step->weak) < 0)
-		abort();
+		BUG("the weak key of texts step_init keyed failed");
 }
 
 void step_set_colour(struct step *step, unsigned family)

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/fdio.h"
+
 static int64_t wall_ms(void)
 {
 	struct timespec ts;
@@ -98,7 +100,7 @@ void breaker_trip(const char *state_dir, const char *id, long retry_ms, const ch
 		char *text = xasprintf("%lld\n%lld\n%s\n", (long long)(now + retry_ms),
 				       (long long)now, why);
 		size_t n = strlen(text);
-		int ok = write(fd, text, n) == (ssize_t)n;
+		int ok = write_all(fd, text, n) == 0;
 		free(text);
 		if (close(fd) == 0 && ok && rename(tmp, path) == 0) {
 			free(tmp);

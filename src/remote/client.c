@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/bug.h"
 #include "cachet/path.h"
 #include "remote/backend.h"
 
@@ -180,7 +181,7 @@ static struct shard *pick(struct remote_client *c, size_t tier, const struct dig
 		struct hasher h;
 		struct digest d;
 		if (hasher_init(&h, NULL) < 0)
-			abort();
+			BUG("SHA-256 could not be started");
 		hasher_update_str(&h, t->shards[i]->spec->id);
 		hasher_update(&h, key->b, DIGEST_LEN);
 		hasher_final(&h, &d);

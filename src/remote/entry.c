@@ -20,6 +20,8 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "cachet/bug.h"
+
 #define PATHSETS_MAGIC 0x4c505243u /* "CRPL" */
 #define ENTRY_MAGIC 0x4e455243u    /* "CREN" */
 #define WIRE_VERSION 2u
@@ -28,7 +30,7 @@ static void derive(const char *domain, const struct digest *in, struct digest *o
 {
 	struct hasher h;
 	if (hasher_init(&h, NULL) < 0)
-		abort();
+		BUG("SHA-256 could not be started");
 	hasher_update_str(&h, domain);
 	hasher_update_u64(&h, WIRE_VERSION);
 	hasher_update(&h, in->b, DIGEST_LEN);
@@ -77,13 +79,13 @@ void remote_pathsets_encode(const struct remote_pathsets *p, struct buf *out)
 	buf_grow(out, cap);
 	ZSTD_CCtx *cx = ZSTD_createCCtx();
 	if (!cx)
-		abort();
+		xalloc_failed();
 	ZSTD_CCtx_setParameter(cx, ZSTD_c_compressionLevel, 3);
 	ZSTD_CCtx_setParameter(cx, ZSTD_c_checksumFlag, 1);
 	size_t n = ZSTD_compress2(cx, out->data + out->len, cap, plain.data, plain.len);
 	ZSTD_freeCCtx(cx);
 	if (ZSTD_isError(n))
-		abort(); /* the bound guarantees room */
+		BUG("zstd overflowed the room ZSTD_compressBound gave it");
 	out->len += n;
 	out->data[out->len] = '\0';
 	buf_free(&plain);
@@ -182,7 +184,7 @@ void remote_pathset_message(const struct digest *weak, const struct remote_paths
 {
 	struct hasher h;
 	if (hasher_init(&h, NULL) < 0)
-		abort();
+		BUG("SHA-256 could not be started");
 	hasher_update_str(&h, "cachet remote pathset signature");
 	hasher_update_u64(&h, WIRE_VERSION);
 	hasher_update(&h, weak->b, DIGEST_LEN);
@@ -204,7 +206,7 @@ void remote_entry_message(const struct remote_entry *en, struct digest *out)
 	digest_bytes(en->result, en->result_len, &result);
 	struct hasher h;
 	if (hasher_init(&h, NULL) < 0)
-		abort();
+		BUG("SHA-256 could not be started");
 	hasher_update_str(&h, "cachet remote entry signature");
 	hasher_update_u64(&h, WIRE_VERSION);
 	hasher_update(&h, en->weak.b, DIGEST_LEN);

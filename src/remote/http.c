@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/array.h"
 #include "cachet/remote.h"
 #include "remote/backend.h"
 #include "remote/plugin.h"
@@ -42,16 +43,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 		s->too_large = 1;
 		return 0; /* aborts the transfer */
 	}
-	if (s->len + n + 1 > s->alloc) {
-		size_t want = s->alloc ? s->alloc * 2 : 65536;
-		while (want < s->len + n + 1)
-			want *= 2;
-		char *p = realloc(s->data, want);
-		if (!p)
-			return 0;
-		s->data = p;
-		s->alloc = want;
-	}
+	char *grown = array_grow_try(s->data, &s->alloc, s->len + n + 1, 1, 65536);
+	if (!grown)
+		return 0;
+	s->data = grown;
 	memcpy(s->data + s->len, ptr, n);
 	s->len += n;
 	return n;

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/fdio.h"
 
 #define JOB_MAGIC 0x424a5243u /* "CRJB" */
@@ -59,21 +60,6 @@ static int ensure_dirs(const char *state_dir, struct error *e)
 	return rc;
 }
 
-static int write_all_fd(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int spool_write(const char *state_dir, const struct spool_job *j, struct error *e)
 {
 	if (ensure_dirs(state_dir, e) < 0)
@@ -105,7 +91,7 @@ int spool_write(const char *state_dir, const struct spool_job *j, struct error *
 	if (fd < 0) {
 		rc = error_errno(e, "cannot create %s", tmp);
 	} else {
-		if (write_all_fd(fd, b.data, b.len) < 0)
+		if (write_all(fd, b.data, b.len) < 0)
 			rc = error_errno(e, "cannot write %s", tmp);
 		if (close(fd) < 0 && rc == 0)
 			rc = error_errno(e, "cannot write %s", tmp);
@@ -143,10 +129,7 @@ int spool_list(const char *state_dir, char ***paths, size_t *n, struct error *e)
 		size_t len = strlen(de->d_name);
 		if (de->d_name[0] == '.' || len < 5 || strcmp(de->d_name + len - 4, ".job") != 0)
 			continue;
-		if (*n == alloc) {
-			alloc = alloc ? alloc * 2 : 16;
-			*paths = xrealloc(*paths, alloc * sizeof **paths);
-		}
+		ARRAY_RESERVE(*paths, alloc, *n + 1, 16);
 		(*paths)[(*n)++] = xasprintf("%s/%s", dir, de->d_name);
 	}
 	closedir(d);

@@ -17,16 +17,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
 #include "cachet/buf.h"
+#include "cachet/fdio.h"
 #include "cachet/unnamed.h"
 #include "store/store_internal.h"
 
@@ -72,77 +71,6 @@ int store_blob_exists(struct store *s, const struct blob_ref *ref)
 	enum blob_form form;
 	struct stat st;
 	return blob_locate(s, &ref->digest, ref->form, &form, &st, NULL, NULL) == 1;
-}
-
-int pwrite_all(int fd, const void *data, size_t len, off_t off)
-{
-	const char *p = data;
-	while (len > 0) {
-		ssize_t n = pwrite(fd, p, len, off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
-}
-
-static int copy_by_read(int src, int dst, uint64_t off, uint64_t *copied, struct error *e)
-{
-	char *chunk = xmalloc(CHUNK);
-	for (;;) {
-		ssize_t n = pread(src, chunk, CHUNK, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(chunk);
-			return error_errno(e, "reading");
-		}
-		if (n == 0)
-			break;
-		if (pwrite_all(dst, chunk, (size_t)n, (off_t)off) < 0) {
-			free(chunk);
-			return error_errno(e, "writing");
-		}
-		off += (uint64_t)n;
-	}
-	free(chunk);
-	*copied = off;
-	return 0;
-}
-
-int copy_file_data(int src, int dst, uint64_t *copied, struct error *e)
-{
-	/* Reflink: no data copied at all where the file system shares extents. */
-	if (ioctl(dst, FICLONE, src) == 0) {
-		struct stat st;
-		if (fstat(dst, &st) < 0)
-			return error_errno(e, "stat");
-		*copied = (uint64_t)st.st_size;
-		return 0;
-	}
-	/* In-kernel copy; falls back to read/write where it is not supported
-	 * (across file systems on older kernels, some FUSE and network mounts). */
-	loff_t in = 0, out = 0;
-	for (;;) {
-		ssize_t n = copy_file_range(src, &in, dst, &out, 1 << 30, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			if (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-			    errno == EOPNOTSUPP || errno == EBADF || errno == EPERM)
-				return copy_by_read(src, dst, (uint64_t)in, copied, e);
-			return error_errno(e, "copy_file_range");
-		}
-		if (n == 0)
-			break;
-	}
-	*copied = (uint64_t)in;
-	return 0;
 }
 
 /* ---- temporary files ---- */
@@ -467,7 +395,8 @@ static int put_fd_large(struct store *s, int fd, const struct digest *expected,
 		return -1;
 	uint64_t copied = 0, hashed = 0;
 	struct digest got;
-	if (copy_file_data(fd, r.fd, &copied, e) < 0 || digest_fd(r.fd, &got, &hashed, e) < 0) {
+	if ((copy_fd_data(fd, r.fd, &copied) < 0 && error_errno(e, "copying") < 0) ||
+	    digest_fd(r.fd, &got, &hashed, e) < 0) {
 		tmp_discard(s, &r);
 		return error_wrap(e, "storing content");
 	}

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
@@ -197,10 +198,7 @@ static int del_fp(struct evict *ev, const char *path, struct error *e)
 
 static void moved_push(struct evict *ev, char *from, char *to)
 {
-	if (ev->nmoved == ev->alloc) {
-		ev->alloc = ev->alloc ? 2 * ev->alloc : 64;
-		ev->moved = xrealloc(ev->moved, ev->alloc * sizeof *ev->moved);
-	}
+	ARRAY_RESERVE(ev->moved, ev->alloc, ev->nmoved + 1, 64);
 	ev->moved[ev->nmoved].from = from;
 	ev->moved[ev->nmoved].to = to;
 	ev->nmoved++;
@@ -354,10 +352,7 @@ static int evict_entry(struct evict *ev, const struct candidate *c, struct error
 	const struct digest *bind = &c->strong; /* bound once, then stepped */
 	while ((rc = run_q(ev, Q_RESULT_BLOBS, bind, NULL, e)) == 1) {
 		bind = NULL;
-		if (n == alloc) {
-			alloc = alloc ? 2 * alloc : 8;
-			blobs = xrealloc(blobs, alloc * sizeof *blobs);
-		}
+		ARRAY_RESERVE(blobs, alloc, n + 1, 8);
 		if (index_column_digest(ev->q[Q_RESULT_BLOBS], 0, &blobs[n]) == 0)
 			n++;
 	}
@@ -416,10 +411,7 @@ static int read_digests(struct evict *ev, enum q_id id, struct digest **out, siz
 	size_t alloc = 0;
 	int rc;
 	while ((rc = run_q(ev, id, NULL, NULL, e)) == 1) {
-		if (*n == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			*out = xrealloc(*out, alloc * sizeof **out);
-		}
+		ARRAY_RESERVE(*out, alloc, *n + 1, 64);
 		if (index_column_digest(ev->q[id], 0, &(*out)[*n]) == 0)
 			(*n)++;
 	}
@@ -456,10 +448,7 @@ static int read_candidates(struct evict *ev, struct candidate **out, size_t *n,
 	size_t alloc = 0;
 	int rc;
 	while ((rc = run_q(ev, Q_CANDIDATES, NULL, NULL, e)) == 1) {
-		if (*n == alloc) {
-			alloc = alloc ? 2 * alloc : 256;
-			*out = xrealloc(*out, alloc * sizeof **out);
-		}
+		ARRAY_RESERVE(*out, alloc, *n + 1, 256);
 		sqlite3_stmt *st = ev->q[Q_CANDIDATES];
 		if (index_column_digest(st, 0, &(*out)[*n].strong) == 0) {
 			(*out)[*n].last_used = sqlite3_column_int64(st, 1);
@@ -575,10 +564,7 @@ static void list_old_blob_files(struct evict *ev, struct loose_blob **out, size_
 			    fstatat(dirfd(sub), f->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 			    !S_ISREG(st.st_mode) || file_age_s(&st) < ABANDONED_AFTER_S)
 				continue;
-			if (*n == alloc) {
-				alloc = alloc ? 2 * alloc : 64;
-				*out = xrealloc(*out, alloc * sizeof **out);
-			}
+			ARRAY_RESERVE(*out, alloc, *n + 1, 64);
 			(*out)[*n].digest = dg;
 			(*out)[*n].path = xasprintf("%s/%s/%s", ev->s->blobs_dir, de->d_name, f->d_name);
 			(*out)[*n].size = (uint64_t)st.st_size;
@@ -644,10 +630,7 @@ static int sweep_blob_fingerprints(struct evict *ev, struct error *e)
 		struct stat sb;
 		if (!p || lstat(p, &sb) == 0 || errno != ENOENT)
 			continue;
-		if (n == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			gone = xrealloc(gone, alloc * sizeof *gone);
-		}
+		ARRAY_RESERVE(gone, alloc, n + 1, 64);
 		gone[n++] = xstrdup(p);
 	}
 	q_reset(st);

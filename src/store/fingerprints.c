@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
@@ -68,10 +69,7 @@ void store_fp_put(struct store *s, const char *path, const struct file_id *id,
 		p->digest = *d;
 		return;
 	}
-	if (q->n == q->alloc) {
-		q->alloc = q->alloc ? 2 * q->alloc : 64;
-		q->items = xrealloc(q->items, q->alloc * sizeof *q->items);
-	}
+	ARRAY_RESERVE(q->items, q->alloc, q->n + 1, 64);
 	q->items[q->n].path = xstrdup(path);
 	q->items[q->n].id = *id;
 	q->items[q->n].digest = *d;

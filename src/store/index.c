@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
@@ -595,14 +596,11 @@ int store_get_pathsets(struct store *s, const struct digest *weak, struct store_
 	bind_digest(st, 1, weak);
 	struct store_pathset *ps = NULL;
 	int64_t *last = NULL;
-	size_t count = 0, alloc = 0;
+	size_t count = 0, alloc = 0, alloc_last = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (count == alloc) {
-			alloc = alloc ? 2 * alloc : 4;
-			ps = xrealloc(ps, alloc * sizeof *ps);
-			last = xrealloc(last, alloc * sizeof *last);
-		}
+		ARRAY_RESERVE(ps, alloc, count + 1, 4);
+		ARRAY_RESERVE(last, alloc_last, count + 1, 4);
 		if (index_column_digest(st, 0, &ps[count].digest) < 0)
 			continue; /* a malformed row is no path set */
 		ps[count].body = index_column_copy(st, 1, &ps[count].len);
@@ -769,10 +767,7 @@ static struct digest *collect_digests(struct store *s, sqlite3_stmt *st, int col
 	*n = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == alloc) {
-			alloc = alloc ? 2 * alloc : 4;
-			out = xrealloc(out, alloc * sizeof *out);
-		}
+		ARRAY_RESERVE(out, alloc, *n + 1, 4);
 		if (index_column_digest(st, col, &out[*n]) == 0)
 			(*n)++;
 	}
@@ -804,10 +799,7 @@ static int drop_groupings(struct store *s, const struct digest *weak, sqlite3_st
 	size_t n = 0, alloc = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == alloc) {
-			alloc = alloc ? 2 * alloc : 4;
-			g = xrealloc(g, alloc * sizeof *g);
-		}
+		ARRAY_RESERVE(g, alloc, n + 1, 4);
 		if (index_column_digest(st, 2, &g[n].pathset) < 0)
 			continue;
 		g[n].words = sqlite3_column_int64(st, 0);

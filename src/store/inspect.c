@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
@@ -58,10 +59,7 @@ int store_recent_steps(struct store *s, size_t limit, struct store_step **out, s
 	size_t alloc = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == alloc) {
-			alloc = alloc ? alloc * 2 : 64;
-			*out = xrealloc(*out, alloc * sizeof **out);
-		}
+		ARRAY_RESERVE(*out, alloc, *n + 1, 64);
 		struct store_step *row = &(*out)[(*n)++];
 		index_column_digest_or_zero(st, 0, &row->weak);
 		row->body = index_column_copy(st, 1, &row->len);
@@ -92,10 +90,7 @@ static int result_rows(struct store *s, sqlite3_stmt *st, struct store_result_ro
 	*out = NULL;
 	*n = 0;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == alloc) {
-			alloc = alloc ? alloc * 2 : 16;
-			*out = xrealloc(*out, alloc * sizeof **out);
-		}
+		ARRAY_RESERVE(*out, alloc, *n + 1, 16);
 		struct store_result_row *row = &(*out)[(*n)++];
 		index_column_digest_or_zero(st, 0, &row->strong);
 		index_column_digest_or_zero(st, 1, &row->weak);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
@@ -35,10 +36,7 @@ int store_largest_results(struct store *s, size_t limit, struct store_sized_resu
 	size_t alloc = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == alloc) {
-			alloc = alloc ? alloc * 2 : 32;
-			*out = xrealloc(*out, alloc * sizeof **out);
-		}
+		ARRAY_RESERVE(*out, alloc, *n + 1, 32);
 		struct store_sized_result *row = &(*out)[(*n)++];
 		index_column_digest_or_zero(st, 0, &row->strong);
 		index_column_digest_or_zero(st, 1, &row->weak);
@@ -81,10 +79,7 @@ int store_nondet_steps(struct store *s, size_t limit, struct store_nondet_step *
 	size_t alloc = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == alloc) {
-			alloc = alloc ? alloc * 2 : 16;
-			*out = xrealloc(*out, alloc * sizeof **out);
-		}
+		ARRAY_RESERVE(*out, alloc, *n + 1, 16);
 		struct store_nondet_step *row = &(*out)[(*n)++];
 		index_column_digest_or_zero(st, 0, &row->weak);
 		const char *summary = (const char *)sqlite3_column_text(st, 1);

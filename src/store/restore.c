@@ -19,6 +19,7 @@
 #include <zstd_errors.h>
 
 #include "cachet/buf.h"
+#include "cachet/fdio.h"
 #include "store/store_internal.h"
 
 #define CHUNK (256 * 1024)
@@ -281,8 +282,8 @@ int store_blob_write_to_fd(struct store *s, const struct blob_ref *ref, int out_
 		 * copy never passes the bytes through here to hash. */
 		rc = verify_raw(s, fd, path, &st, ref, NULL, e);
 		uint64_t copied = 0;
-		if (rc == 0 && copy_file_data(fd, out_fd, &copied, e) < 0)
-			rc = error_wrap(e, "restoring blob %s", path);
+		if (rc == 0 && copy_fd_data(fd, out_fd, &copied) < 0)
+			rc = error_errno(e, "restoring blob %s", path);
 		else if (rc == 0 && copied != ref->size)
 			rc = size_mismatch(path, ref->size, copied, e);
 	}

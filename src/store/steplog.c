@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
@@ -122,10 +123,7 @@ int store_log_read(struct store *s, size_t n, struct store_log_entry **out, size
 		char *nl = memchr(text.data + i, '\n', text.len - i);
 		size_t len = nl ? (size_t)(nl - (text.data + i)) : text.len - i;
 		if (len) {
-			if (*count == alloc) {
-				alloc = alloc ? alloc * 2 : 64;
-				*out = xrealloc(*out, alloc * sizeof **out);
-			}
+			ARRAY_RESERVE(*out, alloc, *count + 1, 64);
 			if (parse_line(text.data + i, len, &(*out)[*count]) == 0)
 				(*count)++;
 		}

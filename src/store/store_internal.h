@@ -254,12 +254,4 @@ void touches_merge(struct store *s, const struct digest *weak, const struct dige
 /* ---- counters.c ---- */
 void counters_close(struct store *s);
 
-/* ---- helpers shared by blobs.c and restore.c (in blobs.c) ---- */
-/* Writes all of len bytes at offset off. 0 or -1 with errno. */
-int pwrite_all(int fd, const void *data, size_t len, off_t off);
-/* Copies everything readable from src (from offset 0) into dst (empty, from
- * offset 0): ioctl(FICLONE), else copy_file_range, else read/write.
- * *copied gets the byte count. 0, or -1 with e set. */
-int copy_file_data(int src, int dst, uint64_t *copied, struct error *e);
-
 #endif

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cachet/array.h"
+
 void event_log_init(struct event_log *l)
 {
 	memset(l, 0, sizeof *l);
@@ -41,10 +43,7 @@ void event_log_free(struct event_log *l)
 
 static void append(struct event_log *l, const struct trace_event *ev)
 {
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 256;
-		l->ev = xrealloc(l->ev, l->cap * sizeof *l->ev);
-	}
+	ARRAY_RESERVE(l->ev, l->cap, l->n + 1, 256);
 	struct trace_event *e = &l->ev[l->n++];
 	*e = *ev;
 	e->path = xstrdup(ev->path);

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "cachet/buf.h"
 #include "cachet/path.h"
 #include "cachet/strmap.h"
@@ -270,11 +271,7 @@ void ring_drain(struct tracer *tr, int final)
 		} else if (final) {
 			classify(tr, s, 0);
 		} else {
-			if (tr->npending == tr->cap_pending) {
-				tr->cap_pending = tr->cap_pending ? 2 * tr->cap_pending : 16;
-				tr->ring_pending = xrealloc(tr->ring_pending,
-							    tr->cap_pending * sizeof *tr->ring_pending);
-			}
+			ARRAY_RESERVE(tr->ring_pending, tr->cap_pending, tr->npending + 1, 16);
 			tr->ring_pending[tr->npending++] = next;
 		}
 		next++;

@@ -1,5 +1,6 @@
 #include "trace/seccomp_filter.h"
 
+#include "cachet/bug.h"
 #include "cachet/trace.h"
 #include "trace/ring.h"
 
@@ -73,7 +74,7 @@ const size_t nfd_uses = sizeof fd_uses / sizeof fd_uses[0];
 static void put(struct seccomp_program *p, struct sock_filter f)
 {
 	if (p->len >= FILTER_MAX_INSNS)
-		abort(); /* a programming error: the table above outgrew the array */
+		BUG("the seccomp table outgrew its array");
 	p->insns[p->len++] = f;
 }
 
@@ -99,7 +100,7 @@ static void block_end(struct seccomp_program *p, unsigned short at)
 {
 	unsigned span = p->len - at - 1u;
 	if (span > 255)
-		abort();
+		BUG("a seccomp block longer than a jump reaches");
 	p->insns[at].jf = (unsigned char)span;
 }
 
@@ -261,7 +262,7 @@ static void block_fast(struct seccomp_program *p, int nr, int flags_arg, int sta
 		unsigned at = to_normal[i] & 0x7fff;
 		unsigned span = normal - at - 1;
 		if (span > 255)
-			abort();
+			BUG("a seccomp jump to the normal path longer than a jump reaches");
 		if (to_normal[i] & 0x8000)
 			p->insns[at].jt = (unsigned char)span;
 		else

@@ -6,7 +6,7 @@
 
 static char empty_buf[1];
 
-static void out_of_memory(void)
+void xalloc_failed(void)
 {
 	static const char msg[] = "cachet: out of memory\n";
 	fwrite(msg, 1, sizeof msg - 1, stderr);
@@ -17,7 +17,7 @@ void *xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
 	if (!p)
-		out_of_memory();
+		xalloc_failed();
 	return p;
 }
 
@@ -25,7 +25,7 @@ void *xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (!p)
-		out_of_memory();
+		xalloc_failed();
 	return p;
 }
 
@@ -33,7 +33,7 @@ void *xrealloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);
 	if (!p)
-		out_of_memory();
+		xalloc_failed();
 	return p;
 }
 
@@ -41,7 +41,7 @@ char *xstrdup(const char *s)
 {
 	char *p = strdup(s);
 	if (!p)
-		out_of_memory();
+		xalloc_failed();
 	return p;
 }
 
@@ -49,7 +49,7 @@ char *xstrndup(const char *s, size_t n)
 {
 	char *p = strndup(s, n);
 	if (!p)
-		out_of_memory();
+		xalloc_failed();
 	return p;
 }
 
@@ -61,7 +61,7 @@ char *xasprintf(const char *fmt, ...)
 	int rc = vasprintf(&p, fmt, ap);
 	va_end(ap);
 	if (rc < 0)
-		out_of_memory();
+		xalloc_failed();
 	return p;
 }
 

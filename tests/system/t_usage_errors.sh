@@ -58,6 +58,21 @@ rc=0
 cachet gc --max-sise 1G 2> err.txt || rc=$?
 [ "$rc" -eq 2 ] && grep -q "unknown option '--max-sise'" err.txt || fail "gc --max-sise: $(cat err.txt)"
 
+section "every subcommand's options read alike: --opt=VALUE, -nVALUE, --, a flag given a value"
+cachet gc --max-age=30d --dry-run > /dev/null || fail "gc --max-age=30d --dry-run failed"
+cachet log -n1 > log.txt || fail "log -n1 failed"
+[ "$(wc -l < log.txt)" -eq 1 ] || fail "log -n1 printed $(wc -l < log.txt) lines"
+cachet report --output=page.html -n 1 || fail "report --output=page.html failed"
+[ -s page.html ] || fail "report --output=page.html wrote no page"
+rc=0
+cachet gc --dry-run=yes 2> err.txt || rc=$?
+[ "$rc" -eq 2 ] && [ "$(wc -l < err.txt)" -eq 1 ] && grep -q -- "--dry-run takes no value" err.txt ||
+    fail "gc --dry-run=yes: exit $rc, $(cat err.txt)"
+rc=0
+cachet stats -- --json 2> err.txt || rc=$?
+[ "$rc" -eq 2 ] && grep -q "unexpected argument '--json'" err.txt ||
+    fail "stats -- --json: exit $rc, $(cat err.txt)"
+
 section "nothing was lost"
 rm made
 cachet run -- sh -c 'echo kept > made'

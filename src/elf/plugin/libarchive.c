@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cachet/array.h"
 #include "elf/archive_plugin.h"
 
 static char *dup_or_null(const char *s)
@@ -119,15 +120,12 @@ static struct archive_listing *listing_try(const void *data, size_t len, size_t 
 	struct archive_entry *en;
 	int r = ARCHIVE_OK;
 	while (ok && (r = archive_read_next_header(a, &en)) == ARCHIVE_OK) {
-		if (l->n == alloc) {
-			alloc = alloc ? alloc * 2 : 16;
-			struct archive_member *grown = realloc(l->members, alloc * sizeof *grown);
-			if (!grown) {
-				ok = 0;
-				break;
-			}
-			l->members = grown;
+		struct archive_member *grown = array_grow_try(l->members, &alloc, l->n + 1, sizeof *grown, 16);
+		if (!grown) {
+			ok = 0;
+			break;
 		}
+		l->members = grown;
 		struct archive_member *m = &l->members[l->n++];
 		memset(m, 0, sizeof *m);
 		const char *name = archive_entry_pathname(en);

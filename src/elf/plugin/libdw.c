@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
 #include "elf/dwarf_plugin.h"
 
 static char *attr_string(Dwarf_Die *die, unsigned name)
@@ -76,16 +77,13 @@ static int units_read(const void *image, size_t len, struct dwarf_unit **out, si
 	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die die;
 		if (dwarf_offdie(dw, off + hsize, &die)) {
-			if (*n == alloc) {
-				alloc = alloc ? alloc * 2 : 8;
-				struct dwarf_unit *grown = realloc(*out, alloc * sizeof *grown);
-				if (!grown) {
-					rc = -1;
-					snprintf(why, cap, "out of memory");
-					break;
-				}
-				*out = grown;
+			struct dwarf_unit *grown = array_grow_try(*out, &alloc, *n + 1, sizeof *grown, 8);
+			if (!grown) {
+				rc = -1;
+				snprintf(why, cap, "out of memory");
+				break;
 			}
+			*out = grown;
 			struct dwarf_unit *u = &(*out)[(*n)++];
 			u->name = attr_string(&die, DW_AT_name);
 			u->comp_dir = attr_string(&die, DW_AT_comp_dir);
