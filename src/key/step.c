@@ -20,7 +20,7 @@ static int cmp_str(const void *a, const void *b)
 /* The keyed environment; the variables keyed by effect go to *by_effect
  * instead (both sorted). */
 static char **keyed_environment(char *const *envp, const char *const *env_ignore,
-				const char *const *env_per_run, char ***by_effect)
+				const char *const *env_per_run, const char *cwd, char ***by_effect)
 {
 	size_t n = 0;
 	while (envp && envp[n])
@@ -40,7 +40,8 @@ static char **keyed_environment(char *const *envp, const char *const *env_ignore
 		/* gcc, bash and getcwd-like code use PWD only where it names the
 		 * cwd (make -C leaves the caller's): elsewhere only a step that
 		 * writes it out can tell its value. */
-		if (eq && name_len == 3 && !memcmp(envp[i], "PWD", 3) && !env_names_cwd(eq + 1)) {
+		if (eq && name_len == 3 && !memcmp(envp[i], "PWD", 3) && strcmp(eq + 1, cwd) != 0 &&
+		    !env_names_cwd(eq + 1)) {
 			env[k++] = xstrdup("PWD");
 			effect[ke++] = xstrdup(envp[i]);
 			continue;
@@ -181,7 +182,7 @@ int step_init(struct step *step, char *const *argv, const char *exe, char *const
 		step_free(step);
 		return -1;
 	}
-	step->env = keyed_environment(envp, env_ignore, env_per_run, &step->effect_env);
+	step->env = keyed_environment(envp, env_ignore, env_per_run, step->cwd, &step->effect_env);
 	step->platform = platform_describe();
 	step->stdin_kind = stdin_kind(&step->stdin_digest);
 	step->namespace_ = namespace_;
