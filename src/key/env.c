@@ -361,8 +361,11 @@ char **env_effect_facts(const struct pathset *ps, char *const *effect_env, uint6
 	int searched_relative = 0;
 	for (size_t i = 0; i < ps->nobs; i++) {
 		const struct observation *o = &ps->obs[i];
-		if (o->kind != OBS_EXEC && o->kind != OBS_STAT && o->kind != OBS_READ &&
-		    o->kind != OBS_READLINK)
+		/* A search along PATH execs or stats (access, a failed exec)
+		 * each candidate; an lstat or readlink is realpath walking a
+		 * symlink chain (/usr/bin/gcc -> gcc-12), no search, and each
+		 * fact costs its stats on every lookup. */
+		if (o->kind != OBS_EXEC && (o->kind != OBS_STAT || (o->flags & OBS_F_NOFOLLOW)))
 			continue;
 		const char *p = ps->paths[o->path];
 		char *dir = path_dirname(p);
