@@ -11,7 +11,7 @@
 _cachet_subcommands="run explain show log config stats report gc clear diff repro remote keygen help"
 
 # Used when `cachet config` cannot list the settings (a broken configuration).
-_cachet_settings="dir max_size max_age namespace env_ignore base_dir compression_level
+_cachet_settings="dir max_size max_age namespace env_ignore env_per_run base_dir compression_level
 verify_rate nondeterministic remote sign_key trusted_keys hermetic_env read_only
 ignore_paths uncacheable_commands stats_log umask log_size verbose disable recache
 status_file color"

@@ -10,15 +10,16 @@
 #define CACHET_FIND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-#define FINDER_MAX 4
+#define FINDER_MAX 64
 
 struct finder {
 	const char *needle[FINDER_MAX]; /* not owned; NULL = none */
 	size_t len[FINDER_MAX];
 	size_t longest;
-	unsigned want;       /* bit i: needle i is set */
-	unsigned found;      /* bit i: needle i occurred in the bytes fed so far */
+	uint64_t want;       /* bit i: needle i is set */
+	uint64_t found;      /* bit i: needle i occurred in the bytes fed so far */
 	unsigned char *seam; /* the previous chunk's tail, then the current one's head */
 	size_t tail;         /* bytes of the previous chunks kept at the start of seam */
 };

@@ -165,6 +165,19 @@ struct listing_entry {
 void observe_listing_value(struct listing_entry *entries, size_t n, const char *const *excluded,
 			   struct buf *out, struct buf *detail);
 
+/* OBS_FACT names beyond the kernel's (trace.h TRACE_FACT_*), which
+ * recording adds for the variables keyed by effect (step.h
+ * env_effect_facts), and which hold in the caller's environment, which is
+ * the step's:
+ *   "env:NAME"    the variable's value ('P' "NAME=<sha256 hex>", or
+ *                 "NAME unset"), make's own without their job parts: a
+ *                 digest, so that no path set carries a secret's value;
+ *   "which:NAME"  where PATH leads the program NAME now: the first
+ *                 "<entry>/NAME" that is an executable regular file, as
+ *                 execvp finds it ('P' path, or "NAME not found"). */
+#define OBSERVE_FACT_ENV   "env:"
+#define OBSERVE_FACT_WHICH "which:"
+
 /* 1 when name is one of the facts OBS_FACT knows (trace.h TRACE_FACT_*). */
 int observe_fact_known(const char *name);
 /* Appends the 'P' value of fact `name` now (the calling process's), or an

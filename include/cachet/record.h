@@ -18,6 +18,7 @@
 #define CACHET_RECORD_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "cachet/buf.h"
 #include "cachet/digest.h"
 #include "cachet/error.h"
@@ -44,6 +45,9 @@ struct record {
 	 * malloc'd). portable_record adds the bases that lookups pin. */
 	unsigned pinned;
 	char *pinned_by[STEP_MAX_BASES];
+	/* Bit v: the value of variable v of scan_env (step.h effect_env)
+	 * occurs in an output, stdout or stderr (env_finder). */
+	uint64_t env_held;
 };
 
 /* Builds the path set and values from the events, checks that every
@@ -52,8 +56,14 @@ struct record {
  * changed since the step ended (or has no TRACE_FINAL) sets not_storable.
  * Paths under ignore_roots (NULL-terminated) are neither observations nor
  * outputs. Each captured file is searched for the real path of every base
- * in scan (may be NULL) while it is hashed, which sets pinned. Returns -1
+ * in scan (may be NULL) while it is hashed, which sets pinned, and for the
+ * values of the variables keyed by effect in scan_env ("NAME=VALUE", may be
+ * NULL), which sets env_held. Returns -1
  * only on a failure of cachet itself (store full, ...). */
+int record_run_scanning(const struct trace_event *events, size_t n, const char *const *ignore_roots,
+                        const struct step_bases *scan, char *const *scan_env, struct store *s,
+                        struct digest_cache *dc, struct record *out, struct error *e);
+/* record_run_scanning without scan_env. */
 int record_run(const struct trace_event *events, size_t n, const char *const *ignore_roots,
 	       const struct step_bases *scan, struct store *s, struct digest_cache *dc,
 	       struct record *out, struct error *e);
@@ -61,6 +71,15 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
  * real paths, as record_run searches outputs. */
 void record_scan_stream(struct record *rec, const char *name, const void *data, size_t len,
 			const struct step_bases *scan);
+/* Searches them for the values of scan_env, as record_run_scanning searches
+ * outputs. */
+void record_scan_stream_env(struct record *rec, const void *data, size_t len,
+                            char *const *scan_env);
+/* Adds the facts of the variables keyed by effect (step.h
+ * env_effect_facts) to the path set, with their values now, and puts it in
+ * canonical order again: after record_run and record_scan_stream, on the
+ * run's real paths (before portable_record). cwd: the step's. */
+void record_add_env_facts(struct record *rec, char *const *effect_env, const char *cwd);
 void record_free(struct record *r);
 
 #endif

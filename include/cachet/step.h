@@ -12,12 +12,15 @@
 #define CACHET_STEP_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "cachet/buf.h"
 #include "cachet/digest.h"
 #include "cachet/error.h"
+#include "cachet/find.h"
 #include "cachet/portable.h"
 
 struct digest_cache;
+struct pathset;
 
 /* Bumped whenever the meaning of any key, path set or result changes. */
 #define CACHET_FORMAT_VERSION 1
@@ -28,6 +31,12 @@ struct step {
 	char *exe;             /* absolute path of the program, as found on PATH */
 	struct digest exe_digest;
 	char **env;            /* keyed "NAME=VALUE" entries, sorted; owned */
+	/* The variables keyed by their effect, not their value
+	 * (env_keyed_by_effect), as "NAME=VALUE", sorted; owned. Not in the
+	 * weak key: a recorded run keys them in its path set (env_effect_facts)
+	 * where it ran make, looked a program up along PATH, or wrote a value
+	 * out. */
+	char **effect_env;
 	char *platform;        /* one line: arch, kernel release, CPU, umask */
 	int stdin_kind;        /* STEP_STDIN_* */
 	struct digest stdin_digest;
@@ -68,8 +77,8 @@ void step_set_terminal(struct step *step, unsigned terminal, const char *term);
 void step_set_colour(struct step *step, unsigned family);
 
 /* 1 when the environment variable NAME (without "=...") cannot change what a
- * step computes, so it is left out of the key: TERM, SHLVL, _, OLDPWD, SSH_*,
- * DISPLAY, XAUTHORITY, CACHET_*, TMPDIR (each step gets a private one), and
+ * step computes, so it is left out of the key: TERM, SHLVL, _, DISPLAY,
+ * XAUTHORITY, CACHET_*, TMPDIR (each step gets a private one), and
  * the names in extra (a NULL-terminated list, may be NULL; a trailing '*' is
  * a prefix match). */
 int env_is_neutral(const char *name, size_t name_len, const char *const *extra);
@@ -77,14 +86,60 @@ int env_is_neutral(const char *name, size_t name_len, const char *const *extra);
 /* MAKEFLAGS/MFLAGS without their jobserver and -j parts (malloc'd). */
 char *env_strip_make_jobs(const char *value);
 
+/* 1 when NAME is keyed by what it does rather than by its value, and so left
+ * out of the weak key: PATH (by the programs a step found along it), make's
+ * own variables (MAKEFLAGS, MFLAGS, MAKELEVEL, MAKEOVERRIDES: only by a step
+ * that runs make), the per-session and per-run identifiers (XDG_SESSION_ID,
+ * TMUX_PANE, WINDOWID, SSH_*, GITHUB_RUN_ID, CI_JOB_ID, ...) and the names
+ * in extra (NULL-terminated, may be NULL; a trailing '*' is a prefix match).
+ * Each is keyed by value where an output, stdout or stderr holds it. */
+int env_keyed_by_effect(const char *name, size_t name_len, const char *const *extra);
+/* 1 when dir is an absolute path to the cwd, as PWD must be for gcc and the
+ * shells to believe it. A PWD that is not is keyed as "PWD", its value only
+ * where a step writes it out (it is then among effect_env). */
+int env_names_cwd(const char *dir);
+/* 1 for make's own variables (see env_keyed_by_effect). */
+int env_is_make_var(const char *name, size_t name_len);
+
+/* The search of outputs and streams for the values of the variables keyed
+ * by effect: bit v of env_finder_done is variable v of the list given to
+ * env_finder_init ("NAME=VALUE" entries, which must outlive the finder). A
+ * value of 8 bytes or more is found anywhere; a shorter one as a whole line
+ * or as NAME=VALUE (a short value occurs by chance in any binary). Variables
+ * beyond what one finder can look for count as found. */
+struct env_finder {
+	struct finder f;
+	char *needle[FINDER_MAX];
+	unsigned char var[FINDER_MAX];
+	uint64_t unsearched;
+	int overflow;
+};
+void env_finder_init(struct env_finder *ef, const char *const *env);
+void env_finder_feed(struct env_finder *ef, const void *data, size_t len);
+/* The variables found (bit v), and frees the finder. */
+uint64_t env_finder_done(struct env_finder *ef);
+
+/* The OBS_FACT names (observe.h OBSERVE_FACT_ENV, OBSERVE_FACT_WHICH) that
+ * a recorded path set ps must key for the variables keyed by effect
+ * (effect_env, as struct step holds them), in a malloc'd NULL-terminated
+ * array of malloc'd strings: every variable whose value an output or stream
+ * holds (bit v of held), make's variables where the step executed a make,
+ * PATH itself where it is unset or a relative entry of it was searched, and
+ * for every name the step looked up in a directory of PATH, where PATH
+ * leads it now. cwd: the step's, to resolve relative PATH entries. */
+char **env_effect_facts(const struct pathset *ps, char *const *effect_env, uint64_t held,
+                        const char *cwd);
+
 /* Fills step from argv (the command, argv[0] already the resolved program
- * path or name), the process's cwd, environment envp, stdin and platform,
+ * path or name), the process's cwd, environment envp (less env_ignore; the
+ * variables keyed by effect, with env_per_run among them, apart), stdin and
+ * platform,
  * and computes the weak key under bases (may be NULL: none). exe is the
  * resolved program path. The digest cache serves the executable's digest
  * (nvcc's driver is 30 MB). Fails when the step cannot be keyed under its
  * bases (step_weak_key). */
 int step_init(struct step *step, char *const *argv, const char *exe, char *const *envp,
-	      const char *const *env_ignore, const char *namespace_,
+	      const char *const *env_ignore, const char *const *env_per_run, const char *namespace_,
 	      const struct step_bases *bases, struct digest_cache *dc, struct error *e);
 void step_free(struct step *step);
 

@@ -92,9 +92,12 @@ int cli_step_init(struct step *step, char *const *argv, const char *program,
 	if (!b)
 		return -1;
 	char **ignore = st ? settings_list(st, "env_ignore") : NULL;
+	char **per_run = st ? settings_list(st, "env_per_run") : NULL;
 	int rc = step_init(step, argv, program, environ, (const char *const *)ignore,
-			   st ? settings_str(st, "namespace") : NULL, b, dc, e);
+			   (const char *const *)per_run, st ? settings_str(st, "namespace") : NULL, b,
+			   dc, e);
 	settings_list_free(ignore);
+	settings_list_free(per_run);
 	if (rc == 0) {
 		enum diag_colour family = diag_colour_family(step->argv, step->exe);
 		unsigned terminal = cli_step_terminal();

@@ -602,6 +602,9 @@ static int stored_form(struct run *r, struct record *rec, const struct tee *t)
 {
 	record_scan_stream(rec, "stdout", t->out.data, t->out.len, &r->step.bases);
 	record_scan_stream(rec, "stderr", t->err.data, t->err.len, &r->step.bases);
+	record_scan_stream_env(rec, t->out.data, t->out.len, r->step.effect_env);
+	record_scan_stream_env(rec, t->err.data, t->err.len, r->step.effect_env);
+	record_add_env_facts(rec, r->step.effect_env, r->step.cwd);
 	return portable_record(rec, &r->step.bases);
 }
 
@@ -806,8 +809,9 @@ static void miss(struct run *r, const char *reason)
 	} else {
 		struct record rec;
 		int check_status = 0;
-		if (record_run(tr.events, tr.nevents, (const char *const *)ignore, &r->step.bases,
-			       r->store, &r->dc, &rec, &e) < 0) {
+		if (record_run_scanning(tr.events, tr.nevents, (const char *const *)ignore,
+					&r->step.bases, r->step.effect_env, r->store, &r->dc,
+					&rec, &e) < 0) {
 			count_error(r, "cannot store the outputs", &e);
 		} else if (rec.not_storable) {
 			reason = rec.not_storable;

@@ -30,6 +30,9 @@ const struct setting_def setting_defs[] = {
 	  "a string mixed into every key: separate caches sharing one directory" },
 	{ "env_ignore", SETTING_LIST, NULL, 0, 0,
 	  "extra environment variables left out of the key (NAME or PREFIX*)" },
+	{ "env_per_run", SETTING_LIST, NULL, 0, 0,
+	  "extra environment variables keyed only where a step's output, stdout or stderr "
+	  "holds the value (NAME or PREFIX*): per-session and per-run identifiers" },
 	{ "base_dir", SETTING_STRING, NULL, 0, 0,
 	  "a checkout's root: paths under it are keyed relative to it, so checkouts at "
 	  "different paths share hits (outputs naming it are keyed on its real path)" },

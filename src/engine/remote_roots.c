@@ -81,10 +81,11 @@ static void roots_of(const struct step *step, struct roots *r)
 		r->exe_dir = path_dirname(step->exe);
 		roots_add(r, r->exe_dir);
 	}
-	for (size_t i = 0; step->env && step->env[i]; i++) {
-		if (strncmp(step->env[i], "PATH=", 5) != 0)
+	/* PATH is keyed by what it does: among effect_env, not env. */
+	for (size_t i = 0; step->effect_env && step->effect_env[i]; i++) {
+		if (strncmp(step->effect_env[i], "PATH=", 5) != 0)
 			continue;
-		r->path_copy = xstrdup(step->env[i] + 5);
+		r->path_copy = xstrdup(step->effect_env[i] + 5);
 		for (char *save = NULL, *d = strtok_r(r->path_copy, ":", &save); d;
 		     d = strtok_r(NULL, ":", &save))
 			roots_add(r, d);

@@ -11,6 +11,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "cachet/step.h"
 #include "cachet/trace.h"
 
 /* The resources by number, for a readable value. */
@@ -39,9 +40,26 @@ static int rlimit_of(const char *name)
 	return (int)r;
 }
 
+/* The part after prefix when name starts with it and the rest is a name
+ * of that kind, else NULL. */
+static const char *named(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	if (strncmp(name, prefix, n) || !name[n])
+		return NULL;
+	const char *rest = name + n;
+	if (!strcmp(prefix, OBSERVE_FACT_WHICH))
+		return strchr(rest, '/') ? NULL : rest;
+	for (const char *p = rest; *p; p++)
+		if (*p == '=')
+			return NULL;
+	return rest;
+}
+
 int observe_fact_known(const char *name)
 {
-	return !strcmp(name, TRACE_FACT_UNAME) || !strcmp(name, TRACE_FACT_UID) ||
+	return named(name, OBSERVE_FACT_ENV) || named(name, OBSERVE_FACT_WHICH) ||
+	       !strcmp(name, TRACE_FACT_UNAME) || !strcmp(name, TRACE_FACT_UID) ||
 	       !strcmp(name, TRACE_FACT_GID) || !strcmp(name, TRACE_FACT_GROUPS) ||
 	       !strcmp(name, TRACE_FACT_CPUS) || !strcmp(name, TRACE_FACT_STDIN) ||
 	       rlimit_of(name) >= 0;
@@ -74,6 +92,43 @@ static void put_cpus(struct buf *out, const cpu_set_t *mask)
 	}
 }
 
+static void env_value(const char *var, struct buf *out)
+{
+	const char *v = getenv(var);
+	if (!v) {
+		buf_addf(out, "%s unset", var);
+		return;
+	}
+	char *stripped = env_is_make_var(var, strlen(var)) ? env_strip_make_jobs(v) : NULL;
+	struct digest d;
+	digest_bytes(stripped ? stripped : v, strlen(stripped ? stripped : v), &d);
+	free(stripped);
+	char hex[2 * DIGEST_LEN + 1];
+	digest_to_hex(&d, hex);
+	buf_addf(out, "%s=%s", var, hex);
+}
+
+/* As execvp searches: the first entry holding an executable regular file
+ * ("" is the cwd, which is the step's: cachet runs in it). */
+static void which_value(const char *prog, struct buf *out)
+{
+	const char *path = getenv("PATH");
+	for (const char *p = path; p;) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char *cand = len ? xasprintf("%.*s/%s", (int)len, p, prog) : xstrdup(prog);
+		struct stat st;
+		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+			buf_addstr(out, cand);
+			free(cand);
+			return;
+		}
+		free(cand);
+		p = end ? end + 1 : NULL;
+	}
+	buf_addf(out, "%s not found", prog);
+}
+
 /* Values are text after the 'P', so that explain can show them as they
  * are: the facts are the caller's, which every process of the step
  * inherited (what the step then changed of them itself is the step's own
@@ -83,7 +138,13 @@ void observe_fact_value(const char *name, struct buf *out)
 	size_t start = out->len;
 	buf_addch(out, 'P');
 	int r = rlimit_of(name);
-	if (!strcmp(name, TRACE_FACT_UNAME)) {
+	const char *var = named(name, OBSERVE_FACT_ENV);
+	const char *prog = named(name, OBSERVE_FACT_WHICH);
+	if (var) {
+		env_value(var, out);
+	} else if (prog) {
+		which_value(prog, out);
+	} else if (!strcmp(name, TRACE_FACT_UNAME)) {
 		struct utsname u;
 		if (uname(&u) < 0)
 			goto failed;

@@ -12,6 +12,7 @@
 
 #include "cachet/find.h"
 #include "cachet/path.h"
+#include "cachet/step.h"
 #include "cachet/strmap.h"
 
 static const char MODIFIED[] = "input modified during run";
@@ -29,6 +30,7 @@ struct recorder {
 	size_t n;
 	const char *const *ignore_roots;
 	const struct step_bases *scan;
+	char *const *scan_env;
 	struct strmap touched;   /* path -> struct touch */
 	struct strmap dir_names; /* directory -> struct buf of NUL-separated names */
 	struct strmap outputs;   /* path -> (void *)1, outputs already added */
@@ -865,21 +867,64 @@ static void pin(struct record *rec, const struct finder *f, const char *where)
 	}
 }
 
-static void feed_finder(void *f, const void *chunk, size_t len)
+/* The searches that ride on reading an output or a stream: the bases'
+ * real paths, the values of the variables keyed by effect. */
+struct scans {
+	int bases, env;
+	struct finder f;
+	struct env_finder ef;
+};
+
+static void scans_init(struct scans *sc, const struct step_bases *scan, char *const *scan_env)
 {
-	finder_feed(f, chunk, len);
+	sc->bases = portable_has_bases(scan);
+	sc->env = scan_env && scan_env[0];
+	if (sc->bases)
+		portable_finder(&sc->f, scan);
+	if (sc->env)
+		env_finder_init(&sc->ef, (const char *const *)scan_env);
+}
+
+static void feed_scans(void *p, const void *chunk, size_t len)
+{
+	struct scans *sc = p;
+	if (sc->bases)
+		finder_feed(&sc->f, chunk, len);
+	if (sc->env)
+		env_finder_feed(&sc->ef, chunk, len);
+}
+
+/* Notes what the scans found (where: "output x", "stdout") and frees them;
+ * found nothing when abandoned (the bytes were not all fed). */
+static void scans_done(struct scans *sc, struct record *rec, const char *where)
+{
+	if (sc->bases) {
+		if (where)
+			pin(rec, &sc->f, where);
+		finder_free(&sc->f);
+	}
+	if (sc->env) {
+		uint64_t held = env_finder_done(&sc->ef);
+		if (where)
+			rec->env_held |= held;
+	}
 }
 
 void record_scan_stream(struct record *rec, const char *name, const void *data, size_t len,
 			const struct step_bases *scan)
 {
-	if (!portable_has_bases(scan))
-		return;
-	struct finder f;
-	portable_finder(&f, scan);
-	finder_feed(&f, data, len);
-	pin(rec, &f, name);
-	finder_free(&f);
+	struct scans sc;
+	scans_init(&sc, scan, NULL);
+	feed_scans(&sc, data, len);
+	scans_done(&sc, rec, name);
+}
+
+void record_scan_stream_env(struct record *rec, const void *data, size_t len, char *const *scan_env)
+{
+	struct scans sc;
+	scans_init(&sc, NULL, scan_env);
+	feed_scans(&sc, data, len);
+	scans_done(&sc, rec, "");
 }
 
 /* The output at a path is the step's only while it is what the step left
@@ -929,24 +974,21 @@ static int capture_file(struct recorder *rc, const char *path, const struct stat
 	struct digest d;
 	/* The search for the bases' real paths rides on the hashing read: an
 	 * output is not read once more for it. */
-	struct finder f;
-	int scan = portable_has_bases(rc->scan);
-	if (scan)
-		portable_finder(&f, rc->scan);
+	struct scans sc;
+	scans_init(&sc, rc->scan, rc->scan_env);
+	int scan = sc.bases || sc.env;
 	/* Hashed through a descriptor of the very file that was checked, and
 	 * still that file, unchanged, at that path once stored. */
 	if (fstat(fd, &fst) < 0 || !file_id_stat_equal(&fst, st) ||
-	    digest_fd_each(fd, &d, NULL, scan ? feed_finder : NULL, scan ? &f : NULL, e) < 0) {
+	    digest_fd_each(fd, &d, NULL, scan ? feed_scans : NULL, scan ? &sc : NULL, e) < 0) {
 		close(fd);
-		if (scan)
-			finder_free(&f);
+		scans_done(&sc, rc->rec, NULL);
 		return modified(rc);
 	}
 	if (scan) {
 		char *where = xasprintf("output %s", path);
-		pin(rc->rec, &f, where);
+		scans_done(&sc, rc->rec, where);
 		free(where);
-		finder_free(&f);
 	}
 	struct blob_ref ref;
 	if (store_put_blob_fd(rc->store, fd, &d, &ref, e) < 0) {
@@ -1271,6 +1313,13 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	       const struct step_bases *scan, struct store *s, struct digest_cache *dc,
 	       struct record *out, struct error *e)
 {
+	return record_run_scanning(events, n, ignore_roots, scan, NULL, s, dc, out, e);
+}
+
+int record_run_scanning(const struct trace_event *events, size_t n, const char *const *ignore_roots,
+                        const struct step_bases *scan, char *const *scan_env, struct store *s,
+                        struct digest_cache *dc, struct record *out, struct error *e)
+{
 	memset(out, 0, sizeof *out);
 	pathset_init(&out->ps);
 	buf_init(&out->ps_body);
@@ -1278,8 +1327,14 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	buf_init(&out->listings);
 	result_init(&out->result);
 
-	struct recorder rc = { .events = events, .n = n, .ignore_roots = ignore_roots,
-			       .scan = scan, .rec = out, .store = s, .dc = dc };
+	struct recorder rc = {.events = events,
+	                      .n = n,
+	                      .ignore_roots = ignore_roots,
+	                      .scan = scan,
+	                      .scan_env = scan_env,
+	                      .rec = out,
+	                      .store = s,
+	                      .dc = dc};
 	strmap_init(&rc.touched);
 	strmap_init(&rc.dir_names);
 	strmap_init(&rc.outputs);
@@ -1352,6 +1407,80 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 	free(rc.detail);
 	free(rc.obs_event);
 	return rc2;
+}
+
+void record_add_env_facts(struct record *rec, char *const *effect_env, const char *cwd)
+{
+	char **names = env_effect_facts(&rec->ps, effect_env, rec->env_held, cwd);
+	if (!names[0]) {
+		free(names);
+		return;
+	}
+	struct pathset *ps = &rec->ps;
+	size_t before = ps->nobs;
+	struct buf *vals = xcalloc(before + 1, sizeof *vals);
+	struct reader r;
+	reader_init(&r, rec->values.data, rec->values.len);
+	for (size_t i = 0; i < before; i++) {
+		size_t len;
+		const void *v = reader_bytes(&r, &len);
+		buf_init(&vals[i]);
+		if (v)
+			buf_add(&vals[i], v, len);
+	}
+	/* A canonical path set interns no more: built afresh. */
+	struct pathset fresh;
+	pathset_init(&fresh);
+	for (size_t i = 0; i < before; i++) {
+		const char **excluded = pathset_excluded(ps, i);
+		pathset_add(&fresh, (enum obs_kind)ps->obs[i].kind, ps->obs[i].flags,
+		            ps->paths[ps->obs[i].path], excluded);
+		free(excluded);
+	}
+	pathset_free(ps);
+	*ps = fresh;
+	size_t added = 0;
+	for (char **n = names; *n; n++, added++) {
+		pathset_add(ps, OBS_FACT, 0, *n, NULL);
+		free(*n);
+	}
+	free(names);
+	vals = xrealloc(vals, (before + added) * sizeof *vals);
+	for (size_t i = before; i < before + added; i++) {
+		buf_init(&vals[i]);
+		observe_fact_value(ps->paths[ps->obs[i].path], &vals[i]);
+	}
+	size_t *perm;
+	pathset_canonicalise(ps, &perm);
+	const struct buf **at = xcalloc(ps->nobs ? ps->nobs : 1, sizeof *at);
+	for (size_t i = 0; i < before + added; i++)
+		at[perm[i]] = &vals[i];
+	buf_reset(&rec->values);
+	for (size_t i = 0; i < ps->nobs; i++)
+		buf_put_bytes(&rec->values, at[i]->data, at[i]->len);
+	/* Listings name their observation by index. */
+	struct buf listings;
+	buf_init(&listings);
+	reader_init(&r, rec->listings.data, rec->listings.len);
+	while (r.left && !r.failed) {
+		uint32_t idx = reader_u32(&r);
+		size_t len;
+		const void *l = reader_bytes(&r, &len);
+		if (!l || idx >= before)
+			break;
+		buf_put_u32(&listings, (uint32_t)perm[idx]);
+		buf_put_bytes(&listings, l, len);
+	}
+	buf_free(&rec->listings);
+	rec->listings = listings;
+	for (size_t i = 0; i < before + added; i++)
+		buf_free(&vals[i]);
+	free(vals);
+	free(at);
+	free(perm);
+	buf_reset(&rec->ps_body);
+	pathset_encode(ps, &rec->ps_body);
+	digest_bytes(rec->ps_body.data, rec->ps_body.len, &rec->ps_digest);
 }
 
 void record_free(struct record *r)

@@ -18,18 +18,35 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static char **keyed_environment(char *const *envp, const char *const *env_ignore)
+/* The keyed environment; the variables keyed by effect go to *by_effect
+ * instead (both sorted). */
+static char **keyed_environment(char *const *envp, const char *const *env_ignore,
+				const char *const *env_per_run, const char *cwd, char ***by_effect)
 {
 	size_t n = 0;
 	while (envp && envp[n])
 		n++;
 	char **env = xmalloc((n + 1) * sizeof *env);
-	size_t k = 0;
+	char **effect = xmalloc((n + 1) * sizeof *effect);
+	size_t k = 0, ke = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *eq = strchr(envp[i], '=');
 		size_t name_len = eq ? (size_t)(eq - envp[i]) : strlen(envp[i]);
 		if (env_is_neutral(envp[i], name_len, env_ignore))
 			continue;
+		if (eq && env_keyed_by_effect(envp[i], name_len, env_per_run)) {
+			effect[ke++] = xstrdup(envp[i]);
+			continue;
+		}
+		/* gcc, bash and getcwd-like code use PWD only where it names the
+		 * cwd (make -C leaves the caller's): elsewhere only a step that
+		 * writes it out can tell its value. */
+		if (eq && name_len == 3 && !memcmp(envp[i], "PWD", 3) && strcmp(eq + 1, cwd) != 0 &&
+		    !env_names_cwd(eq + 1)) {
+			env[k++] = xstrdup("PWD");
+			effect[ke++] = xstrdup(envp[i]);
+			continue;
+		}
 		if (eq && ((name_len == 9 && !memcmp(envp[i], "MAKEFLAGS", 9)) ||
 			   (name_len == 6 && !memcmp(envp[i], "MFLAGS", 6)) ||
 			   (name_len == 15 && !memcmp(envp[i], "CARGO_MAKEFLAGS", 15)))) {
@@ -42,6 +59,9 @@ static char **keyed_environment(char *const *envp, const char *const *env_ignore
 	}
 	env[k] = NULL;
 	qsort(env, k, sizeof *env, cmp_str);
+	effect[ke] = NULL;
+	qsort(effect, ke, sizeof *effect, cmp_str);
+	*by_effect = effect;
 	return env;
 }
 
@@ -150,7 +170,7 @@ int step_weak_key(const struct step *s, const struct step_bases *b, struct diges
 }
 
 int step_init(struct step *step, char *const *argv, const char *exe, char *const *envp,
-	      const char *const *env_ignore, const char *namespace_,
+	      const char *const *env_ignore, const char *const *env_per_run, const char *namespace_,
 	      const struct step_bases *bases, struct digest_cache *dc, struct error *e)
 {
 	memset(step, 0, sizeof *step);
@@ -173,7 +193,7 @@ int step_init(struct step *step, char *const *argv, const char *exe, char *const
 		step_free(step);
 		return -1;
 	}
-	step->env = keyed_environment(envp, env_ignore);
+	step->env = keyed_environment(envp, env_ignore, env_per_run, step->cwd, &step->effect_env);
 	step->platform = platform_describe();
 	step->stdin_kind = stdin_kind(&step->stdin_digest);
 	step->namespace_ = namespace_;
@@ -198,6 +218,10 @@ void step_free(struct step *step)
 		for (char **p = step->env; *p; p++)
 			free(*p);
 	free(step->env);
+	if (step->effect_env)
+		for (char **p = step->effect_env; *p; p++)
+			free(*p);
+	free(step->effect_env);
 	free(step->cwd);
 	free(step->exe);
 	free(step->platform);

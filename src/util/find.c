@@ -13,7 +13,7 @@ void finder_init(struct finder *f, const char *const *needles, size_t n)
 			continue;
 		f->needle[i] = needles[i];
 		f->len[i] = strlen(needles[i]);
-		f->want |= 1u << i;
+		f->want |= 1ull << i;
 		if (f->len[i] > f->longest)
 			f->longest = f->len[i];
 	}
@@ -24,12 +24,12 @@ void finder_init(struct finder *f, const char *const *needles, size_t n)
 }
 
 /* memmem for each needle in mask: linear in the worst case. */
-static void search_each(struct finder *f, unsigned mask, const unsigned char *p, size_t len)
+static void search_each(struct finder *f, uint64_t mask, const unsigned char *p, size_t len)
 {
 	for (int i = 0; i < FINDER_MAX; i++)
-		if ((mask & (1u << i)) && len >= f->len[i] &&
+		if ((mask & (1ull << i)) && len >= f->len[i] &&
 		    memmem(p, len, f->needle[i], f->len[i]))
-			f->found |= 1u << i;
+			f->found |= 1ull << i;
 }
 
 /* One memchr pass per first byte that a needle still missing starts with
@@ -41,15 +41,15 @@ static void search_each(struct finder *f, unsigned mask, const unsigned char *p,
  * there memmem takes over. */
 static void search(struct finder *f, const unsigned char *p, size_t len)
 {
-	unsigned todo = f->want & ~f->found;
+	uint64_t todo = f->want & ~f->found;
 	const unsigned char *end = p + len;
 	while (todo) {
-		int first = __builtin_ctz(todo);
+		int first = __builtin_ctzll(todo);
 		unsigned char c = (unsigned char)f->needle[first][0];
-		unsigned same = 0; /* the missing needles that start with c */
+		uint64_t same = 0; /* the missing needles that start with c */
 		for (int i = first; i < FINDER_MAX; i++)
-			if ((todo & (1u << i)) && (unsigned char)f->needle[i][0] == c)
-				same |= 1u << i;
+			if ((todo & (1ull << i)) && (unsigned char)f->needle[i][0] == c)
+				same |= 1ull << i;
 		todo &= ~same;
 		size_t budget = len / 16 + 64;
 		const unsigned char *q = p;
@@ -59,11 +59,11 @@ static void search(struct finder *f, const unsigned char *p, size_t len)
 				break;
 			}
 			for (int i = first; i < FINDER_MAX; i++)
-				if ((same & (1u << i)) && (size_t)(end - q) >= f->len[i] &&
+				if ((same & (1ull << i)) && (size_t)(end - q) >= f->len[i] &&
 				    (f->len[i] < 2 || q[1] == (unsigned char)f->needle[i][1]) &&
 				    !memcmp(q, f->needle[i], f->len[i])) {
-					f->found |= 1u << i;
-					same &= ~(1u << i);
+					f->found |= 1ull << i;
+					same &= ~(1ull << i);
 				}
 		}
 	}

@@ -101,7 +101,7 @@ static void steps(const char *dir)
 	char *env[] = { "PATH=/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8", NULL };
 	struct step st;
 	struct error e = { 0 };
-	if (step_init(&st, argv, "/bin/sh", env, NULL, NULL, NULL, NULL, &e) < 0) {
+	if (step_init(&st, argv, "/bin/sh", env, NULL, NULL, NULL, NULL, NULL, &e) < 0) {
 		fprintf(stderr, "fuzz_seeds: %s\n", e.msg);
 		exit(1);
 	}

@@ -85,9 +85,9 @@ CACHET_IGNORE_PATHS="$W/scratch" run_expect miss "new step" -- ./step.sh
 CACHET_IGNORE_PATHS="$W/scratch" run_expect hit "" -- ./step.sh
 
 section "env_ignore: a listed variable does not split keys"
-BUILD_ID=1 CACHET_ENV_IGNORE='BUILD_*' run_expect miss "new step" -- gcc -O2 -c a.c -o a2.o
-BUILD_ID=2 CACHET_ENV_IGNORE='BUILD_*' run_expect hit "" -- gcc -O2 -c a.c -o a2.o
-BUILD_ID=3 run_expect miss "new step" -- gcc -O2 -c a.c -o a2.o
+BUILD_FLAVOUR=1 CACHET_ENV_IGNORE='BUILD_F*' run_expect miss "new step" -- gcc -O2 -c a.c -o a2.o
+BUILD_FLAVOUR=2 CACHET_ENV_IGNORE='BUILD_F*' run_expect hit "" -- gcc -O2 -c a.c -o a2.o
+BUILD_FLAVOUR=3 run_expect miss "new step" -- gcc -O2 -c a.c -o a2.o
 
 section "umask for a shared cache"
 rm -rf "$T/shared"

@@ -159,7 +159,8 @@ static void evaluating_now_matches_recorded_values(void **state)
 static void neutral_environment_and_make_jobs(void **state)
 {
 	assert_true(env_is_neutral("TERM", 4, NULL));
-	assert_true(env_is_neutral("SSH_AUTH_SOCK", 13, NULL));
+	assert_false(env_is_neutral("SSH_AUTH_SOCK", 13, NULL));
+	assert_true(env_keyed_by_effect("SSH_AUTH_SOCK", 13, NULL));
 	assert_true(env_is_neutral("CACHET_DIR", 10, NULL));
 	assert_false(env_is_neutral("PWD", 3, NULL));
 	assert_false(env_is_neutral("TERMINAL", 8, NULL));
