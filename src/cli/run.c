@@ -31,6 +31,7 @@
 #include "cachet/portable.h"
 #include "cachet/prefetch.h"
 #include "cachet/record.h"
+#include "cachet/spawn.h"
 #include "cachet/step.h"
 #include "cachet/step_name.h"
 #include "cachet/thread.h"
@@ -612,31 +613,7 @@ static int stored_form(struct run *r, struct record *rec, const struct tee *t)
  * streaming its output. Returns its wait status. */
 static int run_untraced(struct run *r, char **argv, char **env, struct tee *t, int *exec_errno)
 {
-	int errpipe[2];
-	if (pipe2(errpipe, O_CLOEXEC) < 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		dup2(t->out_write, 1);
-		dup2(t->err_write, 2);
-		execve(r->program, argv, env);
-		int err = errno;
-		ssize_t w = write(errpipe[1], &err, sizeof err);
-		(void)w;
-		_exit(127);
-	}
-	close(errpipe[1]);
-	int err = 0;
-	if (read(errpipe[0], &err, sizeof err) == sizeof err)
-		*exec_errno = err;
-	close(errpipe[0]);
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return status;
+	return spawn_wait(r->program, argv, env, t->out_write, t->err_write, exec_errno);
 }
 
 /* --check and --require-symbols, with the outputs in place. 0 when the
