@@ -139,4 +139,68 @@ int lookup_finish_record(struct store *s, const struct step *step, struct record
                          const struct lookup_run_end *end, struct digest *strong,
                          struct buf *result_body, struct error *e);
 
+struct store_memo;
+
+/* The tiers a local lookup tries, in order: the step's memo (the hit path
+ * without the index), then every path set of the index. */
+enum lookup_tier {
+	LOOKUP_TIER_MEMO,
+	LOOKUP_TIER_INDEX,
+};
+
+/* An entry that holds for the step: its path set keyed to a stored result,
+ * localised, every blob present. The caller's serve decides the rest. */
+struct lookup_candidate {
+	enum lookup_tier tier;
+	const struct digest *pathset;
+	const void *pathset_body;
+	size_t pathset_len;
+	struct digest strong;
+	const void *result_body; /* as stored (portable) */
+	size_t result_len;
+	struct result *result;   /* decoded, localised */
+};
+
+/* What serve did with a candidate. */
+enum {
+	LOOKUP_SERVED = 1,      /* a hit: nothing more is looked up */
+	LOOKUP_NOT_SERVED = 0,  /* could not be served (said by serve): the
+	                         * next entries are tried, not this one again */
+	LOOKUP_STOP = -1,       /* stop looking; serve keeps the result */
+	LOOKUP_PASS = -2,       /* let a later tier serve this same entry */
+};
+
+/* A local lookup for one step: the store, the step (initialised) and the
+ * caller's hands. The engine decides which entry, if any, holds; serve
+ * restores and replays it, count and fault say what went wrong. */
+struct lookup_tiers {
+	struct store *store;
+	const struct step *step;
+	struct digest_cache *dc;
+	int (*serve)(void *ctx, struct lookup_candidate *c);
+	void (*count)(void *ctx, const char *name, int64_t delta);
+	void (*fault)(void *ctx, const char *what, const struct error *e);
+	void *ctx;
+
+	/* Out of the memo tier, for the index tier: the memo's entry could
+	 * not be served under this strong key, and is not tried again (its
+	 * damaged blobs are counted once). */
+	int memo_failed;
+	struct digest memo_strong;
+	/* Out of the index tier: the weak key had path sets (a miss is then
+	 * "inputs changed", else "new step"). */
+	int had_pathsets;
+};
+
+/* The memo tier: the memo m read for the step, if it still holds (its weak
+ * key, its path set keyed through its directory fingerprints to its strong
+ * key). Returns the last LOOKUP_SERVED, LOOKUP_STOP, or 0 when the index
+ * is to be asked. */
+int lookup_memo_tier(struct lookup_tiers *t, const struct store_memo *m);
+
+/* The index tier: every path set of the step's weak key (those its argv
+ * groups rule out skipped), keyed against the file system now, until one
+ * names a result that serve serves. Returns as lookup_memo_tier. */
+int lookup_index_tier(struct lookup_tiers *t);
+
 #endif

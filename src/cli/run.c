@@ -62,8 +62,8 @@ struct run {
 	struct fplog fps;       /* fingerprints used, for the memo */
 	struct digest_cache dc; /* fps.dc */
 	struct digest memo_name;
-	int memo_failed;        /* the memo's entry could not be served... */
-	struct digest memo_strong; /* ...under this strong key */
+	struct lookup_tiers tiers; /* the local lookup (lookup.h) */
+	int exit_code;          /* of the hit served */
 	struct step step;
 	int step_ready;         /* step initialised (by the memo lookup) */
 	int64_t start_ms;
@@ -235,30 +235,21 @@ static int load_output(struct store *s, const struct blob_ref *ref, void **data,
 	return ref->size ? store_blob_read(s, ref, data, len, e) : 0;
 }
 
-/* Serves a result found for the step (as stored: portable): checks that its
- * blobs are all there, restores its outputs into this checkout and replays
- * its stdout and stderr. 1 on a hit (with *exit_code), 0 when it cannot be
- * served (counted, unless it names a base unset here; the caller goes on),
- * -1 when the hit is chosen for a verifying re-run (r->verify_cached then
- * owns res). */
+/* Serves a result the lookup found for the step (localised, every blob
+ * present): restores its outputs into this checkout and replays its stdout
+ * and stderr. LOOKUP_SERVED on a hit (with r->exit_code),
+ * LOOKUP_NOT_SERVED when it cannot be served (counted), LOOKUP_STOP when
+ * the hit is chosen for a verifying re-run (r->verify_cached then owns
+ * res). */
 static int serve(struct run *r, struct result *res, const struct digest *pathset,
-		 const struct digest *strong, int *exit_code)
+		 const struct digest *strong)
 {
 	struct error e = { 0 };
-	if (portable_localise_result(res, &r->step.bases) < 0)
-		return 0;
-	/* Every blob must be there before anything is written, so that a
-	 * damaged entry costs a run, never a half-restored tree. */
-	if (!lookup_blobs_present(r->store, res)) {
-		count(r, "errors", 1);
-		count(r, "missing_blobs", 1);
-		return 0;
-	}
 	if (verify_chosen(r->verify_forced, settings_rate(r->settings, "verify_rate"))) {
 		/* Sampled re-run: run the step for real and compare. */
 		r->verify_cached = *res;
 		r->verifying = 1;
-		return -1;
+		return LOOKUP_STOP;
 	}
 	if (r->nondeterministic)
 		cli_warn("warning: this step was found to give different outputs on identical "
@@ -304,39 +295,8 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 	if (saved > 0)
 		count(r, "time_saved_ms", saved);
 	result_replay_stdin_advance(res);
-	*exit_code = res->exit_code;
-	return 1;
-}
-
-/* The strong key of a stored path set for the step as the file system is
- * now (lookup_evaluate_pathset). -1 when the body is damaged (counted) or
- * names a base that is unset here. With a memo and its result, the lookups
- * that the memo's unchanged directories decide are skipped; a memo's own
- * checksum covers the body. */
-static int strong_key(struct run *r, const void *body, size_t len, const struct digest *digest,
-		      const struct store_memo *m, const struct result *res, struct digest *strong)
-{
-	struct error e = { 0 };
-	struct pathset_evaluation ev = {
-		.digest = digest,
-		.body = body,
-		.len = len,
-		.digest_checked = m != NULL,
-	};
-	if (m && res) {
-		ev.memo = 1;
-		ev.memo_dirs = m->dirs;
-		ev.memo_dirs_len = m->dirs_len;
-		ev.recorded_values = res->values;
-		ev.recorded_values_len = res->values_len;
-	}
-	int rc = lookup_evaluate_pathset(&r->step.bases, &r->step.weak, &r->dc, &ev, &e);
-	if (rc == LOOKUP_PATHSET_DAMAGED)
-		count_error(r, "corrupt path set", &e);
-	if (rc != LOOKUP_PATHSET_KEYED)
-		return -1;
-	*strong = ev.strong;
-	return 0;
+	r->exit_code = res->exit_code;
+	return LOOKUP_SERVED;
 }
 
 /* ---- memos: the hit path without the index ---- */
@@ -427,9 +387,56 @@ static void write_memo(struct run *r, const struct digest *pathset, const void *
 	buf_free(&md.out);
 }
 
-/* The step's memo, if it still holds: 1 on a hit (as lookup), else 0 with
- * the memo's fingerprints kept for the index lookup that follows. */
-static int memo_lookup(struct run *r, int *exit_code)
+/* serve, for the lookup's tiers (lookup.h), leaving the entry served as
+ * the step's memo where it was not already. */
+static int serve_candidate(void *ctx, struct lookup_candidate *c)
+{
+	struct run *r = ctx;
+	int memo = c->tier == LOOKUP_TIER_MEMO;
+	if (memo) {
+		/* A hit chosen for verification goes through the index, which
+		 * verifies it (the choice is made once). */
+		r->verify_forced = r->verify_forced ||
+				   verify_chosen(0, settings_rate(r->settings, "verify_rate"));
+		if (r->verify_forced)
+			return LOOKUP_PASS;
+	}
+	int served = serve(r, c->result, c->pathset, &c->strong);
+	/* From the memo: files hashed again (changed times, same content)
+	 * keep their new fingerprints for the next hit. */
+	if (served == LOOKUP_SERVED && (memo ? r->fps.added != 0 : !r->nondeterministic))
+		write_memo(r, c->pathset, c->pathset_body, c->pathset_len, &c->strong,
+			   c->result_body, c->result_len, c->result);
+	return served;
+}
+
+static void tier_count(void *ctx, const char *name, int64_t delta)
+{
+	count(ctx, name, delta);
+}
+
+static void tier_fault(void *ctx, const char *what, const struct error *e)
+{
+	count_error(ctx, what, e);
+}
+
+static void tiers_init(struct run *r)
+{
+	r->tiers = (struct lookup_tiers){
+		.store = r->store,
+		.step = &r->step,
+		.dc = &r->dc,
+		.serve = serve_candidate,
+		.count = tier_count,
+		.fault = tier_fault,
+		.ctx = r,
+	};
+}
+
+/* The step's memo, if it still holds (lookup_memo_tier): LOOKUP_SERVED on
+ * a hit, LOOKUP_STOP for a verifying re-run, else 0 with the memo's
+ * fingerprints kept for the index lookup that follows. */
+static int memo_lookup(struct run *r)
 {
 	struct store_memo m;
 	struct error e = { 0 };
@@ -439,103 +446,14 @@ static int memo_lookup(struct run *r, int *exit_code)
 	if (found != 1)
 		return 0;
 	fplog_load(&r->fps, &m);
-	int hit = 0;
-	struct digest strong;
-	struct result res;
-	if (cli_step_init(&r->step, r->argv, r->program, &r->dc, &e) < 0)
-		goto out; /* said by the index path, which tries again */
-	r->step_ready = 1;
-	if (!digest_equal(&r->step.weak, &m.weak))
-		goto out;
-	if (result_decode(m.result_body, m.result_len, &res, &e) < 0) {
-		count_error(r, "corrupt result", &e);
-		goto out;
+	int served = 0;
+	if (cli_step_init(&r->step, r->argv, r->program, &r->dc, &e) == 0) {
+		r->step_ready = 1;
+		served = lookup_memo_tier(&r->tiers, &m);
 	}
-	if (strong_key(r, m.pathset_body, m.pathset_len, &m.pathset, &m, &res, &strong) < 0 ||
-	    !digest_equal(&strong, &m.strong)) {
-		result_free(&res);
-		goto out;
-	}
-	/* A hit chosen for verification goes through the index, which
-	 * verifies it (the choice is made once). */
-	r->verify_forced = r->verify_forced ||
-			   verify_chosen(0, settings_rate(r->settings, "verify_rate"));
-	if (r->verify_forced) {
-		result_free(&res);
-		goto out;
-	}
-	hit = serve(r, &res, &m.pathset, &m.strong, exit_code) == 1;
-	/* Damaged blobs are counted once: the index has the same entry. */
-	r->memo_failed = !hit;
-	r->memo_strong = m.strong;
-	/* Files hashed again (changed times, same content): keep their new
-	 * fingerprints for the next hit. */
-	if (hit && r->fps.added)
-		write_memo(r, &m.pathset, m.pathset_body, m.pathset_len, &m.strong, m.result_body,
-			   m.result_len, &res);
-	result_free(&res);
-out:
+	/* else said by the index path, which tries again */
 	store_memo_free(&m);
-	return hit;
-}
-
-static int argv_group_key(void *ctx, uint64_t words, struct digest *key)
-{
-	struct run *r = ctx;
-	return argv_inputs_key(&r->step, words, &r->dc, key);
-}
-
-/* Tries every path set of the weak key. 1 on a hit (outputs restored,
- * output replayed, *status set), 0 on a miss; *had_pathsets tells a new
- * step from one whose inputs changed. */
-static int lookup(struct run *r, int *exit_code, int *had_pathsets)
-{
-	struct store_pathset *sets = NULL;
-	size_t nsets = 0;
-	struct error e = { 0 };
-	*had_pathsets = 0;
-	/* One read snapshot for the whole lookup: the index's lock is taken
-	 * once, not once per fingerprint. */
-	store_snapshot_begin(r->store);
-	if (store_get_pathsets_argv(r->store, &r->step.weak, argv_group_key, r, &sets, &nsets,
-				    had_pathsets, &e) < 0) {
-		store_snapshot_end(r->store);
-		count_error(r, "cannot read the index", &e);
-		return 0;
-	}
-	int hit = 0;
-	for (size_t i = 0; i < nsets && !hit; i++) {
-		struct digest strong;
-		if (strong_key(r, sets[i].body, sets[i].len, &sets[i].digest, NULL, NULL, &strong) < 0)
-			continue;
-		if (r->memo_failed && digest_equal(&strong, &r->memo_strong))
-			continue;
-		void *body;
-		size_t len;
-		int found = store_get_result(r->store, &strong, &body, &len, &e);
-		if (found < 0)
-			count_error(r, "cannot read the index", &e);
-		if (found != 1)
-			continue;
-		struct result res;
-		if (result_decode(body, len, &res, &e) < 0) {
-			free(body);
-			count_error(r, "corrupt result", &e);
-			continue;
-		}
-		int served = serve(r, &res, &sets[i].digest, &strong, exit_code);
-		if (served == 1 && !r->nondeterministic)
-			write_memo(r, &sets[i].digest, sets[i].body, sets[i].len, &strong, body, len,
-				   &res);
-		free(body);
-		if (served < 0)
-			break; /* chosen for verification: r->verify_cached owns res */
-		result_free(&res);
-		hit = served;
-	}
-	store_pathsets_free(sets, nsets);
-	store_snapshot_end(r->store);
-	return hit;
+	return served;
 }
 
 /* ---- the miss path ---- */
@@ -1020,12 +938,11 @@ static int run_main(int argc, char **argv, int masquerade)
 	if (own)
 		run_uncacheable(&r, own);
 	memo_name(&r);
-	if (!r.recache) {
-		int exit_code;
-		if (memo_lookup(&r, &exit_code)) {
-			finish(&r);
-			exit(exit_code);
-		}
+	tiers_init(&r);
+	int memo_served = r.recache ? 0 : memo_lookup(&r);
+	if (memo_served == LOOKUP_SERVED) {
+		finish(&r);
+		exit(r.exit_code);
 	}
 	if (store_index_open(r.store, &e) < 0) {
 		cli_warn("cache unusable, running without it: %s", e.msg);
@@ -1050,14 +967,16 @@ static int run_main(int argc, char **argv, int masquerade)
 	r.nondeterministic = store_nondeterministic(r.store, &r.step.weak, NULL, NULL, &ne) == 1;
 	int rerun = r.nondeterministic &&
 		    !strcmp(settings_str(r.settings, "nondeterministic"), "rerun");
-	if (!r.recache && !rerun) {
-		int exit_code;
-		if (lookup(&r, &exit_code, &had_pathsets)) {
+	/* A memo's hit chosen for a verifying re-run runs now. */
+	if (!r.recache && !rerun && memo_served != LOOKUP_STOP) {
+		if (lookup_index_tier(&r.tiers) == LOOKUP_SERVED) {
 			finish(&r);
-			exit(exit_code);
+			exit(r.exit_code);
 		}
+		had_pathsets = r.tiers.had_pathsets;
 		/* Local miss: ask the remote caches (restored inside the output
 		 * roots only, and stored locally); a hit being verified runs. */
+		int exit_code;
 		if (!r.verifying && remote_tier_lookup(r.store, &r.step, &r.dc, &exit_code)) {
 			report(&r, "hit", "remote");
 			finish(&r);
