@@ -32,8 +32,7 @@ static int offer(struct lookup_tiers *t, struct lookup_candidate *c)
 
 /* The strong key of a stored path set as the file system is now; -1 when
  * it cannot hold (a damaged body is said through fault). */
-static int key_pathset(struct lookup_tiers *t, struct pathset_evaluation *ev,
-                       struct digest *strong)
+static int key_pathset(struct lookup_tiers *t, struct pathset_evaluation *ev, struct digest *strong)
 {
 	struct error e = {0};
 	int rc = lookup_evaluate_pathset(&t->step->bases, &t->step->weak, t->dc, ev, &e);

@@ -2,7 +2,8 @@
  * while they lived in the command-line layer: a damaged path set is never
  * keyed, a result with a missing blob is not served, an entry (a miss's or
  * a remote hit's) stored under the bound of path sets, a stored miss built
- * whole. */
+ * whole, and the memo tier falling back to the index (damaged blobs
+ * counted once). */
 #include "test_store_fixture.h"
 
 #include "cachet/lookup.h"
@@ -421,6 +422,167 @@ static void test_finish_record(void **state)
 	store_close(s);
 }
 
+/* What the tiers asked of the caller, for the tests of lookup_*_tier. */
+struct tier_calls {
+	int served[2]; /* serve's calls, by tier */
+	int pass_memo; /* serve hands the memo's entry on to the index */
+	int missing_blobs, errors, faults;
+};
+
+static int tier_serve(void *ctx, struct lookup_candidate *c)
+{
+	struct tier_calls *calls = ctx;
+	calls->served[c->tier]++;
+	if (c->tier == LOOKUP_TIER_MEMO && calls->pass_memo)
+		return LOOKUP_PASS;
+	return LOOKUP_SERVED;
+}
+
+static void tier_count(void *ctx, const char *name, int64_t delta)
+{
+	struct tier_calls *calls = ctx;
+	if (!strcmp(name, "missing_blobs"))
+		calls->missing_blobs += (int)delta;
+	else if (!strcmp(name, "errors"))
+		calls->errors += (int)delta;
+}
+
+static void tier_fault(void *ctx, const char *what, const struct error *e)
+{
+	(void)what;
+	(void)e;
+	((struct tier_calls *)ctx)->faults++;
+}
+
+/* One entry of a step in the index, and the step's memo naming the same
+ * entry (without directory fingerprints: a full evaluation). The caller
+ * frees the bodies. */
+struct memo_fixture {
+	struct step step;
+	struct buf ps_body, result_body;
+	struct store_memo memo;
+	struct blob_ref out;
+};
+
+static void store_memo_entry(struct store *s, struct memo_fixture *f, unsigned w)
+{
+	char *input = scratch_path("input.c");
+	write_file(input, "int x;\n", 7);
+	test_step(&f->step, w);
+	struct digest d;
+	make_pathset(input, 0, &f->ps_body, &d);
+	struct digest strong = strong_now(&f->ps_body, &d, &f->step.weak);
+	struct error e = {0, ""};
+	struct result res;
+	result_init(&res);
+	assert_int_equal(store_put_blob_mem(s, "compiled", 8, &res.out, &e), 0);
+	assert_int_equal(store_put_blob_mem(s, "", 0, &res.err, &e), 0);
+	res.host = xstrdup("here");
+	res.cachet_version = xstrdup("test");
+	f->out = res.out;
+	buf_init(&f->result_body);
+	result_encode(&res, &f->result_body);
+	struct lookup_entry en = {.step = &f->step,
+	                          .pathset = &d,
+	                          .pathset_body = f->ps_body.data,
+	                          .pathset_len = f->ps_body.len,
+	                          .strong = &strong,
+	                          .result_body = f->result_body.data,
+	                          .result_len = f->result_body.len,
+	                          .result = &res};
+	int rc = lookup_store_entry(s, &en, &e);
+	if (rc < 0)
+		print_error("lookup_store_entry: %s\n", e.msg);
+	assert_int_equal(rc, 0);
+	result_free(&res);
+	f->memo = (struct store_memo){.weak = f->step.weak,
+	                              .pathset = d,
+	                              .strong = strong,
+	                              .pathset_body = f->ps_body.data,
+	                              .pathset_len = f->ps_body.len,
+	                              .result_body = f->result_body.data,
+	                              .result_len = f->result_body.len};
+	free(input);
+}
+
+static struct lookup_tiers tiers_for(struct store *s, const struct step *step,
+                                     struct tier_calls *calls)
+{
+	return (struct lookup_tiers){.store = s,
+	                             .step = step,
+	                             .serve = tier_serve,
+	                             .count = tier_count,
+	                             .fault = tier_fault,
+	                             .ctx = calls};
+}
+
+/* The memo and the index name the same entry: a blob of it damaged is
+ * found by the memo tier, counted once, and the index tier, tried next,
+ * does not count it (or serve it) again. */
+static void test_damaged_blobs_counted_once(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	struct memo_fixture f;
+	store_memo_entry(s, &f, 5);
+	char *path = blob_path(s, &f.out.digest, f.out.form);
+	assert_int_equal(unlink(path), 0);
+	free(path);
+	struct tier_calls calls = {0};
+	struct lookup_tiers t = tiers_for(s, &f.step, &calls);
+	assert_int_equal(lookup_memo_tier(&t, &f.memo), 0);
+	assert_int_equal(calls.missing_blobs, 1);
+	assert_true(t.memo_failed);
+	assert_true(digest_equal(&t.memo_strong, &f.memo.strong));
+	assert_int_equal(lookup_index_tier(&t), 0);
+	assert_int_equal(t.had_pathsets, 1);
+	assert_int_equal(calls.missing_blobs, 1);
+	assert_int_equal(calls.errors, 1);
+	assert_int_equal(calls.served[LOOKUP_TIER_MEMO] + calls.served[LOOKUP_TIER_INDEX], 0);
+	assert_int_equal(calls.faults, 0);
+	buf_free(&f.ps_body);
+	buf_free(&f.result_body);
+	store_close(s);
+}
+
+/* An entry the memo tier holds and the caller passes on (a hit chosen for
+ * verification) is served by the index tier; a whole one from the memo is
+ * served there, and the index is not needed. */
+static void test_memo_entry_served_or_passed_on(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	struct memo_fixture f;
+	store_memo_entry(s, &f, 6);
+	struct tier_calls calls = {.pass_memo = 1};
+	struct lookup_tiers t = tiers_for(s, &f.step, &calls);
+	assert_int_equal(lookup_memo_tier(&t, &f.memo), 0);
+	assert_false(t.memo_failed);
+	assert_int_equal(lookup_index_tier(&t), LOOKUP_SERVED);
+	assert_int_equal(calls.served[LOOKUP_TIER_MEMO], 1);
+	assert_int_equal(calls.served[LOOKUP_TIER_INDEX], 1);
+
+	struct tier_calls direct = {0};
+	struct lookup_tiers t2 = tiers_for(s, &f.step, &direct);
+	assert_int_equal(lookup_memo_tier(&t2, &f.memo), LOOKUP_SERVED);
+	assert_int_equal(direct.served[LOOKUP_TIER_MEMO], 1);
+	/* Once its input changed, the memo no longer holds: not served, and
+	 * not marked failed, so the index is asked. */
+	char *input = scratch_path("input.c");
+	write_file(input, "int y;\n", 7);
+	free(input);
+	struct tier_calls changed = {0};
+	struct lookup_tiers t3 = tiers_for(s, &f.step, &changed);
+	assert_int_equal(lookup_memo_tier(&t3, &f.memo), 0);
+	assert_false(t3.memo_failed);
+	assert_int_equal(lookup_index_tier(&t3), 0);
+	assert_int_equal(t3.had_pathsets, 1);
+	assert_int_equal(changed.served[LOOKUP_TIER_MEMO] + changed.served[LOOKUP_TIER_INDEX], 0);
+	buf_free(&f.ps_body);
+	buf_free(&f.result_body);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,6 +603,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bound_of_pathsets, scratch_setup,
 	                                    scratch_teardown),
 	    cmocka_unit_test_setup_teardown(test_finish_record, scratch_setup, scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_damaged_blobs_counted_once, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_memo_entry_served_or_passed_on, scratch_setup,
+	                                    scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
