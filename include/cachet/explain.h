@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "cachet/outputs.h"
 #include "cachet/pathset.h"
+#include "cachet/result.h"
 #include "cachet/step.h"
 
 struct explain_item {

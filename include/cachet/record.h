@@ -22,9 +22,9 @@
 #include "cachet/buf.h"
 #include "cachet/digest.h"
 #include "cachet/error.h"
-#include "cachet/outputs.h"
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
+#include "cachet/result.h"
 #include "cachet/store.h"
 #include "cachet/trace.h"
 

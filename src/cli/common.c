@@ -10,10 +10,10 @@
 
 #include "cachet/buf.h"
 #include "cachet/diag_colour.h"
-#include "cachet/outputs.h"
 #include "cachet/path.h"
 #include "cachet/portable.h"
 #include "cachet/redact.h"
+#include "cachet/result.h"
 #include "cachet/step.h"
 #include "cli/hermetic_env.h"
 #include "cli/settings.h"

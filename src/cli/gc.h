@@ -5,7 +5,7 @@
 #ifndef CACHET_CLI_GC_H
 #define CACHET_CLI_GC_H
 
-#include "cachet/outputs.h"
+#include "cachet/result.h"
 #include "cachet/store.h"
 
 /* After res was stored: adds its size to the cache's running estimate and,

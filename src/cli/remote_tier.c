@@ -19,12 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cachet/outputs.h"
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
 #include "cachet/record.h"
 #include "cachet/remote.h"
 #include "cachet/remote_lookup.h"
+#include "cachet/result.h"
 #include "cachet/step.h"
 #include "cachet/store.h"
 #include "cli/cli.h"

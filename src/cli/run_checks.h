@@ -9,7 +9,7 @@
 #define CACHET_CLI_RUN_CHECKS_H
 
 #include "cachet/buf.h"
-#include "cachet/outputs.h"
+#include "cachet/result.h"
 #include "cachet/store.h"
 
 /* 1 when this hit should be re-run and compared: always with --verify,

@@ -10,7 +10,7 @@
 #include "cachet/buf.h"
 #include "cachet/diag_colour.h"
 #include "cachet/fdio.h"
-#include "cachet/outputs.h"
+#include "cachet/result.h"
 
 struct tee {
 	int out_read, err_read;   /* read ends, owned by the tee */

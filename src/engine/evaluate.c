@@ -8,8 +8,8 @@
 #include <stdlib.h>
 
 #include "cachet/dirfp.h"
-#include "cachet/outputs.h"
 #include "cachet/portable.h"
+#include "cachet/result.h"
 #include "cachet/store.h"
 
 int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest *weak,

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 
 #include "cachet/argv_inputs.h"
-#include "cachet/outputs.h"
 #include "cachet/portable.h"
+#include "cachet/result.h"
 #include "cachet/step.h"
 #include "cachet/store.h"
 

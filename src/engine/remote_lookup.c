@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "cachet/lookup.h"
-#include "cachet/outputs.h"
 #include "cachet/portable.h"
+#include "cachet/result.h"
 #include "cachet/step.h"
 #include "cachet/store.h"
 

@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cachet/outputs.h"
 #include "cachet/record.h"
+#include "cachet/result.h"
 #include "cachet/step.h"
 #include "cachet/store.h"
 

@@ -5,11 +5,11 @@
 
 #include "cachet/buf.h"
 #include "cachet/observe.h"
-#include "cachet/outputs.h"
 #include "cachet/path.h"
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
 #include "cachet/record.h"
+#include "cachet/result.h"
 #include "cachet/step.h"
 #include "cachet/strmap.h"
 

@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 
 #include "cachet/find.h"
-#include "cachet/outputs.h"
 #include "cachet/path.h"
 #include "cachet/pathset.h"
 #include "cachet/record.h"
+#include "cachet/result.h"
 
 static const char *base_at(const struct step_bases *b, int i)
 {

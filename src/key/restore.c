@@ -1,4 +1,4 @@
-#include "cachet/outputs.h"
+#include "cachet/result.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-#include "cachet/outputs.h"
+#include "cachet/result.h"
 
 #include <stdlib.h>
 #include <string.h>

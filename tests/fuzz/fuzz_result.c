@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cachet/outputs.h"
+#include "cachet/result.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

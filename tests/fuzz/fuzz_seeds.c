@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "cachet/dirfp.h"
-#include "cachet/outputs.h"
 #include "cachet/pathset.h"
 #include "cachet/remote.h"
+#include "cachet/result.h"
 #include "cachet/step.h"
 #include "cachet/store.h"
 

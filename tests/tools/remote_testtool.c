@@ -21,9 +21,9 @@
 #include <string.h>
 
 #include "cachet/buf.h"
-#include "cachet/outputs.h"
 #include "cachet/pathset.h"
 #include "cachet/remote.h"
+#include "cachet/result.h"
 
 static int slurp(const char *path, struct buf *b)
 {

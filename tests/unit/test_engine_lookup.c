@@ -7,9 +7,9 @@
 #include "test_store_fixture.h"
 
 #include "cachet/lookup.h"
-#include "cachet/outputs.h"
 #include "cachet/portable.h"
 #include "cachet/record.h"
+#include "cachet/result.h"
 #include "cachet/step.h"
 #include "store/store_internal.h"
 

@@ -9,10 +9,10 @@
 #include <limits.h>
 
 #include "cachet/observe.h"
-#include "cachet/outputs.h"
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
 #include "cachet/record.h"
+#include "cachet/result.h"
 #include "cachet/step.h"
 
 /* ---- paths and texts ---- */

@@ -9,7 +9,7 @@
 #include <dirent.h>
 #include <time.h>
 
-#include "cachet/outputs.h"
+#include "cachet/result.h"
 
 struct restore_case {
 	struct store *s;

@@ -7,8 +7,8 @@
 #include "test_store_fixture.h"
 
 #include "cachet/observe.h"
-#include "cachet/outputs.h"
 #include "cachet/remote.h"
+#include "cachet/result.h"
 #include "cachet/step.h"
 
 /* ---- configuration ---- */

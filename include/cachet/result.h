@@ -5,8 +5,8 @@
  * them back all or nothing (temporary files, then exchanges of names, undone
  * at a failure), and leaves a file that already holds the content in place.
  */
-#ifndef CACHET_OUTPUTS_H
-#define CACHET_OUTPUTS_H
+#ifndef CACHET_RESULT_H
+#define CACHET_RESULT_H
 
 #include <stddef.h>
 #include <stdint.h>
