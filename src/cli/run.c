@@ -959,7 +959,8 @@ static int run_main(int argc, char **argv, int masquerade)
 		run_direct(r.argv, r.program);
 	}
 
-	int had_pathsets = 0;
+	/* A memo's entry held: the index knew the step. */
+	int had_pathsets = memo_served == LOOKUP_STOP;
 	/* A step known to give different outputs on identical runs: with
 	 * nondeterministic = rerun it always runs (and is never stored); with
 	 * warn (the default) its hits come with a warning. */
