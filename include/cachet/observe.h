@@ -174,9 +174,14 @@ void observe_listing_value(struct listing_entry *entries, size_t n, const char *
  *                 digest, so that no path set carries a secret's value;
  *   "which:NAME"  where PATH leads the program NAME now: the first
  *                 "<entry>/NAME" that is an executable regular file, as
- *                 execvp finds it ('P' path, or "NAME not found"). */
-#define OBSERVE_FACT_ENV   "env:"
-#define OBSERVE_FACT_WHICH "which:"
+ *                 execvp finds it ('P' path, or "NAME not found");
+ *   "ldcache:NAME" what the loader's cache (/etc/ld.so.cache) maps the
+ *                 soname NAME to now (ldcache.h ldcache_lookup), for a
+ *                 step whose loaders searched for NAME: an 'E' value when
+ *                 the cache cannot be read or parsed. */
+#define OBSERVE_FACT_ENV     "env:"
+#define OBSERVE_FACT_WHICH   "which:"
+#define OBSERVE_FACT_LDCACHE "ldcache:"
 
 /* 1 when name is one of the facts OBS_FACT knows (trace.h TRACE_FACT_*). */
 int observe_fact_known(const char *name);

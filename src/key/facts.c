@@ -1,6 +1,7 @@
 #include "cachet/observe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "cachet/fdio.h"
+#include "cachet/ldcache.h"
 #include "cachet/step.h"
 #include "cachet/trace.h"
 
@@ -48,7 +51,7 @@ static const char *named(const char *name, const char *prefix)
 	if (strncmp(name, prefix, n) || !name[n])
 		return NULL;
 	const char *rest = name + n;
-	if (!strcmp(prefix, OBSERVE_FACT_WHICH))
+	if (!strcmp(prefix, OBSERVE_FACT_WHICH) || !strcmp(prefix, OBSERVE_FACT_LDCACHE))
 		return strchr(rest, '/') ? NULL : rest;
 	for (const char *p = rest; *p; p++)
 		if (*p == '=')
@@ -59,6 +62,7 @@ static const char *named(const char *name, const char *prefix)
 int observe_fact_known(const char *name)
 {
 	return named(name, OBSERVE_FACT_ENV) || named(name, OBSERVE_FACT_WHICH) ||
+	       named(name, OBSERVE_FACT_LDCACHE) ||
 	       !strcmp(name, TRACE_FACT_UNAME) || !strcmp(name, TRACE_FACT_UID) ||
 	       !strcmp(name, TRACE_FACT_GID) || !strcmp(name, TRACE_FACT_GROUPS) ||
 	       !strcmp(name, TRACE_FACT_CPUS) || !strcmp(name, TRACE_FACT_STDIN) ||
@@ -129,6 +133,60 @@ static void which_value(const char *prog, struct buf *out)
 	buf_addf(out, "%s not found", prog);
 }
 
+/* The loader's cache as this process last read it: evaluating a path set
+ * asks for one soname per fact, and a cache file is read once while it is
+ * the same file (ldconfig replaces it by a rename: another inode). */
+static struct {
+	int have;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	unsigned char *data;
+} ldcache;
+
+/* 0, or -1 with errno. */
+static int ldcache_value(const char *soname, struct buf *out)
+{
+	struct stat st;
+	if (stat(LDCACHE_PATH, &st) < 0)
+		return -1;
+	if (!ldcache.have || st.st_dev != ldcache.dev || st.st_ino != ldcache.ino ||
+	    st.st_size != ldcache.size || st.st_mtim.tv_sec != ldcache.mtime.tv_sec ||
+	    st.st_mtim.tv_nsec != ldcache.mtime.tv_nsec) {
+		int fd = open(LDCACHE_PATH, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		struct stat fst;
+		unsigned char *data = NULL;
+		if (fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode)) {
+			data = xmalloc((size_t)fst.st_size + 1);
+			if (read_full(fd, data, (size_t)fst.st_size) != fst.st_size) {
+				free(data);
+				data = NULL;
+			}
+		}
+		int saved = errno;
+		close(fd);
+		if (!data) {
+			errno = saved ? saved : EIO;
+			return -1;
+		}
+		free(ldcache.data);
+		ldcache.have = 1;
+		ldcache.dev = fst.st_dev;
+		ldcache.ino = fst.st_ino;
+		ldcache.size = fst.st_size;
+		ldcache.mtime = fst.st_mtim;
+		ldcache.data = data;
+	}
+	if (ldcache_lookup(ldcache.data, (size_t)ldcache.size, soname, out) < 0) {
+		errno = EBADMSG;
+		return -1;
+	}
+	return 0;
+}
+
 /* Values are text after the 'P', so that explain can show them as they
  * are: the facts are the caller's, which every process of the step
  * inherited (what the step then changed of them itself is the step's own
@@ -140,10 +198,14 @@ void observe_fact_value(const char *name, struct buf *out)
 	int r = rlimit_of(name);
 	const char *var = named(name, OBSERVE_FACT_ENV);
 	const char *prog = named(name, OBSERVE_FACT_WHICH);
+	const char *soname = named(name, OBSERVE_FACT_LDCACHE);
 	if (var) {
 		env_value(var, out);
 	} else if (prog) {
 		which_value(prog, out);
+	} else if (soname) {
+		if (ldcache_value(soname, out) < 0)
+			goto failed;
 	} else if (!strcmp(name, TRACE_FACT_UNAME)) {
 		struct utsname u;
 		if (uname(&u) < 0)

@@ -119,9 +119,34 @@ EXPORT unsigned int la_version(unsigned int version)
 	return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
 
+/* The loader searches for a bare soname (no '/') in its cache too: the
+ * tracer keys what the cache maps it to (ldcache:NAME), and only then
+ * drops the bytes of the loader's own read of the cache from the key. When
+ * the ring is full, this thread reads the cache itself, with a stop, from
+ * code outside the loader: the cache is then keyed by its bytes, as
+ * without this library. */
+static void soname_search(const char *name)
+{
+	for (const char *c = name; *c; c++)
+		if (*c == '/')
+			return;
+	uint64_t seq;
+	struct ring_slot *s = rc_record(ring, RING_NR_SONAME_SEARCH, 0, 0, 0, 0, name, &seq);
+	if (s) {
+		rc_done(s, seq, 0);
+		return;
+	}
+	long fd = rc_syscall(SYS_openat, AT_FDCWD, (long)"/etc/ld.so.cache", O_RDONLY | O_CLOEXEC,
+	                     0, 0, 0);
+	if (fd >= 0)
+		rc_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+}
+
 EXPORT char *la_objsearch(const char *name, uintptr_t *cookie, unsigned int flag)
 {
 	(void)cookie;
+	if (ring && flag == LA_SER_ORIG && name && name[0])
+		soname_search(name);
 	/* The name as the program asked for it (a bare soname, or a path the
 	 * loader opens as it is): not one of the search's guesses. */
 	if (!ring || flag == LA_SER_ORIG || !name || !name[0])

@@ -215,7 +215,9 @@ static int seen_before(struct tracer *tr, const struct ring_slot *s)
 static void classify(struct tracer *tr, struct ring_slot *s, int with_result)
 {
 	s->str[RING_STR - 1] = '\0';
-	if (!seen_before(tr, s))
+	if (s->nr == RING_NR_SONAME_SEARCH)
+		syscall_soname_search(tr, s->tid, s->str);
+	else if (!seen_before(tr, s))
 		syscall_record(tr, s->tid, s->nr, s->args, s->str, with_result ? &s->res : NULL);
 }
 

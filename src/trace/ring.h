@@ -63,6 +63,11 @@
 #define RING_SLOTS 512u
 #define RING_STR 384u
 
+/* A record that is no call: the audit library's report that the loader of
+ * its thread is about to search for the soname in `str` (la_objsearch,
+ * LA_SER_ORIG), which may take it to the loader's cache. */
+#define RING_NR_SONAME_SEARCH (-2)
+
 /* Environment of the traced step: where the ring is ("/proc/PID/fd/N" of
  * the tracer's memfd). */
 #define RING_ENV "CACHET_TRACE_RING"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -24,6 +25,9 @@
 #include <unistd.h>
 
 #include "cachet/digest.h"
+#include "cachet/fdio.h"
+#include "cachet/ldcache.h"
+#include "cachet/observe.h"
 #include "cachet/path.h"
 #include "trace/classify.h"
 #include "trace/dirorder.h"
@@ -669,6 +673,84 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
 	return RESUME_SYSCALL;
 }
 
+/* The dev:inode of the mapping of process tid that holds address ip
+ * (start: the one that begins there), or 0 when none or unreadable. */
+static int mapping_file(pid_t tid, uint64_t ip, int start, char *id, size_t cap)
+{
+	char maps[64];
+	snprintf(maps, sizeof maps, "/proc/%d/maps", (int)tid);
+	FILE *f = fopen(maps, "re");
+	if (!f)
+		return 0;
+	char line[TRACE_PATHBUF + 128];
+	int found = 0;
+	while (!found && fgets(line, sizeof line, f)) {
+		unsigned long long lo, hi, inode;
+		char dev[32];
+		if (sscanf(line, "%llx-%llx %*s %*s %31s %llu", &lo, &hi, dev, &inode) != 4)
+			continue;
+		if (inode && (start ? lo == ip : lo <= ip && ip < hi)) {
+			snprintf(id, cap, "%s:%llu", dev, inode);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* The program interpreter's load address (AT_BASE) in process tid, or 0
+ * (a static program, or a loader run as the program). */
+static uint64_t interpreter_base(pid_t tid)
+{
+	char auxv[64];
+	snprintf(auxv, sizeof auxv, "/proc/%d/auxv", (int)tid);
+	int fd = open(auxv, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	uint64_t v[2], base = 0;
+	while (read_full(fd, v, sizeof v) == (ssize_t)sizeof v && v[0] != AT_NULL)
+		if (v[0] == AT_BASE)
+			base = v[1];
+	close(fd);
+	return base;
+}
+
+/*
+ * 1 when the open of this stop is the dynamic loader's own read of its
+ * cache, which is then keyed by what it maps each soname the loader looked
+ * up to (the ldcache:NAME facts of the audit library's reports), not by its
+ * bytes, which every ldconfig rewrites. That takes all three: the literal
+ * path the loader opens; a call made from the code of the process's
+ * interpreter (the loader opens the cache only to look sonames up; a
+ * program's own read comes from libc or its own code, `ldconfig -p` is
+ * static); and a soname search reported by the audit library in this
+ * thread since its exec, which proves the library is loaded there and
+ * reports every search (it reads the cache itself, with a stop from its
+ * own code, for one it cannot report). Anything else keeps the bytes.
+ */
+static int loaders_cache_read(struct tracer *tr, struct tracee *t)
+{
+	if (t->rec_res || !t->loader_searched || !t->entry_ip || strcmp(tr->raw, LDCACHE_PATH) != 0)
+		return 0;
+	uint64_t base = interpreter_base(t->tid);
+	char loader[64], caller[64];
+	return base && mapping_file(t->tid, base, 1, loader, sizeof loader) &&
+	       mapping_file(t->tid, t->entry_ip, 0, caller, sizeof caller) &&
+	       !strcmp(loader, caller);
+}
+
+void syscall_soname_search(struct tracer *tr, pid_t tid, const char *soname)
+{
+	struct tracee *t = tracee_find(&tr->tracees, tid);
+	if (t)
+		t->loader_searched = 1;
+	char name[sizeof OBSERVE_FACT_LDCACHE + RING_STR];
+	snprintf(name, sizeof name, "%s%s", OBSERVE_FACT_LDCACHE, soname);
+	struct tracee *who = &tr->rec_tracee;
+	who->tid = tid;
+	emit(tr, t ? t : who, TRACE_FACT, 0, 0, name, NULL);
+}
+
 /* Lookups that only observe (stat, access, open for reading) take their
  * outcome at entry, from the same lookup made by the tracer, as readlink
  * does below, instead of from an exit stop: a stop is the price of a miss,
@@ -721,6 +803,8 @@ static enum resume outcome_open_read(struct tracer *tr, struct tracee *t,
 	struct pending *p = &t->p;
 	struct stat st;
 	int err;
+	if (loaders_cache_read(tr, t))
+		return RESUME_CONT;
 	/* A preload record: the file the step's open got (its fstat). */
 	const char *special;
 	if (t->rec_res && ((err = rv_errno(t->rec_res->rv)) ||
@@ -1153,6 +1237,7 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 	}
 	const uint64_t *a = si->seccomp.args;
 	struct pending *p = &t->p;
+	t->entry_ip = si->instruction_pointer;
 	p->what = PEND_NONE;
 	p->flags = 0;
 	p->has_path = 0;
@@ -1549,6 +1634,8 @@ static void exec_scripts(struct tracer *tr, struct tracee *t, const char *path, 
 void syscall_exec_done(struct tracer *tr, struct tracee *t)
 {
 	struct pending *p = &t->p;
+	/* The next image's loader reports its own searches, if it can. */
+	t->loader_searched = 0;
 	int known = p->what == PEND_EXEC && p->path[0];
 	int record = known && p->has_path;
 	p->what = PEND_NONE;

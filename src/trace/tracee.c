@@ -86,6 +86,8 @@ struct tracee *tracee_add(struct tracee_table *t, pid_t tid)
 	r->p.has_path = 0;
 	r->rec_str = NULL;
 	r->rec_res = NULL;
+	r->entry_ip = 0;
+	r->loader_searched = 0;
 	r->run_delay_ns = 0;
 	r->has_run_delay = 0;
 	r->schedstat_fd = -1;

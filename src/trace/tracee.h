@@ -56,6 +56,12 @@ struct tracee {
 	const char *rec_str;
 	/* ... and what the step's own call returned (NULL: not known). */
 	const struct ring_result *rec_res;
+	/* Where the call of its current seccomp stop was made (0: a record). */
+	uint64_t entry_ip;
+	/* Its loader reported a soname search through the audit library, so
+	 * the cache's mapping of every soname that loader looked up is keyed
+	 * (observe.h OBSERVE_FACT_LDCACHE). */
+	int loader_searched;
 	/* Its time waiting on a run queue at the last check, its
 	 * /proc/<tid>/schedstat kept open for the next (-1: not yet), and
 	 * whether its CPU affinity is its own, never to be touched again

@@ -98,6 +98,9 @@ void tracer_mark_uncacheable(struct tracer *tr, const char *reason);
 struct ring_result;
 void syscall_record(struct tracer *tr, pid_t tid, int nr, const uint64_t args[6],
                     const char *str, const struct ring_result *res);
+/* The audit library's report (ring.h RING_NR_SONAME_SEARCH) that the
+ * loader of thread tid searches for soname. */
+void syscall_soname_search(struct tracer *tr, pid_t tid, const char *soname);
 
 /* The end of the run (syscalls.c): hands each TRACE_LIST event the views
  * of its directory. */

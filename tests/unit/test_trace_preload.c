@@ -190,7 +190,14 @@ static char *run_traced(char **argv, const char *lib, struct trace_result *r, ch
 	char **lines = xcalloc(r->nevents + 1, sizeof *lines);
 	for (size_t i = 0; i < r->nevents; i++) {
 		const struct trace_event *ev = &r->events[i];
-		lines[i] = xasprintf("%d %u %d %s", (int)ev->kind, ev->flags, ev->err, ev->path);
+		/* With the audit library the loader's cache is keyed by what
+		 * it maps each soname to (ldcache:NAME facts), without it by
+		 * the loader's read of the file: one line for either. */
+		if (!strncmp(ev->path, "ldcache:", 8) || !strcmp(ev->path, "/etc/ld.so.cache"))
+			lines[i] = xstrdup("the loader's cache");
+		else
+			lines[i] = xasprintf("%d %u %d %s", (int)ev->kind, ev->flags, ev->err,
+					     ev->path);
 	}
 	qsort(lines, r->nevents, sizeof *lines, cmp_line);
 	struct buf b;
@@ -254,6 +261,13 @@ static void the_tracer_records_the_same_events_and_spares_the_stops(void **state
 	run_slow_and_fast(argv, &r);
 	assert_string_equal(r.slow_out, r.fast_out);
 	assert_string_equal(r.fast_events, r.slow_events);
+	int mapped = 0, read = 0;
+	for (size_t i = 0; i < r.fast.nevents; i++) {
+		mapped |= r.fast.events[i].kind == TRACE_FACT &&
+			  !strcmp(r.fast.events[i].path, "ldcache:libc.so.6");
+		read |= !strcmp(r.fast.events[i].path, "/etc/ld.so.cache");
+	}
+	assert_true(mapped && !read);
 	assert_int_equal(r.slow.nrecords, 0);
 	assert_true(r.fast.nrecords > 0);
 	assert_true(r.fast.nstops < r.slow.nstops);
