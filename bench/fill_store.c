@@ -54,9 +54,9 @@ int main(int argc, char **argv)
 	 * a journal each commit writes its pages once, not to the WAL and again
 	 * at the checkpoint; the next store_open puts WAL mode back. */
 	sqlite3_exec(s->db,
-		     "PRAGMA synchronous=OFF; PRAGMA journal_mode=DELETE; PRAGMA journal_mode=OFF;"
-		     " PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-262144",
-		     NULL, NULL, NULL);
+	             "PRAGMA synchronous=OFF; PRAGMA journal_mode=DELETE; PRAGMA journal_mode=OFF;"
+	             " PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-262144",
+	             NULL, NULL, NULL);
 	static const char content[] = "one blob shared by every synthetic entry\n";
 	struct blob_ref blob;
 	if (store_put_blob_mem(s, content, sizeof content - 1, &blob, &e) < 0) {
@@ -89,22 +89,23 @@ int main(int argc, char **argv)
 			if (i % 10 == 0) {
 				char path[96];
 				snprintf(path, sizeof path, "/src/dir%lu/file%lu.c", i % 1000, i);
-				struct file_id id = {1, i, 1000 + i, (int64_t)i, (int64_t)i, 0100644};
+				struct file_id id = {1,          i,          1000 + i,
+				                     (int64_t)i, (int64_t)i, 0100644};
 				store_fp_put(s, path, &id, &b[k].strong);
 			}
 			en[k] = (struct store_entry){
-				.weak = &b[k].weak,
-				.step_body = b[k].step.data,
-				.step_len = b[k].step.len,
-				.pathset = &b[k].ps,
-				.pathset_body = b[k].pathset.data,
-				.pathset_len = b[k].pathset.len,
-				.strong = &b[k].strong,
-				.result_body = b[k].result.data,
-				.result_len = b[k].result.len,
-				.blobs = &blob,
-				.nblobs = 1,
-				.duration_ms = 100,
+			    .weak = &b[k].weak,
+			    .step_body = b[k].step.data,
+			    .step_len = b[k].step.len,
+			    .pathset = &b[k].ps,
+			    .pathset_body = b[k].pathset.data,
+			    .pathset_len = b[k].pathset.len,
+			    .strong = &b[k].strong,
+			    .result_body = b[k].result.data,
+			    .result_len = b[k].result.len,
+			    .blobs = &blob,
+			    .nblobs = 1,
+			    .duration_ms = 100,
 			};
 		}
 		if (store_put_entries(s, en, n, 16, &e) < 0) {
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
 		}
 		if ((first + n) % 100000 == 0)
 			fprintf(stderr, "fill_store: %lu entries (%lds)\n", first + n,
-				(long)(time(NULL) - start));
+			        (long)(time(NULL) - start));
 	}
 	for (size_t k = 0; k < BATCH; k++) {
 		buf_free(&b[k].step);

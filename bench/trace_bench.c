@@ -69,7 +69,8 @@ int main(int argc, char **argv)
 			runs = atoi(argv[++i]);
 	}
 	if (i + 1 >= argc) {
-		fprintf(stderr, "usage: trace_bench [-v] [-p] [-P] [-n RUNS] -- COMMAND [ARGS...]\n");
+		fprintf(stderr,
+		        "usage: trace_bench [-v] [-p] [-P] [-n RUNS] -- COMMAND [ARGS...]\n");
 		return 2;
 	}
 	char **cmd = argv + i + 1;
@@ -129,11 +130,12 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &self);
 	double cpu = (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
 	             (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
-	fprintf(stderr,
-	        "%s: %d runs, mean %.2f ms, %zu seccomp + %zu exit stops/run, %zu preload records/run, "
-	        "tracer cpu %.2f ms/run\n",
-	        plain ? "plain" : "traced", runs, total / runs * 1000, stops, exit_stops, records,
-	        cpu / runs * 1000);
+	fprintf(
+	    stderr,
+	    "%s: %d runs, mean %.2f ms, %zu seccomp + %zu exit stops/run, %zu preload records/run, "
+	    "tracer cpu %.2f ms/run\n",
+	    plain ? "plain" : "traced", runs, total / runs * 1000, stops, exit_stops, records,
+	    cpu / runs * 1000);
 	free(file);
 	return 0;
 }

@@ -54,10 +54,10 @@ void *array_grow(void *p, size_t *alloc, size_t need, size_t size, size_t first)
 /* Makes room for `need` elements in the array p (any element type) whose
  * capacity is the size_t lvalue alloc, doubling from `first`; aborts when
  * out of memory. The common case costs one comparison. */
-#define ARRAY_RESERVE(p, alloc, need, first)                                        \
-	do {                                                                        \
-		if ((need) > (alloc))                                               \
-			(p) = array_grow((p), &(alloc), (need), sizeof *(p), (first)); \
+#define ARRAY_RESERVE(p, alloc, need, first)                                                       \
+	do {                                                                                       \
+		if ((need) > (alloc))                                                              \
+			(p) = array_grow((p), &(alloc), (need), sizeof *(p), (first));             \
 	} while (0)
 
 #endif

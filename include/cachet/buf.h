@@ -23,11 +23,14 @@ struct buf {
 	size_t alloc;
 };
 
-#define BUF_INIT_EMPTY { NULL, 0, 0 }
+#define BUF_INIT_EMPTY                                                                             \
+	{                                                                                          \
+		NULL, 0, 0                                                                         \
+	}
 
 void buf_init(struct buf *b);
 void buf_free(struct buf *b);
-void buf_reset(struct buf *b);            /* len = 0, keeps the allocation */
+void buf_reset(struct buf *b); /* len = 0, keeps the allocation */
 void buf_grow(struct buf *b, size_t extra);
 /* Hands the allocation to the caller (free() it); b is left empty but valid. */
 char *buf_detach(struct buf *b, size_t *len_out);
@@ -78,7 +81,7 @@ const void *reader_bytes(struct reader *r, size_t *len_out);
 /* A malloc'd NUL-terminated copy of a byte string; NULL on failure or if the
  * string holds a NUL byte (paths and argv elements never do). */
 char *reader_strdup(struct reader *r);
-void reader_raw(struct reader *r, void *out, size_t len);     /* fixed-size field */
+void reader_raw(struct reader *r, void *out, size_t len); /* fixed-size field */
 
 /* Allocation helpers that abort on failure. */
 /* Says "out of memory" on stderr and aborts: the one exit of them all. */

@@ -54,7 +54,7 @@ enum compare_kind {
 	CMP_UNDEF_ONLY_IN_B,
 	CMP_SECTION_MISSING_IN_B,
 	CMP_SECTION_ONLY_IN_B,
-	CMP_SECTION_DIFFERS, /* type, flags, size or contents */
+	CMP_SECTION_DIFFERS,    /* type, flags, size or contents */
 	CMP_DWARF_UNIT_DIFFERS, /* a compile unit's name, directory or producer */
 	/* contents */
 	CMP_TEXT_DIFFERS, /* the entry's `diff` holds the unified diff */
@@ -71,7 +71,7 @@ enum compare_format {
 	CMP_FMT_AR,
 	CMP_FMT_TEXT,
 	CMP_FMT_BINARY,
-	CMP_FMT_OTHER, /* FIFO, socket, device, two different types, or only the mode differs */
+	CMP_FMT_OTHER,   /* FIFO, socket, device, two different types, or only the mode differs */
 	CMP_FMT_ARCHIVE, /* tar, zip, cpio, 7z, gzip, xz...: member by member (the plugin) */
 };
 
@@ -119,19 +119,19 @@ struct compare_report {
 };
 
 struct compare_options {
-	size_t max_diff_lines; /* output lines of one text diff; 0 means 200 */
-	size_t list_limit;     /* names listed per kind in summaries and renderings
-	                        * before "and N more"; 0 means 20 */
-	int exec_bit;          /* also compare the owner-executable bit of files */
-	int modes;             /* also compare every permission bit (07777) of files
-	                        * and directories (cachet diff) */
+	size_t max_diff_lines;      /* output lines of one text diff; 0 means 200 */
+	size_t list_limit;          /* names listed per kind in summaries and renderings
+	                             * before "and N more"; 0 means 20 */
+	int exec_bit;               /* also compare the owner-executable bit of files */
+	int modes;                  /* also compare every permission bit (07777) of files
+	                             * and directories (cachet diff) */
 	const char *archive_plugin; /* the path of libcachet-archive.so: tarballs, zip
 	                             * files and compressed streams member by member;
 	                             * NULL: as bytes */
 	const char *dwarf_plugin;   /* the path of libcachet-dwarf.so: DWARF compile
 	                             * units of objects with debug information; NULL:
 	                             * not compared */
-	const char *label_a;   /* how A and B are named in diff headers; NULL: the paths */
+	const char *label_a;        /* how A and B are named in diff headers; NULL: the paths */
 	const char *label_b;
 };
 

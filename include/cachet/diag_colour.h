@@ -51,12 +51,12 @@ enum {
  * to garble them (COLORTERM=xfce4-terminal, an old VTE under TERM=xterm,
  * the Linux console). clang: colours unless TERM is unset or "dumb". */
 unsigned diag_colour_shown(enum diag_colour family, const char *term, const char *colorterm,
-			   const char *vte_version);
+                           const char *vte_version);
 
 /* Removes escape sequences from a stream that arrives in chunks: a
  * sequence cut by a chunk boundary is held back until the next chunk. */
 struct diag_strip {
-	unsigned keep; /* DIAG_SHOW_* bits of what passes through */
+	unsigned keep;  /* DIAG_SHOW_* bits of what passes through */
 	char held[512]; /* the start of a sequence not yet complete */
 	size_t nheld;
 };

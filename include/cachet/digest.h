@@ -1,7 +1,7 @@
 /*
  * SHA-256 content digests (sha256.h: SHA-NI accelerated where the CPU has
- * it, no crypto library on the hit path). Every content address in cachet is one of these: blobs are named
- * by the digest of their uncompressed bytes, as Bazel's remote cache names them.
+ * it, no crypto library on the hit path). Every content address in cachet is one of these: blobs
+ * are named by the digest of their uncompressed bytes, as Bazel's remote cache names them.
  */
 #ifndef CACHET_DIGEST_H
 #define CACHET_DIGEST_H
@@ -16,7 +16,7 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/sha.h>
 
-#define DIGEST_LEN 32
+#define DIGEST_LEN     32
 #define DIGEST_HEX_LEN 64
 
 struct digest {
@@ -47,8 +47,8 @@ int digest_fd(int fd, struct digest *out, uint64_t *size_out, struct error *e);
  * so that another pass over the bytes (a search) rides on the hashing read
  * instead of reading the file again. */
 int digest_fd_each(int fd, struct digest *out, uint64_t *size_out,
-		   void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
-		   struct error *e);
+                   void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
+                   struct error *e);
 
 /* Opens path with O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC, refuses anything
  * but a regular file (never opens a FIFO or device for hashing), hashes it. */

@@ -48,7 +48,7 @@ struct dirfp_set {
 /* The fingerprints that vouch for path set ps, whose values (as
  * pathset_strong_key_from_values takes them) hold now. */
 void dirfp_collect(const struct pathset *ps, const void *values, size_t values_len,
-		   struct dirfp_set *out);
+                   struct dirfp_set *out);
 void dirfp_encode(const struct dirfp_set *set, struct buf *out);
 /* Untrusted bytes, for a path set of nobs observations. */
 int dirfp_decode(const void *data, size_t len, size_t nobs, struct dirfp_set *out);
@@ -58,9 +58,9 @@ void dirfp_free(struct dirfp_set *set);
  * computes it under bases b, taking the recorded value (values, as above)
  * of each observation whose directory is unchanged instead of looking it
  * up. Returns how many lookups it saved. */
-size_t dirfp_strong_key(struct dirfp_set *set, const struct pathset *ps,
-			const struct step_bases *b, const struct digest *weak,
-			const struct digest *ps_digest, struct digest_cache *dc,
-			const void *values, size_t values_len, struct digest *strong);
+size_t dirfp_strong_key(struct dirfp_set *set, const struct pathset *ps, const struct step_bases *b,
+                        const struct digest *weak, const struct digest *ps_digest,
+                        struct digest_cache *dc, const void *values, size_t values_len,
+                        struct digest *strong);
 
 #endif

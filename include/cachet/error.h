@@ -7,8 +7,8 @@
 #define CACHET_ERROR_H
 
 struct error {
-	int code;       /* errno of the failure where there was one, else 0 */
-	char msg[512];  /* one line, no trailing newline; "" when no error */
+	int code;      /* errno of the failure where there was one, else 0 */
+	char msg[512]; /* one line, no trailing newline; "" when no error */
 };
 
 /* Sets the message (printf-style); code = 0. Returns -1 so callers can

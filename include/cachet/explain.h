@@ -13,12 +13,13 @@
 #include "cachet/step.h"
 
 struct explain_item {
-	const char *what;  /* "input changed", "path now exists", "environment changed", ... */
-	char *subject;     /* a path (relative to the step's cwd when below it), "argv[3]", a variable */
-	char *recorded;    /* what was recorded, in words; may be NULL */
-	char *now;         /* what holds now; may be NULL */
-	char *note;        /* more detail ("added: helpers.py"); may be NULL */
-	char *text;        /* the whole finding as one line (or two), without "miss: " */
+	const char *what; /* "input changed", "path now exists", "environment changed", ... */
+	char
+	    *subject; /* a path (relative to the step's cwd when below it), "argv[3]", a variable */
+	char *recorded; /* what was recorded, in words; may be NULL */
+	char *now;      /* what holds now; may be NULL */
+	char *note;     /* more detail ("added: helpers.py"); may be NULL */
+	char *text;     /* the whole finding as one line (or two), without "miss: " */
 };
 
 struct explain_list {
@@ -40,8 +41,8 @@ size_t explain_steps(const struct step *now, const struct step *recorded, struct
  * the step's cwd (also for display). Returns the number of observations that differ, or
  * SIZE_MAX when the recorded values do not fit the path set. */
 size_t explain_pathset(const struct pathset *ps, const struct result *recorded,
-		       const void *now_values, size_t now_len, const char *cwd,
-		       const struct step_bases *bases, int all, struct explain_list *out);
+                       const void *now_values, size_t now_len, const char *cwd,
+                       const struct step_bases *bases, int all, struct explain_list *out);
 
 /* How far a recorded step is from the step now, for choosing the nearest:
  * the fewest argv elements added, removed or replaced, plus one for each

@@ -16,7 +16,7 @@ struct file_id {
 	uint64_t size;
 	int64_t mtime_ns;
 	int64_t ctime_ns;
-	uint32_t mode;  /* st_mode: type and permission bits */
+	uint32_t mode; /* st_mode: type and permission bits */
 };
 
 void file_id_from_stat(const struct stat *st, struct file_id *out);

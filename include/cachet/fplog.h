@@ -14,10 +14,10 @@
 #include "cachet/strmap.h"
 
 struct fplog {
-	struct strmap map;          /* path -> struct fplog_entry */
-	struct digest_cache inner;  /* asked on a miss here; get NULL: none */
-	struct digest_cache dc;     /* what the run hashes through */
-	size_t added;               /* entries learnt in this process */
+	struct strmap map;         /* path -> struct fplog_entry */
+	struct digest_cache inner; /* asked on a miss here; get NULL: none */
+	struct digest_cache dc;    /* what the run hashes through */
+	size_t added;              /* entries learnt in this process */
 };
 
 void fplog_init(struct fplog *l);

@@ -158,16 +158,16 @@ struct lookup_candidate {
 	struct digest strong;
 	const void *result_body; /* as stored (portable) */
 	size_t result_len;
-	struct result *result;   /* decoded, localised */
+	struct result *result; /* decoded, localised */
 };
 
 /* What serve did with a candidate. */
 enum {
-	LOOKUP_SERVED = 1,      /* a hit: nothing more is looked up */
-	LOOKUP_NOT_SERVED = 0,  /* could not be served (said by serve): the
-	                         * next entries are tried, not this one again */
-	LOOKUP_STOP = -1,       /* stop looking; serve keeps the result */
-	LOOKUP_PASS = -2,       /* let a later tier serve this same entry */
+	LOOKUP_SERVED = 1,     /* a hit: nothing more is looked up */
+	LOOKUP_NOT_SERVED = 0, /* could not be served (said by serve): the
+	                        * next entries are tried, not this one again */
+	LOOKUP_STOP = -1,      /* stop looking; serve keeps the result */
+	LOOKUP_PASS = -2,      /* let a later tier serve this same entry */
 };
 
 /* A local lookup for one step: the store, the step (initialised) and the

@@ -71,7 +71,7 @@ enum obs_kind {
 	OBS_CREATED = 9,
 };
 
-#define OBS_CREATED_STAT 'S'
+#define OBS_CREATED_STAT     'S'
 #define OBS_CREATED_READLINK 'R'
 /* A directory or symlink made where there was none, or a file made by a
  * call that fails where the path exists (trace.h TRACE_F_EXCLUSIVE), with
@@ -114,20 +114,20 @@ int file_id_settled(const struct file_id *id);
  * nofollow) through the cache. Returns 0; or -1 with errno set (ENOENT...,
  * EINVAL when not a regular file). st_out, if not NULL, gets the stat. */
 int digest_cached(const char *path, int nofollow, struct digest_cache *dc, struct digest *out,
-		  struct file_id *id_out);
+                  struct file_id *id_out);
 
 /* Appends the current value of (kind, flags, path) to out. For OBS_LIST,
  * names in `excluded` (sorted, NULL-terminated, may be NULL) are left out:
  * they are the step's own creations and removals. */
 void observe_value(enum obs_kind kind, unsigned flags, const char *path,
-		   const char *const *excluded, struct digest_cache *dc, struct buf *out);
+                   const char *const *excluded, struct digest_cache *dc, struct buf *out);
 
 /* observe_value that also appends, for OBS_LIST, the listing itself to
  * detail: for each name in sorted order, one type byte (d_type) and the name
  * with its NUL. explain uses it to say which names appeared or went. */
 void observe_value_detail(enum obs_kind kind, unsigned flags, const char *path,
-			  const char *const *excluded, struct digest_cache *dc, struct buf *out,
-			  struct buf *detail);
+                          const char *const *excluded, struct digest_cache *dc, struct buf *out,
+                          struct buf *detail);
 
 /* What one path's lookups found, shared by consecutive observations of the
  * same path (a path set sorts them together: a header is typically read,
@@ -148,8 +148,8 @@ int observe_stat(struct observe_memo *m, const char *path, int nofollow, struct 
 
 /* observe_value_detail through a memo (NULL: none). */
 void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
-			const char *const *excluded, struct digest_cache *dc,
-			struct observe_memo *memo, struct buf *out, struct buf *detail);
+                        const char *const *excluded, struct digest_cache *dc,
+                        struct observe_memo *memo, struct buf *out, struct buf *detail);
 
 /* One entry of a directory listing. */
 struct listing_entry {
@@ -163,7 +163,7 @@ struct listing_entry {
  * (may be NULL). Recording (from the entries the step's getdents calls
  * returned) and evaluation (from a readdir now) both use it. */
 void observe_listing_value(struct listing_entry *entries, size_t n, const char *const *excluded,
-			   struct buf *out, struct buf *detail);
+                           struct buf *out, struct buf *detail);
 
 /* OBS_FACT names beyond the kernel's (trace.h TRACE_FACT_*), which
  * recording adds for the variables keyed by effect (step.h
@@ -197,7 +197,7 @@ void observe_created_symlink(struct buf *out, const char *target);
 void observe_created_dir(struct buf *out, unsigned mode);
 /* The observation's string: probe kind, the value it saw, expected. */
 void observe_created_describe(struct buf *out, char probe, const void *seen, size_t seen_len,
-			      const char *expected);
+                              const char *expected);
 void observe_created_link_value(struct buf *out, const struct digest *target);
 void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size);
 

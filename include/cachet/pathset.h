@@ -21,20 +21,20 @@
 struct step_bases;
 
 struct observation {
-	uint8_t kind;          /* enum obs_kind */
-	uint8_t flags;         /* OBS_F_* */
-	uint32_t path;         /* index into pathset.paths */
-	uint32_t nexcluded;    /* OBS_LIST: names left out of the listing */
-	uint32_t *excluded;    /* indexes into pathset.paths, sorted by name */
+	uint8_t kind;       /* enum obs_kind */
+	uint8_t flags;      /* OBS_F_* */
+	uint32_t path;      /* index into pathset.paths */
+	uint32_t nexcluded; /* OBS_LIST: names left out of the listing */
+	uint32_t *excluded; /* indexes into pathset.paths, sorted by name */
 };
 
 struct pathset {
-	char **paths;          /* interned strings (paths and excluded names) */
+	char **paths; /* interned strings (paths and excluded names) */
 	size_t npaths;
 	struct observation *obs;
 	size_t nobs;
 	size_t alloc_paths, alloc_obs;
-	void *intern;          /* private lookup table while building */
+	void *intern; /* private lookup table while building */
 };
 
 void pathset_init(struct pathset *ps);
@@ -43,7 +43,7 @@ void pathset_free(struct pathset *ps);
 /* Adds one observation; excluded (OBS_LIST only) is a NULL-terminated list
  * of names, copied. Returns the observation's index (before canonicalising). */
 size_t pathset_add(struct pathset *ps, enum obs_kind kind, unsigned flags, const char *path,
-		   const char *const *excluded);
+                   const char *const *excluded);
 
 /* Sorts, removes duplicates and renumbers the interned strings so that the
  * encoding is canonical. perm_out, if not NULL, receives a malloc'd array
@@ -65,22 +65,22 @@ const char **pathset_excluded(const struct pathset *ps, size_t i);
  * or none: as found). values_out, if not NULL, receives the concatenated
  * length-prefixed values as keyed (for explain). */
 void pathset_strong_key(const struct pathset *ps, const struct step_bases *b,
-			const struct digest *weak, const struct digest *ps_digest,
-			struct digest_cache *dc, struct buf *values_out, struct digest *strong);
+                        const struct digest *weak, const struct digest *ps_digest,
+                        struct digest_cache *dc, struct buf *values_out, struct digest *strong);
 
 /* pathset_strong_key where known(ctx, i, &v, &len) may supply the value of
  * observation i without a lookup (1; the caller vouches that it holds). A
  * supplied value is a recorded one, already in keyed (portable) form. */
 typedef int (*pathset_known_fn)(void *ctx, size_t i, const void **value, size_t *len);
 void pathset_strong_key_known(const struct pathset *ps, const struct step_bases *b,
-			      const struct digest *weak, const struct digest *ps_digest,
-			      struct digest_cache *dc, pathset_known_fn known, void *known_ctx,
-			      struct buf *values_out, struct digest *strong);
+                              const struct digest *weak, const struct digest *ps_digest,
+                              struct digest_cache *dc, pathset_known_fn known, void *known_ctx,
+                              struct buf *values_out, struct digest *strong);
 
 /* Same as pathset_strong_key, but with the values already known (recorded
  * at the end of a run): values is the concatenation of buf_put_bytes(value)
  * for each observation in canonical order. */
 void pathset_strong_key_from_values(const struct digest *weak, const struct digest *ps_digest,
-				    const void *values, size_t len, struct digest *strong);
+                                    const void *values, size_t len, struct digest *strong);
 
 #endif

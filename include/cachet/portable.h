@@ -60,10 +60,10 @@ struct pathset;
 struct record;
 struct result;
 
-#define STEP_MAX_BASES 3
-#define STEP_BASE_DIR 0  /* base_dir */
-#define STEP_BASE_HOME 1 /* HOME, in the hermetic mode */
-#define STEP_BASE_CWD 2  /* the cwd, when it lies under base_dir */
+#define STEP_MAX_BASES       3
+#define STEP_BASE_DIR        0 /* base_dir */
+#define STEP_BASE_HOME       1 /* HOME, in the hermetic mode */
+#define STEP_BASE_CWD        2 /* the cwd, when it lies under base_dir */
 #define STEP_PORTABLE_PREFIX "/@cachet-base"
 
 struct step_bases {

@@ -31,10 +31,10 @@
 struct record {
 	struct pathset ps;
 	struct digest ps_digest;
-	struct buf ps_body;       /* encoded path set */
-	struct buf values;        /* value of each observation, canonical order */
-	struct buf listings;      /* as struct result.listings */
-	struct result result;     /* outputs (blobs already in the store) */
+	struct buf ps_body;   /* encoded path set */
+	struct buf values;    /* value of each observation, canonical order */
+	struct buf listings;  /* as struct result.listings */
+	struct result result; /* outputs (blobs already in the store) */
 	/* NULL, or why this run must not be stored although it succeeded:
 	 * "input modified during run" and the like. Static string. */
 	const char *not_storable;
@@ -65,12 +65,12 @@ int record_run_scanning(const struct trace_event *events, size_t n, const char *
                         struct digest_cache *dc, struct record *out, struct error *e);
 /* record_run_scanning without scan_env. */
 int record_run(const struct trace_event *events, size_t n, const char *const *ignore_roots,
-	       const struct step_bases *scan, struct store *s, struct digest_cache *dc,
-	       struct record *out, struct error *e);
+               const struct step_bases *scan, struct store *s, struct digest_cache *dc,
+               struct record *out, struct error *e);
 /* Searches the run's stdout or stderr (name says which) for the bases'
  * real paths, as record_run searches outputs. */
 void record_scan_stream(struct record *rec, const char *name, const void *data, size_t len,
-			const struct step_bases *scan);
+                        const struct step_bases *scan);
 /* Searches them for the values of scan_env, as record_run_scanning searches
  * outputs. */
 void record_scan_stream_env(struct record *rec, const void *data, size_t len,

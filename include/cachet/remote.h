@@ -40,12 +40,12 @@ enum remote_kind {
 /* One configured server: "URL [attribute...]". */
 struct remote_spec {
 	enum remote_kind kind;
-	char *shown;           /* the URL with credentials replaced by "***": for messages */
-	char *id;              /* 16 hex digits from the URL without credentials */
-	char *base_url;        /* HTTP: scheme://host[:port][/path], no credentials, no trailing '/' */
-	char *host;            /* Redis over TCP */
+	char *shown;    /* the URL with credentials replaced by "***": for messages */
+	char *id;       /* 16 hex digits from the URL without credentials */
+	char *base_url; /* HTTP: scheme://host[:port][/path], no credentials, no trailing '/' */
+	char *host;     /* Redis over TCP */
 	int port;
-	char *socket_path;     /* Redis over a Unix socket (redis+unix://) */
+	char *socket_path; /* Redis over a Unix socket (redis+unix://) */
 	int db;
 	char *user, *password; /* Basic auth / Redis AUTH; NULL when none */
 	char *bearer;          /* HTTP bearer token; NULL when none */
@@ -53,8 +53,8 @@ struct remote_spec {
 	int read_only;
 	long connect_timeout_ms; /* timeout=, default 100 ms */
 	long op_timeout_ms;      /* op-timeout=, default 2 s: one request, start to end */
-	long retry_after_ms;     /* retry-after=, default 30 s: how long a failed server is skipped */
-	uint64_t max_blob;       /* max-size=: larger blobs are neither sent nor fetched */
+	long retry_after_ms; /* retry-after=, default 30 s: how long a failed server is skipped */
+	uint64_t max_blob;   /* max-size=: larger blobs are neither sent nor fetched */
 };
 
 struct remote_config {
@@ -104,8 +104,8 @@ struct remote_client;
  * breaker files (created if needed). plugin_dir holds the transport
  * plugins, libcachet-remote-http.so and libcachet-remote-redis.so; each is
  * loaded on the first network operation of its kind. */
-struct remote_client *remote_client_new(const struct remote_config *config,
-					const char *state_dir, const char *plugin_dir);
+struct remote_client *remote_client_new(const struct remote_config *config, const char *state_dir,
+                                        const char *plugin_dir);
 /* Closes connections. The plugin stays loaded. */
 void remote_client_free(struct remote_client *c);
 
@@ -126,19 +126,19 @@ void remote_client_lookup_end(struct remote_client *c);
  * process on this cache, as one that is down (the circuit breaker), with
  * why as its last error. */
 void remote_client_fault(struct remote_client *c, size_t tier, const struct digest *key,
-			 const char *why);
+                         const char *why);
 
 /* ns is "ac" or "cas". get: REMOTE_FOUND with *data (malloc'd, at most max
  * bytes), REMOTE_ABSENT, or a failure code with e set. A failing server
  * opens its breaker (for every process on this cache) and is not asked
  * again by this client. SIGPIPE is blocked during network I/O. */
 int remote_get(struct remote_client *c, size_t tier, const char *ns, const struct digest *key,
-	       size_t max, void **data, size_t *len, struct error *e);
+               size_t max, void **data, size_t *len, struct error *e);
 int remote_exists(struct remote_client *c, size_t tier, const char *ns, const struct digest *key,
-		  struct error *e);
+                  struct error *e);
 /* REMOTE_FOUND (stored) or a failure code. */
 int remote_put(struct remote_client *c, size_t tier, const char *ns, const struct digest *key,
-	       const void *data, size_t len, struct error *e);
+               const void *data, size_t len, struct error *e);
 /* The largest blob the tier takes (the smallest max-size of its servers). */
 uint64_t remote_tier_max_blob(const struct remote_client *c, size_t tier);
 
@@ -160,7 +160,7 @@ int64_t breaker_until(const char *state_dir, const char *id);
  * 0 when none is known. */
 #define BREAKER_REASON_MAX 512
 int breaker_last_error(const char *state_dir, const char *id, int64_t *when_ms, char *reason,
-		       size_t len);
+                       size_t len);
 
 /* ---- the wire format ---- */
 
@@ -169,16 +169,16 @@ int breaker_last_error(const char *state_dir, const char *id, int64_t *when_ms, 
 void remote_key_pathsets(const struct digest *w, struct digest *out);
 void remote_key_entry(const struct digest *s, struct digest *out);
 
-#define REMOTE_MAX_PATHSETS 16           /* kept per weak key, newest first */
+#define REMOTE_MAX_PATHSETS       16 /* kept per weak key, newest first */
 #define REMOTE_MAX_PATHSETS_BYTES (8u << 20)
 /* Largest path set a reader decodes (some 170,000 observations): a hostile
  * record of millions of observations costs every step seconds of CPU. A
  * real build step's is tens of kilobytes. */
 #define REMOTE_MAX_PATHSET_BYTES (1u << 20)
-#define REMOTE_MAX_RECORD (64u << 20)    /* largest path-set list or entry accepted */
+#define REMOTE_MAX_RECORD        (64u << 20) /* largest path-set list or entry accepted */
 
 #define REMOTE_PUBKEY_LEN 32
-#define REMOTE_SIG_LEN 64
+#define REMOTE_SIG_LEN    64
 
 struct remote_pathset {
 	struct digest digest; /* SHA-256 of body */
@@ -201,7 +201,7 @@ struct remote_pathsets {
 void remote_pathsets_encode(const struct remote_pathsets *p, struct buf *out);
 /* Untrusted bytes: checks lengths, decompressed size and every digest. */
 int remote_pathsets_decode(const void *data, size_t len, struct remote_pathsets *out,
-			   struct error *e);
+                           struct error *e);
 /* Puts a copy of set first, unless that path set is already there with a
  * signature or set has none (returns 0: no write needed). Keeps at most
  * REMOTE_MAX_PATHSETS and REMOTE_MAX_PATHSETS_BYTES, dropping the oldest.
@@ -210,7 +210,7 @@ int remote_pathsets_add(struct remote_pathsets *p, const struct remote_pathset *
 /* What a path set's signature signs: the weak key and the path set's
  * digest. */
 void remote_pathset_message(const struct digest *weak, const struct remote_pathset *set,
-			    struct digest *out);
+                            struct digest *out);
 void remote_pathsets_free(struct remote_pathsets *p);
 
 struct remote_entry {
@@ -251,7 +251,7 @@ void sign_free(struct remote_signer *s);
 int sign_entry(struct remote_signer *s, struct remote_entry *en, struct error *e);
 /* Signs a path set of weak key weak. */
 int sign_pathset(struct remote_signer *s, const struct digest *weak, struct remote_pathset *set,
-		 struct error *e);
+                 struct error *e);
 
 struct trusted_keys {
 	unsigned char (*keys)[REMOTE_PUBKEY_LEN];
@@ -264,7 +264,7 @@ void trusted_keys_free(struct trusted_keys *t);
 /* 1 when en carries a valid signature by one of the trusted keys. */
 int trusted_keys_verify(const struct trusted_keys *t, const struct remote_entry *en);
 int trusted_keys_verify_pathset(const struct trusted_keys *t, const struct digest *weak,
-				const struct remote_pathset *set);
+                                const struct remote_pathset *set);
 
 /* ---- the upload spool: <state_dir>/spool/ ----
  *

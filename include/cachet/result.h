@@ -15,31 +15,31 @@
 #include "cachet/store.h"
 
 enum output_kind {
-	OUT_FILE = 1,     /* regular file: blob, mode, maybe an mtime the step set */
-	OUT_SYMLINK = 2,  /* symlink: target */
-	OUT_DIR = 3,      /* directory created: mode */
-	OUT_DELETE = 4,   /* a path that existed before the run and is gone */
+	OUT_FILE = 1,    /* regular file: blob, mode, maybe an mtime the step set */
+	OUT_SYMLINK = 2, /* symlink: target */
+	OUT_DIR = 3,     /* directory created: mode */
+	OUT_DELETE = 4,  /* a path that existed before the run and is gone */
 	/* Kinds 5 to 7 came later: an entry without them encodes as it
 	 * always did, and a cachet that predates them decodes one that has
 	 * them as damaged (a miss). Each follows the output it is about. */
 	OUT_HARDLINK = 5, /* another name of the OUT_FILE output named by target */
 	OUT_XATTR = 6,    /* an extended attribute (user.*) of the output at path:
-			   * target is its name, value its bytes */
+	                   * target is its name, value its bytes */
 	OUT_OWNER = 7,    /* the owner of the output at path (uid, gid), where it
-			   * is not the one a file the step made would get */
+	                   * is not the one a file the step made would get */
 };
 
 struct output {
 	uint8_t kind;
-	char *path;             /* absolute; owned */
-	uint32_t mode;          /* permission bits (07777) */
-	struct blob_ref blob;   /* OUT_FILE */
-	int has_mtime;          /* OUT_FILE: the step set its times on purpose */
+	char *path;           /* absolute; owned */
+	uint32_t mode;        /* permission bits (07777) */
+	struct blob_ref blob; /* OUT_FILE */
+	int has_mtime;        /* OUT_FILE: the step set its times on purpose */
 	int64_t mtime_ns;
-	char *target;           /* OUT_SYMLINK, OUT_HARDLINK, OUT_XATTR; owned */
-	void *value;            /* OUT_XATTR; owned */
+	char *target; /* OUT_SYMLINK, OUT_HARDLINK, OUT_XATTR; owned */
+	void *value;  /* OUT_XATTR; owned */
 	size_t value_len;
-	uint32_t uid, gid;      /* OUT_OWNER */
+	uint32_t uid, gid; /* OUT_OWNER */
 };
 
 struct result {
@@ -49,7 +49,7 @@ struct result {
 	int exit_code;
 	int64_t duration_ms;
 	/* provenance */
-	int64_t created;        /* unix seconds */
+	int64_t created; /* unix seconds */
 	char *host;
 	char *cachet_version;
 	/* the observation values of the recorded run, for explain */
@@ -123,7 +123,7 @@ int result_restore(const struct result *r, struct store *s, struct error *e);
  * and sticky bits are dropped and owners not given. A refused entry (error
  * code EPERM) leaves nothing written. */
 int result_restore_beneath(const struct result *r, struct store *s, const char *const *roots,
-			   struct error *e);
+                           struct error *e);
 
 /* Every blob the result references (outputs, stdout, stderr); malloc'd. */
 struct blob_ref *result_blobs(const struct result *r, size_t *n);

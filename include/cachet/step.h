@@ -26,26 +26,26 @@ struct pathset;
 #define CACHET_FORMAT_VERSION 1
 
 struct step {
-	char **argv;           /* owned, NULL-terminated */
-	char *cwd;             /* getcwd() */
-	char *exe;             /* absolute path of the program, as found on PATH */
+	char **argv; /* owned, NULL-terminated */
+	char *cwd;   /* getcwd() */
+	char *exe;   /* absolute path of the program, as found on PATH */
 	struct digest exe_digest;
-	char **env;            /* keyed "NAME=VALUE" entries, sorted; owned */
+	char **env; /* keyed "NAME=VALUE" entries, sorted; owned */
 	/* The variables keyed by their effect, not their value
 	 * (env_keyed_by_effect), as "NAME=VALUE", sorted; owned. Not in the
 	 * weak key: a recorded run keys them in its path set (env_effect_facts)
 	 * where it ran make, looked a program up along PATH, or wrote a value
 	 * out. */
 	char **effect_env;
-	char *platform;        /* one line: arch, kernel release, CPU, umask */
-	int stdin_kind;        /* STEP_STDIN_* */
+	char *platform; /* one line: arch, kernel release, CPU, umask */
+	int stdin_kind; /* STEP_STDIN_* */
 	struct digest stdin_digest;
 	const char *namespace_; /* user-chosen namespace, may be NULL; not owned */
 	/* STEP_TTY_* bits: the step's stdout/stderr is a (pseudo-)terminal, so
 	 * that compilers colour their diagnostics as they would without cachet.
 	 * Keyed with TERM: the bytes written to a terminal differ. */
 	unsigned terminal;
-	char *term;            /* TERM when terminal != 0; owned */
+	char *term; /* TERM when terminal != 0; owned */
 	/* enum diag_colour: a compiler run with its colours forced on, whose
 	 * stderr a replay fits to where it goes (diag_colour.h). Keyed
 	 * instead of the terminal fact. */
@@ -139,8 +139,8 @@ char **env_effect_facts(const struct pathset *ps, char *const *effect_env, uint6
  * (nvcc's driver is 30 MB). Fails when the step cannot be keyed under its
  * bases (step_weak_key). */
 int step_init(struct step *step, char *const *argv, const char *exe, char *const *envp,
-	      const char *const *env_ignore, const char *const *env_per_run, const char *namespace_,
-	      const struct step_bases *bases, struct digest_cache *dc, struct error *e);
+              const char *const *env_ignore, const char *const *env_per_run, const char *namespace_,
+              const struct step_bases *bases, struct digest_cache *dc, struct error *e);
 void step_free(struct step *step);
 
 /* Serialises what explain and show need to describe the step (argv, cwd,

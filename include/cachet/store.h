@@ -77,10 +77,10 @@ struct blob_ref {
  * the content is below 64 MiB; keeps large or incompressible content raw.
  * Existing blobs are not rewritten (nor fd read). Errors: code EAGAIN for
  * changed content, EROFS on a read-only store. */
-int store_put_blob_fd(struct store *s, int fd, const struct digest *expected,
-		      struct blob_ref *out, struct error *e);
+int store_put_blob_fd(struct store *s, int fd, const struct digest *expected, struct blob_ref *out,
+                      struct error *e);
 int store_put_blob_mem(struct store *s, const void *data, size_t len, struct blob_ref *out,
-		       struct error *e);
+                       struct error *e);
 
 /* Writes the blob's uncompressed content to out_fd (a new, empty regular
  * file) starting at offset 0. Raw blobs: ioctl(FICLONE), else
@@ -89,10 +89,11 @@ int store_put_blob_mem(struct store *s, const void *data, size_t len, struct blo
  * fingerprint is not the one recorded when it was last verified. A corrupt
  * or missing blob is an error (code EBADMSG / ENOENT) and a corrupt one is
  * removed. */
-int store_blob_write_to_fd(struct store *s, const struct blob_ref *ref, int out_fd, struct error *e);
+int store_blob_write_to_fd(struct store *s, const struct blob_ref *ref, int out_fd,
+                           struct error *e);
 /* Reads a whole blob into memory (malloc'd, caller frees); same checks. */
 int store_blob_read(struct store *s, const struct blob_ref *ref, void **data, size_t *len,
-		    struct error *e);
+                    struct error *e);
 int store_blob_exists(struct store *s, const struct blob_ref *ref);
 /* The zstd level for blobs stored from now on by this handle (default 3).
  * Returns 0, or -1 when level is outside zstd's range. */
@@ -110,7 +111,7 @@ struct store_pathset {
 /* The path sets recorded for weak, most recently used first. *out is a
  * malloc'd array (free with store_pathsets_free); *n may be 0. */
 int store_get_pathsets(struct store *s, const struct digest *weak, struct store_pathset **out,
-		       size_t *n, struct error *e);
+                       size_t *n, struct error *e);
 void store_pathsets_free(struct store_pathset *ps, size_t n);
 
 /* The key of the group of path sets recorded with argv words `words`
@@ -119,21 +120,21 @@ typedef int (*store_argv_key_fn)(void *ctx, uint64_t words, struct digest *key);
 /* The path sets of weak in the groups that argv_key finds for this step,
  * most recently used first, as store_get_pathsets. *any is 1 when weak has
  * path sets at all (in any group). */
-int store_get_pathsets_argv(struct store *s, const struct digest *weak,
-			    store_argv_key_fn argv_key, void *ctx, struct store_pathset **out,
-			    size_t *n, int *any, struct error *e);
+int store_get_pathsets_argv(struct store *s, const struct digest *weak, store_argv_key_fn argv_key,
+                            void *ctx, struct store_pathset **out, size_t *n, int *any,
+                            struct error *e);
 
 /* The result body stored under strong. Returns 1 and a malloc'd body when
  * found, 0 when not, -1 on error. */
 int store_get_result(struct store *s, const struct digest *strong, void **body, size_t *len,
-		     struct error *e);
+                     struct error *e);
 
 /* What a new entry holds: the weak key's step description (for explain and
  * show), one path set and one result, and the blobs the result references
  * (so that eviction can find them). */
 struct store_entry {
 	const struct digest *weak;
-	const void *step_body;     /* argv, cwd, environment, executable: opaque */
+	const void *step_body; /* argv, cwd, environment, executable: opaque */
 	size_t step_len;
 	const struct digest *pathset;
 	const void *pathset_body;
@@ -155,11 +156,11 @@ struct store_entry {
  * bound), dropping the least recently used ones with their results. Fails
  * (code ENOENT) without storing anything if a blob of the entry is missing. */
 int store_put_entry(struct store *s, const struct store_entry *entry, unsigned max_pathsets,
-		    struct error *e);
+                    struct error *e);
 /* store_put_entry for n entries in one transaction: all are stored or none
  * (imports, and the benchmark's store of a million entries). */
 int store_put_entries(struct store *s, const struct store_entry *entries, size_t n,
-		      unsigned max_pathsets, struct error *e);
+                      unsigned max_pathsets, struct error *e);
 
 /* Best effort, never waits for the write lock: marks the path set and result
  * as used now and counts a hit. Returns 0 even when skipped because busy.
@@ -167,7 +168,7 @@ int store_put_entries(struct store *s, const struct store_entry *entries, size_t
  * transaction folds in (so a hit writes nothing to the index);
  * store_get_pathsets and eviction see it at once all the same. */
 int store_touch_hit(struct store *s, const struct digest *weak, const struct digest *pathset,
-		    const struct digest *strong);
+                    const struct digest *strong);
 
 /* Reads made between these two see one snapshot of the index and take its
  * shared lock once instead of once per query (the hit path makes a hundred
@@ -181,10 +182,10 @@ void store_snapshot_end(struct store *s);
 int store_clear(struct store *s, struct error *e);
 
 struct store_usage {
-	uint64_t entries;      /* results */
+	uint64_t entries; /* results */
 	uint64_t pathsets;
 	uint64_t blobs;
-	uint64_t blob_bytes;   /* bytes on disk */
+	uint64_t blob_bytes; /* bytes on disk */
 };
 int store_usage(struct store *s, struct store_usage *out, struct error *e);
 
@@ -231,7 +232,7 @@ enum {
  * nothing (ENOENT). One process evicts at a time (a lock file). Afterwards
  * the size estimate of store_evict_due is reset to the real size. */
 int store_evict(struct store *s, uint64_t max_bytes, int64_t max_age_s, unsigned flags,
-		struct store_evict_report *out, struct error *e);
+                struct store_evict_report *out, struct error *e);
 
 /* Whether eviction is due, as bits: */
 enum {
@@ -245,13 +246,13 @@ enum {
  * after `stats -z`) and says whether eviction is due. max_bytes 0: no size
  * bound; sweep_interval_s 0: no periodic sweep. */
 unsigned store_evict_due(struct store *s, uint64_t bytes, uint64_t max_bytes,
-			 int64_t sweep_interval_s);
+                         int64_t sweep_interval_s);
 
 /* ---- inspection (explain, show, log): never on the hit path ---- */
 
 struct store_step {
 	struct digest weak;
-	void *body;            /* as given to store_put_entry; owned */
+	void *body; /* as given to store_put_entry; owned */
 	size_t len;
 	int64_t created_ns;
 };
@@ -259,19 +260,19 @@ struct store_step {
 /* The step description stored under weak: 1 and a malloc'd body, 0 when
  * unknown, -1 on error. */
 int store_get_step(struct store *s, const struct digest *weak, void **body, size_t *len,
-		   struct error *e);
+                   struct error *e);
 /* The most recently recorded steps, newest first, at most limit. */
 int store_recent_steps(struct store *s, size_t limit, struct store_step **out, size_t *n,
-		       struct error *e);
+                       struct error *e);
 void store_steps_free(struct store_step *steps, size_t n);
 
 /* One path set's body by weak key and digest: 1, 0 when unknown, -1. */
 int store_get_pathset(struct store *s, const struct digest *weak, const struct digest *pathset,
-		      void **body, size_t *len, struct error *e);
+                      void **body, size_t *len, struct error *e);
 
 struct store_result_row {
 	struct digest strong, weak, pathset;
-	void *body;            /* owned */
+	void *body; /* owned */
 	size_t len;
 	int64_t created_ns, last_used_ns;
 	int64_t hits;
@@ -280,22 +281,22 @@ struct store_result_row {
 
 /* Results recorded under one path set of a weak key, newest first. */
 int store_results_for_pathset(struct store *s, const struct digest *weak,
-			      const struct digest *pathset, struct store_result_row **out,
-			      size_t *n, struct error *e);
+                              const struct digest *pathset, struct store_result_row **out,
+                              size_t *n, struct error *e);
 /* Results that reference the blob with this digest (an output, stdout or
  * stderr), newest first. */
 int store_results_with_blob(struct store *s, const struct digest *blob,
-			    struct store_result_row **out, size_t *n, struct error *e);
+                            struct store_result_row **out, size_t *n, struct error *e);
 /* At most limit results whose stored body contains the bytes needle (a
  * path's base name: what may have written a file), newest first. */
 int store_results_naming(struct store *s, const void *needle, size_t len, size_t limit,
-			 struct store_result_row **out, size_t *n, struct error *e);
+                         struct store_result_row **out, size_t *n, struct error *e);
 /* At most limit results that reference the blob with this digest and whose
  * stored body contains the bytes needle (an output path's base name),
  * newest first: the results that may restore that content at that path. */
 int store_results_with_blob_naming(struct store *s, const struct digest *blob, const void *needle,
-				   size_t len, size_t limit, struct store_result_row **out,
-				   size_t *n, struct error *e);
+                                   size_t len, size_t limit, struct store_result_row **out,
+                                   size_t *n, struct error *e);
 void store_result_rows_free(struct store_result_row *rows, size_t n);
 
 /* ---- steps found nondeterministic (cachet run --verify) ---- */
@@ -303,54 +304,54 @@ void store_result_rows_free(struct store_result_row *rows, size_t n);
 /* Records that the step with this weak key gave different outputs on
  * identical runs; summary says how (one line). */
 int store_mark_nondeterministic(struct store *s, const struct digest *weak, const char *summary,
-				struct error *e);
+                                struct error *e);
 /* 1 and (if summary_out) a malloc'd summary and the times seen, when the
  * step is marked; 0 when not; -1 on error. */
 int store_nondeterministic(struct store *s, const struct digest *weak, char **summary_out,
-			   int64_t *count_out, struct error *e);
+                           int64_t *count_out, struct error *e);
 
 /* ---- for cachet report (src/store/report_queries.c) ---- */
 
 /* One stored result with the step that made it. */
 struct store_sized_result {
 	struct digest strong, weak;
-	uint64_t size;         /* uncompressed bytes of the blobs it references */
+	uint64_t size; /* uncompressed bytes of the blobs it references */
 	int64_t hits;
-	int64_t duration_ms;   /* how long the recorded run took */
+	int64_t duration_ms; /* how long the recorded run took */
 	int64_t created_ns, last_used_ns;
-	void *step_body;       /* as given to store_put_entry (step_decode); owned, NULL if missing */
+	void *step_body; /* as given to store_put_entry (step_decode); owned, NULL if missing */
 	size_t step_len;
 };
 /* The limit largest results, largest first. *out malloc'd (free with
  * store_sized_results_free); *n may be 0. */
-int store_largest_results(struct store *s, size_t limit, struct store_sized_result **out,
-			  size_t *n, struct error *e);
+int store_largest_results(struct store *s, size_t limit, struct store_sized_result **out, size_t *n,
+                          struct error *e);
 void store_sized_results_free(struct store_sized_result *rows, size_t n);
 
 /* One step marked by store_mark_nondeterministic. */
 struct store_nondet_step {
 	struct digest weak;
-	char *summary;         /* owned */
-	int64_t count;         /* times a verification found a difference */
+	char *summary; /* owned */
+	int64_t count; /* times a verification found a difference */
 	int64_t first_seen_ns, last_seen_ns;
-	void *step_body;       /* owned, NULL when the step's description is gone */
+	void *step_body; /* owned, NULL when the step's description is gone */
 	size_t step_len;
 };
 /* Steps marked nondeterministic, most recently seen first, at most limit.
  * *out malloc'd (free with store_nondet_steps_free). */
 int store_nondet_steps(struct store *s, size_t limit, struct store_nondet_step **out, size_t *n,
-		       struct error *e);
+                       struct error *e);
 void store_nondet_steps_free(struct store_nondet_step *rows, size_t n);
 
 /* ---- the step log: one line per step, bounded, cheap to append ---- */
 
 struct store_log_entry {
-	int64_t time_ms;       /* unix milliseconds */
-	char *result;          /* "hit", "miss", "uncacheable" */
-	char *reason;          /* may be "" */
+	int64_t time_ms; /* unix milliseconds */
+	char *result;    /* "hit", "miss", "uncacheable" */
+	char *reason;    /* may be "" */
 	int64_t duration_ms;
 	char *cwd;
-	char *command;         /* already redacted by the caller */
+	char *command; /* already redacted by the caller */
 };
 
 /* Appends one entry with a single O_APPEND write (lines of parallel steps
@@ -360,7 +361,7 @@ struct store_log_entry {
 void store_log_append(struct store *s, const struct store_log_entry *entry, uint64_t max_bytes);
 /* The last n entries, oldest first. Strings in *out are owned by it. */
 int store_log_read(struct store *s, size_t n, struct store_log_entry **out, size_t *count,
-		   struct error *e);
+                   struct error *e);
 void store_log_free(struct store_log_entry *entries, size_t n);
 
 /* ---- step identities (step_name.h): the newest weak key of each ---- */
@@ -380,7 +381,7 @@ int store_fp_get(struct store *s, const char *path, const struct file_id *id, st
  * short transaction that does not wait for a busy lock. The caller decides
  * whether a digest is trustworthy (the racy-timestamp margin). */
 void store_fp_put(struct store *s, const char *path, const struct file_id *id,
-		  const struct digest *d);
+                  const struct digest *d);
 void store_fp_flush(struct store *s);
 
 /* ---- counters ---- */
@@ -425,9 +426,9 @@ struct store_memo {
 /* 1 and *out (store_memo_free it), 0 when there is none, -1 with e set when
  * it cannot be read or is damaged (a damaged memo is removed). */
 int store_memo_read(struct store *s, const struct digest *name, struct store_memo *out,
-		    struct error *e);
+                    struct error *e);
 int store_memo_write(struct store *s, const struct digest *name, const struct store_memo *m,
-		     struct error *e);
+                     struct error *e);
 void store_memo_free(struct store_memo *m);
 /* The file's bytes: a SHA-256 over the rest ends them. Decoding takes
  * untrusted bytes (0, or -1 with *m to be freed all the same). */

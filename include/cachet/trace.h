@@ -93,17 +93,17 @@ enum trace_event_kind {
 };
 
 /* The names of TRACE_FACT events. */
-#define TRACE_FACT_UNAME "uname"       /* uname(): host name, kernel version... */
-#define TRACE_FACT_UID "uid"           /* real, effective, saved user id */
-#define TRACE_FACT_GID "gid"           /* real, effective, saved group id */
-#define TRACE_FACT_GROUPS "groups"     /* supplementary groups */
-#define TRACE_FACT_CPUS "cpu set"      /* sched_getaffinity */
-#define TRACE_FACT_RLIMIT "rlimit:"    /* + the resource's number: its limits */
-#define TRACE_FACT_STDIN "stdin"       /* what stdin is, read while /dev/null */
+#define TRACE_FACT_UNAME  "uname"   /* uname(): host name, kernel version... */
+#define TRACE_FACT_UID    "uid"     /* real, effective, saved user id */
+#define TRACE_FACT_GID    "gid"     /* real, effective, saved group id */
+#define TRACE_FACT_GROUPS "groups"  /* supplementary groups */
+#define TRACE_FACT_CPUS   "cpu set" /* sched_getaffinity */
+#define TRACE_FACT_RLIMIT "rlimit:" /* + the resource's number: its limits */
+#define TRACE_FACT_STDIN  "stdin"   /* what stdin is, read while /dev/null */
 
 /* Flags that shape a lookup, as the step made it. */
 enum {
-	TRACE_F_NOFOLLOW = 1 << 0,  /* O_NOFOLLOW, AT_SYMLINK_NOFOLLOW, lstat, RESOLVE_NO_SYMLINKS */
+	TRACE_F_NOFOLLOW = 1 << 0, /* O_NOFOLLOW, AT_SYMLINK_NOFOLLOW, lstat, RESOLVE_NO_SYMLINKS */
 	TRACE_F_DIRECTORY = 1 << 1, /* O_DIRECTORY */
 	TRACE_F_EXECUTE = 1 << 2,   /* access(X_OK) / faccessat(X_OK) */
 	TRACE_F_WRITE = 1 << 3,     /* the open asked for write access */
@@ -120,14 +120,14 @@ enum {
 
 struct trace_event {
 	enum trace_event_kind kind;
-	unsigned flags;            /* TRACE_F_* */
-	int err;                   /* TRACE_PROBE, TRACE_READLINK, TRACE_FINAL: 0 or errno */
-	pid_t pid;                 /* the tracee that made the call (for diagnostics) */
-	char *path;                /* owned by the event */
-	struct file_id id;         /* TRACE_READ, TRACE_EXEC, TRACE_FINAL */
+	unsigned flags;    /* TRACE_F_* */
+	int err;           /* TRACE_PROBE, TRACE_READLINK, TRACE_FINAL: 0 or errno */
+	pid_t pid;         /* the tracee that made the call (for diagnostics) */
+	char *path;        /* owned by the event */
+	struct file_id id; /* TRACE_READ, TRACE_EXEC, TRACE_FINAL */
 	/* TRACE_TOUCH only: the path before the step changed it. */
-	int pre_exists;            /* lstat succeeded */
-	struct file_id pre_id;     /* lstat of the path, when pre_exists */
+	int pre_exists;        /* lstat succeeded */
+	struct file_id pre_id; /* lstat of the path, when pre_exists */
 	/* Set when the step had read this path (TRACE_READ) before this first
 	 * change and it was a regular file: the digest of its content then. */
 	int has_pre_digest;
@@ -162,7 +162,7 @@ struct trace_listing {
 	struct trace_dir_view {
 		char *entries;
 		size_t len;
-	} *views;
+	} * views;
 	size_t nviews;
 	/* Some read did not belong to a complete pass (the step stopped
 	 * before the end, seeked, or a pass outgrew the tracer's memory bound):
@@ -177,7 +177,7 @@ struct trace_listing {
 void trace_listing_free(struct trace_listing *l);
 
 struct trace_spec {
-	const char *file;            /* executable to run (already resolved) */
+	const char *file; /* executable to run (already resolved) */
 	char *const *argv;
 	char *const *envp;
 	/* The child's standard descriptors. Every other descriptor is closed in
@@ -196,14 +196,14 @@ struct trace_spec {
 	/* Variations of the conditions a step runs under, for `cachet repro`.
 	 * Zero (the default) changes nothing. They apply to the step's process
 	 * tree only, never to the tracer. */
-	int dirorder;            /* TRACE_DIRORDER_*: reorders what getdents returns */
-	unsigned dirorder_seed;  /* TRACE_DIRORDER_SHUFFLE: the shuffle's seed */
-	int aslr;                /* 1: set ADDR_NO_RANDOMIZE in the child's personality;
-	                          * -1: clear it (randomise); 0: inherit */
-	int max_cpus;            /* > 0: the child's affinity is cut to this many CPUs */
-	int set_umask;           /* the child's umask is `umask` ... */
-	unsigned umask;          /* ... instead of the caller's */
-	int uname26;             /* personality UNAME26: uname's release reads 2.6.x */
+	int dirorder;           /* TRACE_DIRORDER_*: reorders what getdents returns */
+	unsigned dirorder_seed; /* TRACE_DIRORDER_SHUFFLE: the shuffle's seed */
+	int aslr;               /* 1: set ADDR_NO_RANDOMIZE in the child's personality;
+	                         * -1: clear it (randomise); 0: inherit */
+	int max_cpus;           /* > 0: the child's affinity is cut to this many CPUs */
+	int set_umask;          /* the child's umask is `umask` ... */
+	unsigned umask;         /* ... instead of the caller's */
+	int uname26;            /* personality UNAME26: uname's release reads 2.6.x */
 	/* TRACE_NS_* bits: the child unshares these namespaces before exec.
 	 * TRACE_NS_USER: it runs as ns_uid/ns_gid, mapped to the caller's ids;
 	 * TRACE_NS_UTS: with hostname and domainname (a caller that is not root
@@ -280,10 +280,10 @@ int trace_enter_namespaces(const struct trace_spec *spec);
 /* trace_spec.dirorder. The reordering happens within the entries of one
  * getdents call (a directory with more entries than the caller's buffer
  * holds is reordered in chunks), at its exit stop (taken only when
- * dirorder is set), written back into the tracee's buffer. Every record of a reordered buffer gets the
- * d_off of the buffer's last record in kernel order: the position the next
- * call continues from, so that a telldir/seekdir anywhere in the chunk never
- * returns an entry twice (it may skip the rest of that chunk). */
+ * dirorder is set), written back into the tracee's buffer. Every record of a reordered buffer gets
+ * the d_off of the buffer's last record in kernel order: the position the next call continues from,
+ * so that a telldir/seekdir anywhere in the chunk never returns an entry twice (it may skip the
+ * rest of that chunk). */
 enum {
 	TRACE_DIRORDER_NONE = 0,
 	TRACE_DIRORDER_REVERSE = 1,
@@ -297,8 +297,8 @@ enum {
 };
 
 struct trace_result {
-	int status;                /* wait status of the main process */
-	int exec_errno;            /* nonzero when the command could not be executed */
+	int status;     /* wait status of the main process */
+	int exec_errno; /* nonzero when the command could not be executed */
 	/* NULL, or why the run cannot be cached: a static string such as
 	 * "network connection", "new namespace", "ptrace by the step",
 	 * "foreign seccomp filter", "setuid executable", "x32 syscall",
@@ -307,9 +307,9 @@ struct trace_result {
 	const char *uncacheable;
 	struct trace_event *events; /* in syscall order */
 	size_t nevents;
-	size_t nstops;              /* seccomp stops taken, for diagnostics and benchmarks */
-	size_t nexit_stops;         /* syscall-exit stops taken, likewise */
-	size_t nrecords;            /* calls the preload library reported instead */
+	size_t nstops;      /* seccomp stops taken, for diagnostics and benchmarks */
+	size_t nexit_stops; /* syscall-exit stops taken, likewise */
+	size_t nrecords;    /* calls the preload library reported instead */
 };
 
 /* Runs spec under the tracer and waits for the whole process tree to end.

@@ -6,8 +6,8 @@
 #include "cli/options.h"
 
 const struct cli_command cli_cmd_clear = {
-	.name = "clear",
-	.description = "Removes every entry and blob from the cache.\n",
+    .name = "clear",
+    .description = "Removes every entry and blob from the cache.\n",
 };
 
 int cmd_clear(int argc, char **argv)
@@ -21,7 +21,7 @@ int cmd_clear(int argc, char **argv)
 	struct store *s = cli_open_store(0, NULL);
 	if (!s)
 		return 1;
-	struct error e = { 0 };
+	struct error e = {0};
 	int rc = store_clear(s, &e);
 	if (rc < 0)
 		cli_error("clear: %s", e.msg);

@@ -20,7 +20,7 @@ const char *cli_settings_error(void);
 /* step_init with the configured namespace, env_ignore and bases: run,
  * explain and repro must build the same key for the same command. */
 int cli_step_init(struct step *step, char *const *argv, const char *program,
-		  struct digest_cache *dc, struct error *e);
+                  struct digest_cache *dc, struct error *e);
 
 /* The bases of every step of this process (portable.h): base_dir,
  * canonical, and HOME in the hermetic mode; computed once. NULL with e

@@ -81,7 +81,7 @@ const struct step_bases *cli_bases(struct error *e)
 }
 
 int cli_step_init(struct step *step, char *const *argv, const char *program,
-		  struct digest_cache *dc, struct error *e)
+                  struct digest_cache *dc, struct error *e)
 {
 	extern char **environ;
 	const struct settings *st = cli_settings();
@@ -94,8 +94,8 @@ int cli_step_init(struct step *step, char *const *argv, const char *program,
 	char **ignore = st ? settings_list(st, "env_ignore") : NULL;
 	char **per_run = st ? settings_list(st, "env_per_run") : NULL;
 	int rc = step_init(step, argv, program, environ, (const char *const *)ignore,
-			   (const char *const *)per_run, st ? settings_str(st, "namespace") : NULL, b,
-			   dc, e);
+	                   (const char *const *)per_run, st ? settings_str(st, "namespace") : NULL,
+	                   b, dc, e);
 	settings_list_free(ignore);
 	settings_list_free(per_run);
 	if (rc == 0) {
@@ -140,7 +140,7 @@ struct store *cli_open_store(unsigned flags, const char *consequence)
 	const struct settings *st = cli_settings();
 	if (!st) {
 		cli_warn("configuration error%s%s: %s", consequence ? ", " : "",
-			 consequence ? consequence : "", cli_settings_error());
+		         consequence ? consequence : "", cli_settings_error());
 		return NULL;
 	}
 	if (settings_bool(st, "read_only"))
@@ -152,10 +152,10 @@ struct store *cli_open_store(unsigned flags, const char *consequence)
 		flags |= STORE_UMASK(mask);
 	char *dir = cli_cache_dir();
 	struct store *s = NULL;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (store_open(dir, flags, &s, &e) < 0) {
-		cli_warn("cache unusable%s%s: %s", consequence ? ", " : "", consequence ? consequence : "",
-			 e.msg);
+		cli_warn("cache unusable%s%s: %s", consequence ? ", " : "",
+		         consequence ? consequence : "", e.msg);
 		s = NULL;
 	}
 	if (s)
@@ -194,11 +194,11 @@ static int dc_held(void *ctx, const char *path, const struct digest *d)
 		return last.held;
 	struct store_result_row *rows = NULL;
 	size_t n = 0;
-	struct error e = { 0 };
+	struct error e = {0};
 	const char *base = path_basename(path);
 	int held = 0;
 	if (store_results_with_blob_naming(s, d, base, strlen(base), HELD_SEARCH_LIMIT, &rows, &n,
-					   &e) < 0)
+	                                   &e) < 0)
 		return 0;
 	const struct step_bases *bases = cli_bases(NULL);
 	/* Outputs are kept at their physical paths; the probe may have used
@@ -216,7 +216,7 @@ static int dc_held(void *ctx, const char *path, const struct digest *d)
 			for (size_t k = 0; k < res.noutputs && !held; k++)
 				held = res.outputs[k].kind == OUT_FILE &&
 				       (!strcmp(res.outputs[k].path, path) ||
-					!strcmp(res.outputs[k].path, real)) &&
+				        !strcmp(res.outputs[k].path, real)) &&
 				       digest_equal(&res.outputs[k].blob.digest, d);
 		result_free(&res);
 	}
@@ -269,7 +269,8 @@ static int needs_quotes(const char *s)
 		return 1;
 	for (; *s; s++)
 		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-			    "-_./=:,+@%", *s))
+		            "-_./=:,+@%",
+		            *s))
 			return 1;
 	return 0;
 }

@@ -33,34 +33,33 @@ static int list_all(const struct settings *st)
 enum { OPT_CACHE = 1 };
 
 static const struct cli_option config_options[] = {
-	{ OPT_CACHE, 0, "cache", NULL, "write to $CACHET_DIR/cachet.conf instead of the user's file" },
-	{ 0 },
+    {OPT_CACHE, 0, "cache", NULL, "write to $CACHET_DIR/cachet.conf instead of the user's file"},
+    {0},
 };
 
 const struct cli_command cli_cmd_config = {
-	.name = "config",
-	.operands = "[KEY [VALUE]]",
-	.options = config_options,
-	.flags = CLI_STOP_AT_OPERAND,
-	.description =
-		"Without arguments, lists every setting with its value and where it came from.\n"
-		"With KEY, prints its value; with KEY VALUE, checks the value and writes it to\n"
-		"the user's file ${XDG_CONFIG_HOME:-~/.config}/cachet/cachet.conf, or with\n"
-		"--cache to $CACHET_DIR/cachet.conf (for settings a shared cache should carry).\n"
-		"A bad value (for remote: its scheme, host, port or any attribute) exits 2\n"
-		"with the reason and writes nothing.\n"
-		"Later sources win: default, the cache's file, the user's file, CACHET_<KEY>.\n",
-	.epilogue =
-		"\n"
-		"base_dir DIR (CACHET_BASE_DIR): the root of a checkout, or a directory above\n"
-		"all checkouts (as ccache's); an absolute path, its real path counts. Paths\n"
-		"under it are keyed relative to the working directory when that lies under\n"
-		"it (else relative to DIR), locally and on remotes, so a checkout at another\n"
-		"path or depth hits what this one stored while its files are the same. A\n"
-		"step whose outputs, stdout or stderr contain the real\n"
-		"path (a depfile, -g debug info) is keyed on that path and re-runs elsewhere:\n"
-		"correct, but not shared. Compile with -ffile-prefix-map=DIR=. (or\n"
-		"-fdebug-prefix-map) so that objects do not name the checkout.\n",
+    .name = "config",
+    .operands = "[KEY [VALUE]]",
+    .options = config_options,
+    .flags = CLI_STOP_AT_OPERAND,
+    .description =
+        "Without arguments, lists every setting with its value and where it came from.\n"
+        "With KEY, prints its value; with KEY VALUE, checks the value and writes it to\n"
+        "the user's file ${XDG_CONFIG_HOME:-~/.config}/cachet/cachet.conf, or with\n"
+        "--cache to $CACHET_DIR/cachet.conf (for settings a shared cache should carry).\n"
+        "A bad value (for remote: its scheme, host, port or any attribute) exits 2\n"
+        "with the reason and writes nothing.\n"
+        "Later sources win: default, the cache's file, the user's file, CACHET_<KEY>.\n",
+    .epilogue = "\n"
+                "base_dir DIR (CACHET_BASE_DIR): the root of a checkout, or a directory above\n"
+                "all checkouts (as ccache's); an absolute path, its real path counts. Paths\n"
+                "under it are keyed relative to the working directory when that lies under\n"
+                "it (else relative to DIR), locally and on remotes, so a checkout at another\n"
+                "path or depth hits what this one stored while its files are the same. A\n"
+                "step whose outputs, stdout or stderr contain the real\n"
+                "path (a depfile, -g debug info) is keyed on that path and re-runs elsewhere:\n"
+                "correct, but not shared. Compile with -ffile-prefix-map=DIR=. (or\n"
+                "-fdebug-prefix-map) so that objects do not name the checkout.\n",
 };
 
 static int usage(void)
@@ -84,7 +83,7 @@ int cmd_config(int argc, char **argv)
 	if (nargs > 2)
 		return usage();
 	if (nargs == 2) {
-		struct error e = { 0 };
+		struct error e = {0};
 		if (setting_validate(argv[i], argv[i + 1], &e) < 0) {
 			cli_error("config: %s", e.msg);
 			return EXIT_USAGE;

@@ -57,29 +57,29 @@ const char *cli_dwarf_plugin(void)
 enum { OPT_JSON = 1, OPT_MAX_LINES };
 
 static const struct cli_option diff_options[] = {
-	{ OPT_JSON, 0, "json", NULL, "one JSON object (differ, summary, counts, entries)" },
-	{ OPT_MAX_LINES, 0, "max-lines", "N", "at most N lines of each text diff (default 200)" },
-	{ 0 },
+    {OPT_JSON, 0, "json", NULL, "one JSON object (differ, summary, counts, entries)"},
+    {OPT_MAX_LINES, 0, "max-lines", "N", "at most N lines of each text diff (default 200)"},
+    {0},
 };
 
 const struct cli_command cli_cmd_diff = {
-	.name = "diff",
-	.operands = "A B",
-	.options = diff_options,
-	.description =
-		"Says how two files or directory trees differ. ELF files: symbols defined in\n"
-		"only one (name, section, binding; FILE and section symbols too), symbols whose\n"
-		"size or section changed, sections present in only one or whose contents\n"
-		"differ (sizes, first differing offset, and what the bytes say: the strings\n"
-		"that came or went in string sections and .comment, both build IDs, the text\n"
-		"at the difference; DWARF compile units' name, directory and producer). ar\n"
-		"archives, tarballs, zip, cpio and compressed streams\n"
-		"(gzip, xz, bzip2, zstd): member by member with their metadata (dates, modes,\n"
-		"owners), each member compared as a file (through libcachet-archive.so).\n"
-		".pyc: the header decoded (source mtime and size, or hash). Text: a unified\n"
-		"diff. Anything else: sizes and the first differing offset. Directories are\n"
-		"compared recursively, modes included; symlinks by target, never followed.\n",
-	.epilogue = "Exit status: 0 identical, 1 different, 2 usage error or unreadable input.\n",
+    .name = "diff",
+    .operands = "A B",
+    .options = diff_options,
+    .description =
+        "Says how two files or directory trees differ. ELF files: symbols defined in\n"
+        "only one (name, section, binding; FILE and section symbols too), symbols whose\n"
+        "size or section changed, sections present in only one or whose contents\n"
+        "differ (sizes, first differing offset, and what the bytes say: the strings\n"
+        "that came or went in string sections and .comment, both build IDs, the text\n"
+        "at the difference; DWARF compile units' name, directory and producer). ar\n"
+        "archives, tarballs, zip, cpio and compressed streams\n"
+        "(gzip, xz, bzip2, zstd): member by member with their metadata (dates, modes,\n"
+        "owners), each member compared as a file (through libcachet-archive.so).\n"
+        ".pyc: the header decoded (source mtime and size, or hash). Text: a unified\n"
+        "diff. Anything else: sizes and the first differing offset. Directories are\n"
+        "compared recursively, modes included; symlinks by target, never followed.\n",
+    .epilogue = "Exit status: 0 identical, 1 different, 2 usage error or unreadable input.\n",
 };
 
 int cmd_diff(int argc, char **argv)

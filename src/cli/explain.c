@@ -22,8 +22,8 @@ extern char **environ;
 
 struct verdict {
 	int hit;
-	const char *summary;       /* "new step", "inputs changed" */
-	char *nearest;             /* command line of the nearest recorded step, or NULL */
+	const char *summary; /* "new step", "inputs changed" */
+	char *nearest;       /* command line of the nearest recorded step, or NULL */
 	struct explain_list items;
 };
 
@@ -31,7 +31,8 @@ struct verdict {
  * same name (a program reached through another PATH, or rebuilt). */
 static int same_program(const struct step *now, const struct step *rec)
 {
-	return !strcmp(now->exe, rec->exe) || !strcmp(path_basename(now->exe), path_basename(rec->exe)) ||
+	return !strcmp(now->exe, rec->exe) ||
+	       !strcmp(path_basename(now->exe), path_basename(rec->exe)) ||
 	       !strcmp(path_basename(now->argv[0]), path_basename(rec->argv[0]));
 }
 
@@ -42,7 +43,7 @@ static void explain_new_step(struct store *s, const struct step *now, struct ver
 {
 	struct store_step *steps;
 	size_t n;
-	struct error e = { 0 };
+	struct error e = {0};
 	v->summary = "new step";
 	if (store_recent_steps(s, NEAREST_SEARCH_LIMIT, &steps, &n, &e) < 0)
 		return;
@@ -74,9 +75,9 @@ static void explain_new_step(struct store *s, const struct step *now, struct ver
 /* A known weak key: evaluate each path set; a path set whose strong key has
  * a result would hit. Otherwise report the recorded run closest to now. */
 static void explain_known_step(struct store *s, const struct step *now, struct store_pathset *sets,
-			       size_t nsets, int all, struct digest_cache *dc, struct verdict *v)
+                               size_t nsets, int all, struct digest_cache *dc, struct verdict *v)
 {
-	struct error e = { 0 };
+	struct error e = {0};
 	size_t best_differ = SIZE_MAX;
 	v->summary = "inputs changed";
 	for (size_t i = 0; i < nsets && !v->hit; i++) {
@@ -85,11 +86,11 @@ static void explain_known_step(struct store *s, const struct step *now, struct s
 		/* As run evaluates it: a damaged path set, or one recorded under a
 		 * base that is not set here, cannot hit. */
 		struct pathset_evaluation ev = {
-			.digest = &sets[i].digest,
-			.body = sets[i].body,
-			.len = sets[i].len,
-			.values = &values,
-			.keep_pathset = 1,
+		    .digest = &sets[i].digest,
+		    .body = sets[i].body,
+		    .len = sets[i].len,
+		    .values = &values,
+		    .keep_pathset = 1,
 		};
 		int rc = lookup_evaluate_pathset(&now->bases, &now->weak, dc, &ev, &e);
 		if (rc != LOOKUP_PATHSET_KEYED) {
@@ -108,14 +109,16 @@ static void explain_known_step(struct store *s, const struct step *now, struct s
 		} else {
 			struct store_result_row *rows;
 			size_t nrows;
-			if (store_results_for_pathset(s, &now->weak, &sets[i].digest, &rows, &nrows, &e) == 0) {
+			if (store_results_for_pathset(s, &now->weak, &sets[i].digest, &rows, &nrows,
+			                              &e) == 0) {
 				for (size_t r = 0; r < nrows; r++) {
 					struct result res;
 					if (result_decode(rows[r].body, rows[r].len, &res, &e) < 0)
 						continue;
-					struct explain_list found = { 0 };
-					size_t d = explain_pathset(&ps, &res, values.data, values.len,
-								   now->cwd, &now->bases, all, &found);
+					struct explain_list found = {0};
+					size_t d =
+					    explain_pathset(&ps, &res, values.data, values.len,
+					                    now->cwd, &now->bases, all, &found);
 					if (d != SIZE_MAX && d < best_differ) {
 						explain_list_free(&v->items);
 						v->items = found;
@@ -146,7 +149,8 @@ static void print_text(const struct verdict *v)
 		}
 		if (v->items.n == 0) {
 			printf("miss: new step; the nearest recorded step (%s) differs in nothing "
-			       "cachet can name\n", v->nearest);
+			       "cachet can name\n",
+			       v->nearest);
 			return;
 		}
 		/* An argv difference reads best as a new step; a changed variable
@@ -154,8 +158,10 @@ static void print_text(const struct verdict *v)
 		for (size_t i = 0; i < v->items.n; i++) {
 			const struct explain_item *it = &v->items.items[i];
 			if (i == 0 && !strcmp(it->what, "argv differs"))
-				printf("miss: new step; nearest recorded step with the same program "
-				       "differs in %s\n", it->text);
+				printf(
+				    "miss: new step; nearest recorded step with the same program "
+				    "differs in %s\n",
+				    it->text);
 			else
 				printf("miss: %s\n", it->text);
 		}
@@ -211,27 +217,27 @@ static void print_json(const struct verdict *v, const struct remote_explanation 
 enum { OPT_ALL = 1, OPT_JSON };
 
 static const struct cli_option explain_options[] = {
-	{ OPT_ALL, 0, "all", NULL, "list every observation that no longer holds, not just the first" },
-	{ OPT_JSON, 0, "json", NULL, "one JSON object: hit, reason, nearest, differences[] (whole values), remote" },
-	{ 0 },
+    {OPT_ALL, 0, "all", NULL, "list every observation that no longer holds, not just the first"},
+    {OPT_JSON, 0, "json", NULL,
+     "one JSON object: hit, reason, nearest, differences[] (whole values), remote"},
+    {0},
 };
 
 const struct cli_command cli_cmd_explain = {
-	.name = "explain",
-	.operands = "[--] COMMAND [ARG...]",
-	.options = explain_options,
-	.flags = CLI_STOP_AT_OPERAND,
-	.description =
-		"Without running COMMAND, says whether it would hit and, if not, names the\n"
-		"first difference (below the step's cwd and base_dir first): an input whose\n"
-		"content changed (with both digests), a path that now exists or is gone, a\n"
-		"directory listing that changed, or for a new step every argv, environment,\n"
-		"cwd or executable difference from the recorded step of the same program\n"
-		"that differs least. With a remote configured, a miss here is also checked\n"
-		"against the remote (read-only, with the lookups' deadlines and trust):\n"
-		"whether it would serve the step, knows no such step, or knows it with\n"
-		"other inputs.\n",
-	.epilogue = "Exit status: 0 would hit, 1 would miss, 2 usage error.\n",
+    .name = "explain",
+    .operands = "[--] COMMAND [ARG...]",
+    .options = explain_options,
+    .flags = CLI_STOP_AT_OPERAND,
+    .description = "Without running COMMAND, says whether it would hit and, if not, names the\n"
+                   "first difference (below the step's cwd and base_dir first): an input whose\n"
+                   "content changed (with both digests), a path that now exists or is gone, a\n"
+                   "directory listing that changed, or for a new step every argv, environment,\n"
+                   "cwd or executable difference from the recorded step of the same program\n"
+                   "that differs least. With a remote configured, a miss here is also checked\n"
+                   "against the remote (read-only, with the lookups' deadlines and trust):\n"
+                   "whether it would serve the step, knows no such step, or knows it with\n"
+                   "other inputs.\n",
+    .epilogue = "Exit status: 0 would hit, 1 would miss, 2 usage error.\n",
 };
 
 int cmd_explain(int argc, char **argv)
@@ -258,7 +264,7 @@ int cmd_explain(int argc, char **argv)
 	free(self);
 	if (!program) {
 		cli_error("explain: %s: %s", cmd[0],
-			  errno == ENOENT ? "command not found" : strerror(errno));
+		          errno == ENOENT ? "command not found" : strerror(errno));
 		return EXIT_USAGE;
 	}
 	struct store *s = cli_open_store(0, NULL);
@@ -269,7 +275,7 @@ int cmd_explain(int argc, char **argv)
 	struct digest_cache dc;
 	cli_digest_cache(s, &dc);
 	struct step step;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (cli_step_init(&step, cmd, program, &dc, &e) < 0) {
 		cli_error("explain: %s", e.msg);
 		store_close(s);
@@ -291,7 +297,7 @@ int cmd_explain(int argc, char **argv)
 		explain_known_step(s, &step, sets, nsets, all, &dc, &v);
 	/* A miss here may be a hit there; and a miss there, CI's, is what the
 	 * user may be asking about. */
-	struct remote_explanation rx = { 0 };
+	struct remote_explanation rx = {0};
 	if (!v.hit)
 		remote_tier_explain(s, &step, &dc, &rx);
 	int remote_hit = rx.verdict == REMOTE_VERDICT_HIT;
@@ -307,7 +313,8 @@ int cmd_explain(int argc, char **argv)
 	remote_explanation_free(&rx);
 	char *nondet = NULL;
 	if (!json && store_nondeterministic(s, &step.weak, &nondet, NULL, &e) == 1)
-		printf("note: this step is marked nondeterministic (re-runs differed: %s)\n", nondet);
+		printf("note: this step is marked nondeterministic (re-runs differed: %s)\n",
+		       nondet);
 	free(nondet);
 	int rc = v.hit ? 0 : 1;
 	explain_list_free(&v.items);

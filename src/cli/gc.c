@@ -78,27 +78,27 @@ void cli_evict_after_store(struct store *s, const struct result *res)
 enum { OPT_MAX_SIZE = 1, OPT_MAX_AGE, OPT_DRY_RUN };
 
 static const struct cli_option gc_options[] = {
-	{ OPT_MAX_SIZE, 0, "max-size", "SIZE", "bound for this run instead of max_size (e.g. 500M; 0: none)" },
-	{ OPT_MAX_AGE, 0, "max-age", "DURATION", "evict entries unused this long (e.g. 3600, 90m, 12h, 30d)" },
-	{ OPT_DRY_RUN, 'n', "dry-run", NULL, "say what would be removed; remove nothing" },
-	{ 0 },
+    {OPT_MAX_SIZE, 0, "max-size", "SIZE",
+     "bound for this run instead of max_size (e.g. 500M; 0: none)"},
+    {OPT_MAX_AGE, 0, "max-age", "DURATION",
+     "evict entries unused this long (e.g. 3600, 90m, 12h, 30d)"},
+    {OPT_DRY_RUN, 'n', "dry-run", NULL, "say what would be removed; remove nothing"},
+    {0},
 };
 
 const struct cli_command cli_cmd_gc = {
-	.name = "gc",
-	.options = gc_options,
-	.description =
-		"Evicts now what the cache would evict on its own: blobs no entry references,\n"
-		"then least recently used entries (with the blobs only they reference) until\n"
-		"the cache is under max_size, and entries not used for max_age; also removes\n"
-		"files abandoned by crashed processes (in tmp/, or blobs no entry names) older\n"
-		"than an hour, and the private TMPDIRs (cachet-step-*) that runs killed on the\n"
-		"way left in $TMPDIR, once unused for an hour. Prints the entries and blobs\n"
-		"removed and the bytes freed.\n"
-		"Concurrent steps keep running: work is done in short transactions.\n",
-	.epilogue =
-		"Without gc, a miss that takes the cache past max_size evicts down to 90% of it,\n"
-		"and max_age and the removals above are applied at least daily.\n",
+    .name = "gc",
+    .options = gc_options,
+    .description = "Evicts now what the cache would evict on its own: blobs no entry references,\n"
+                   "then least recently used entries (with the blobs only they reference) until\n"
+                   "the cache is under max_size, and entries not used for max_age; also removes\n"
+                   "files abandoned by crashed processes (in tmp/, or blobs no entry names) older\n"
+                   "than an hour, and the private TMPDIRs (cachet-step-*) that runs killed on the\n"
+                   "way left in $TMPDIR, once unused for an hour. Prints the entries and blobs\n"
+                   "removed and the bytes freed.\n"
+                   "Concurrent steps keep running: work is done in short transactions.\n",
+    .epilogue = "Without gc, a miss that takes the cache past max_size evicts down to 90% of it,\n"
+                "and max_age and the removals above are applied at least daily.\n",
 };
 
 /* An option's value overrides the setting, as CACHET_<KEY> would: checked

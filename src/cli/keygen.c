@@ -26,18 +26,17 @@ static char *default_key_path(void)
 enum { OPT_FILE = 1 };
 
 static const struct cli_option keygen_options[] = {
-	{ OPT_FILE, 'f', NULL, "FILE", "the private key's file (default ~/.config/cachet/signing.key)" },
-	{ 0 },
+    {OPT_FILE, 'f', NULL, "FILE", "the private key's file (default ~/.config/cachet/signing.key)"},
+    {0},
 };
 
 const struct cli_command cli_cmd_keygen = {
-	.name = "keygen",
-	.options = keygen_options,
-	.description =
-		"Makes an Ed25519 key pair: FILE (default ~/.config/cachet/signing.key, mode\n"
-		"0600) and FILE.pub. Set sign_key = FILE where entries are uploaded (CI), and\n"
-		"trusted_keys = FILE.pub (or the printed hex key) where they are used: remote\n"
-		"entries not signed by a trusted key are then ignored.\n",
+    .name = "keygen",
+    .options = keygen_options,
+    .description = "Makes an Ed25519 key pair: FILE (default ~/.config/cachet/signing.key, mode\n"
+                   "0600) and FILE.pub. Set sign_key = FILE where entries are uploaded (CI), and\n"
+                   "trusted_keys = FILE.pub (or the printed hex key) where they are used: remote\n"
+                   "entries not signed by a trusted key are then ignored.\n",
 };
 
 int cmd_keygen(int argc, char **argv)
@@ -58,7 +57,7 @@ int cmd_keygen(int argc, char **argv)
 		free(dir);
 	}
 	char hex[2 * REMOTE_PUBKEY_LEN + 1];
-	struct error e = { 0 };
+	struct error e = {0};
 	int rc = sign_keygen(path, hex, &e);
 	if (rc < 0) {
 		cli_error("keygen: %s", e.msg);

@@ -10,18 +10,17 @@
 enum { OPT_COUNT = 1, OPT_JSON };
 
 static const struct cli_option log_options[] = {
-	{ OPT_COUNT, 'n', NULL, "N", "show the last N steps (default 20)" },
-	{ OPT_JSON, 0, "json", NULL, "one JSON object per line" },
-	{ 0 },
+    {OPT_COUNT, 'n', NULL, "N", "show the last N steps (default 20)"},
+    {OPT_JSON, 0, "json", NULL, "one JSON object per line"},
+    {0},
 };
 
 const struct cli_command cli_cmd_log = {
-	.name = "log",
-	.options = log_options,
-	.description =
-		"The last N (default 20) steps run through this cache: time, hit or miss and\n"
-		"its reason, duration, command (secret-looking values hidden). The log is\n"
-		"bounded by CACHET_LOG_SIZE bytes (default 1 MiB; one older generation kept).\n",
+    .name = "log",
+    .options = log_options,
+    .description = "The last N (default 20) steps run through this cache: time, hit or miss and\n"
+                   "its reason, duration, command (secret-looking values hidden). The log is\n"
+                   "bounded by CACHET_LOG_SIZE bytes (default 1 MiB; one older generation kept).\n",
 };
 
 int cmd_log(int argc, char **argv)
@@ -45,7 +44,7 @@ int cmd_log(int argc, char **argv)
 		return 1;
 	struct store_log_entry *en;
 	size_t count;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (store_log_read(s, n, &en, &count, &e) < 0) {
 		cli_error("log: %s", e.msg);
 		store_close(s);
@@ -59,7 +58,8 @@ int cmd_log(int argc, char **argv)
 			buf_add_json_string(&b, en[i].result, strlen(en[i].result));
 			buf_addstr(&b, ", \"reason\": ");
 			buf_add_json_string(&b, en[i].reason, strlen(en[i].reason));
-			buf_addf(&b, ", \"duration_ms\": %lld, \"cwd\": ", (long long)en[i].duration_ms);
+			buf_addf(
+			    &b, ", \"duration_ms\": %lld, \"cwd\": ", (long long)en[i].duration_ms);
 			buf_add_json_string(&b, en[i].cwd, strlen(en[i].cwd));
 			buf_addstr(&b, ", \"command\": ");
 			buf_add_json_string(&b, en[i].command, strlen(en[i].command));
@@ -67,10 +67,11 @@ int cmd_log(int argc, char **argv)
 		} else {
 			char when[32];
 			cli_format_time(en[i].time_ms / 1000, when, sizeof when);
-			char *what = *en[i].reason ? xasprintf("%s (%s)", en[i].result, en[i].reason)
-						   : xstrdup(en[i].result);
-			buf_addf(&b, "%s  %-40s %8lld ms  %s\n", when, what, (long long)en[i].duration_ms,
-				 en[i].command);
+			char *what = *en[i].reason
+			                 ? xasprintf("%s (%s)", en[i].result, en[i].reason)
+			                 : xstrdup(en[i].result);
+			buf_addf(&b, "%s  %-40s %8lld ms  %s\n", when, what,
+			         (long long)en[i].duration_ms, en[i].command);
 			free(what);
 		}
 	}

@@ -17,21 +17,11 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
-	{ "run", cmd_run },
-	{ "stats", cmd_stats },
-	{ "clear", cmd_clear },
-	{ "gc", cmd_gc },
-	{ "help", cmd_help },
-	{ "diff", cmd_diff },
-	{ "explain", cmd_explain },
-	{ "show", cmd_show },
-	{ "log", cmd_log },
-	{ "config", cmd_config },
-	{ "report", cmd_report },
-	{ "repro", cmd_repro },
-	{ "remote", cmd_remote },
-	{ "keygen", cmd_keygen },
-	{ NULL, NULL },
+    {"run", cmd_run},         {"stats", cmd_stats},   {"clear", cmd_clear},
+    {"gc", cmd_gc},           {"help", cmd_help},     {"diff", cmd_diff},
+    {"explain", cmd_explain}, {"show", cmd_show},     {"log", cmd_log},
+    {"config", cmd_config},   {"report", cmd_report}, {"repro", cmd_repro},
+    {"remote", cmd_remote},   {"keygen", cmd_keygen}, {NULL, NULL},
 };
 
 static const struct subcommand *find_subcommand(const char *name)

@@ -10,7 +10,7 @@
 
 /* Where a generated usage line is wrapped, and the column of the option
  * list's descriptions at the most. */
-#define USAGE_WIDTH 80
+#define USAGE_WIDTH     80
 #define HELP_COLUMN_MAX 22
 
 void cli_args_init(struct cli_args *a, const struct cli_command *cmd, int argc, char **argv)
@@ -128,10 +128,10 @@ int cli_args_count(const struct cli_args *a, size_t *out)
 	if (!*v || *end || errno || n <= 0) {
 		if (a->option->short_name)
 			cli_error("%s: -%c takes a positive number, not '%s'", a->cmd->name,
-				  a->option->short_name, v);
+			          a->option->short_name, v);
 		else
 			cli_error("%s: --%s takes a positive number, not '%s'", a->cmd->name,
-				  a->option->long_name, v);
+			          a->option->long_name, v);
 		return -1;
 	}
 	*out = (size_t)n;
@@ -143,9 +143,11 @@ int cli_args_count(const struct cli_args *a, size_t *out)
 static void add_synopsis(struct buf *b, const struct cli_option *o)
 {
 	if (o->short_name)
-		buf_addf(b, "[-%c%s%s]", o->short_name, o->value ? " " : "", o->value ? o->value : "");
+		buf_addf(b, "[-%c%s%s]", o->short_name, o->value ? " " : "",
+		         o->value ? o->value : "");
 	else
-		buf_addf(b, "[--%s%s%s]", o->long_name, o->value ? " " : "", o->value ? o->value : "");
+		buf_addf(b, "[--%s%s%s]", o->long_name, o->value ? " " : "",
+		         o->value ? o->value : "");
 }
 
 static void add_indented(struct buf *out, const char *text, size_t column, int first_indented)

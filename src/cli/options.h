@@ -41,7 +41,7 @@ struct cli_command {
 	 * front of the first, the indentation in front of the others); NULL:
 	 * generated from the table and operands. */
 	const char *usage;
-	const char *more_usage; /* lines after the usage line: "cachet [OPTIONS] ..." */
+	const char *more_usage;  /* lines after the usage line: "cachet [OPTIONS] ..." */
 	const char *description; /* between the usage and the option list */
 	const char *epilogue;    /* after the option list: exit status... */
 };
@@ -60,12 +60,12 @@ struct cli_args {
 	const struct cli_command *cmd;
 	int argc;
 	char **argv;
-	int next;          /* the index of the next word to read */
-	int operands_only; /* after "--" */
-	const char *value; /* the option's value or the operand */
-	const char *word;  /* the word the last option was given as ("--max-size") */
+	int next;                        /* the index of the next word to read */
+	int operands_only;               /* after "--" */
+	const char *value;               /* the option's value or the operand */
+	const char *word;                /* the word the last option was given as ("--max-size") */
 	const struct cli_option *option; /* the last option read */
-	int exit;          /* with CLI_ARG_EXIT */
+	int exit;                        /* with CLI_ARG_EXIT */
 };
 
 /* Reads argv[1...] (argv[0] is the subcommand's name). */

@@ -21,29 +21,29 @@
 enum { OPT_QUIET = 1, OPT_JSON };
 
 static const struct cli_option remote_options[] = {
-	{ OPT_QUIET, 'q', "quiet", NULL, "with flush: say nothing unless something failed" },
-	{ OPT_JSON, 0, "json", NULL, "with status: one JSON object" },
-	{ 0 },
+    {OPT_QUIET, 'q', "quiet", NULL, "with flush: say nothing unless something failed"},
+    {OPT_JSON, 0, "json", NULL, "with status: one JSON object"},
+    {0},
 };
 
 const struct cli_command cli_cmd_remote = {
-	.name = "remote",
-	.options = remote_options,
-	.usage = "cachet remote flush [-q]\n"
-		 "cachet remote status [--json]",
-	.description =
-		"Remote caches are set with 'remote' (CACHET_REMOTE): comma-separated items\n"
-		"'URL [attribute...]', URL one of http[s]://[user:password@]host[:port][/prefix],\n"
-		"redis://[[user:]password@]host[:port][/db], redis+unix:///socket[?db=N].\n"
-		"Attributes: read-only, timeout=MS (connect, default 100), op-timeout=MS\n"
-		"(default 2000), retry-after=MS (default 30000), prefix=, max-size=BYTES,\n"
-		"bearer-token=, bearer-token-file=, auth-file= (user:password).\n"
-		"Steps upload in the background after a miss; a local miss asks the remotes.\n"
-		"  flush    upload every waiting entry now; exit 1 if some could not be,\n"
-		"           naming each server that failed and why\n"
-		"  status   remotes (credentials hidden), servers skipped after a failure,\n"
-		"           the last error of each (HTTP status or curl/hiredis message, and\n"
-		"           when), uploads waiting, the remote counters\n",
+    .name = "remote",
+    .options = remote_options,
+    .usage = "cachet remote flush [-q]\n"
+             "cachet remote status [--json]",
+    .description =
+        "Remote caches are set with 'remote' (CACHET_REMOTE): comma-separated items\n"
+        "'URL [attribute...]', URL one of http[s]://[user:password@]host[:port][/prefix],\n"
+        "redis://[[user:]password@]host[:port][/db], redis+unix:///socket[?db=N].\n"
+        "Attributes: read-only, timeout=MS (connect, default 100), op-timeout=MS\n"
+        "(default 2000), retry-after=MS (default 30000), prefix=, max-size=BYTES,\n"
+        "bearer-token=, bearer-token-file=, auth-file= (user:password).\n"
+        "Steps upload in the background after a miss; a local miss asks the remotes.\n"
+        "  flush    upload every waiting entry now; exit 1 if some could not be,\n"
+        "           naming each server that failed and why\n"
+        "  status   remotes (credentials hidden), servers skipped after a failure,\n"
+        "           the last error of each (HTTP status or curl/hiredis message, and\n"
+        "           when), uploads waiting, the remote counters\n",
 };
 
 static int usage(void)
@@ -72,8 +72,8 @@ static int load_remotes(struct remote_config *config, struct error *e)
 /* "URL: reason" for every server that failed since since_ms, "; "-joined. */
 static void failures_since(const char *state, int64_t since_ms, struct buf *out)
 {
-	struct remote_config config = { 0 };
-	struct error e = { 0 };
+	struct remote_config config = {0};
+	struct error e = {0};
 	load_remotes(&config, &e);
 	for (size_t i = 0; i < config.n; i++) {
 		int64_t when;
@@ -88,7 +88,7 @@ static void failures_since(const char *state, int64_t since_ms, struct buf *out)
 static int flush(struct store *s, int quiet)
 {
 	struct drain_report rep;
-	struct error e = { 0 };
+	struct error e = {0};
 	/* Wall times in the breaker files have millisecond steps. */
 	int64_t start = wall_now_ms();
 	struct progress shown;
@@ -98,7 +98,8 @@ static int flush(struct store *s, int quiet)
 	if (rc < 0)
 		cli_error("remote flush: %s", e.msg);
 	if (!quiet)
-		printf("uploaded %zu, dropped %zu, left %zu\n", rep.uploaded, rep.dropped, rep.left);
+		printf("uploaded %zu, dropped %zu, left %zu\n", rep.uploaded, rep.dropped,
+		       rep.left);
 	if (rc == 0 && rep.left) {
 		char *state = xasprintf("%s/remote", store_dir(s));
 		struct buf why;
@@ -106,11 +107,12 @@ static int flush(struct store *s, int quiet)
 		failures_since(state, start, &why);
 		if (why.len)
 			cli_error("remote flush: %zu entries could not be uploaded: %s", rep.left,
-				  why.data);
+			          why.data);
 		else
-			cli_error("remote flush: %zu entries could not be uploaded (see cachet remote "
-				  "status)",
-				  rep.left);
+			cli_error(
+			    "remote flush: %zu entries could not be uploaded (see cachet remote "
+			    "status)",
+			    rep.left);
 		buf_free(&why);
 		free(state);
 	}
@@ -127,8 +129,8 @@ static int64_t counter(const struct store_counter *c, size_t n, const char *name
 
 static int status(struct store *s, int json)
 {
-	struct remote_config config = { 0 };
-	struct error e = { 0 };
+	struct remote_config config = {0};
+	struct error e = {0};
 	int config_ok = load_remotes(&config, &e);
 	char *state = xasprintf("%s/remote", store_dir(s));
 	char **jobs;
@@ -150,22 +152,22 @@ static int status(struct store *s, int json)
 			buf_addstr(&b, i ? ", {\"url\": " : "{\"url\": ");
 			buf_add_json_string(&b, r->shown, strlen(r->shown));
 			buf_addf(&b, ", \"read_only\": %s, \"resting_ms\": %lld, \"last_error\": ",
-				 r->read_only ? "true" : "false",
-				 (long long)(until ? until - now_wall : 0));
+			         r->read_only ? "true" : "false",
+			         (long long)(until ? until - now_wall : 0));
 			int64_t when;
 			char why[BREAKER_REASON_MAX];
 			if (breaker_last_error(state, r->id, &when, why, sizeof why)) {
 				buf_addstr(&b, "{\"message\": ");
 				buf_add_json_string(&b, why, strlen(why));
-				buf_addf(&b, ", \"at_ms\": %lld, \"ago_ms\": %lld}", (long long)when,
-					 (long long)(now_wall - when));
+				buf_addf(&b, ", \"at_ms\": %lld, \"ago_ms\": %lld}",
+				         (long long)when, (long long)(now_wall - when));
 			} else {
 				buf_addstr(&b, "null");
 			}
 			buf_addch(&b, '}');
 		}
 		buf_addf(&b, "], \"config_ok\": %s, \"spool\": %zu, \"counters\": {",
-			 config_ok ? "true" : "false", njobs);
+		         config_ok ? "true" : "false", njobs);
 		int first = 1;
 		for (size_t i = 0; i < n; i++) {
 			if (strncmp(c[i].name, "remote_", 7) != 0)
@@ -188,7 +190,7 @@ static int status(struct store *s, int json)
 			buf_addf(&b, "%s%s", r->shown, r->read_only ? " (read-only)" : "");
 			if (until)
 				buf_addf(&b, "  skipped for %.1f s more after a failure",
-					 (double)(until - now_wall) / 1000.0);
+				         (double)(until - now_wall) / 1000.0);
 			buf_addch(&b, '\n');
 			int64_t when;
 			char why[BREAKER_REASON_MAX];
@@ -196,13 +198,14 @@ static int status(struct store *s, int json)
 				char at[32];
 				cli_format_time(when / 1000, at, sizeof at);
 				buf_addf(&b, "  last error %s (%.0f s ago): %s\n", at,
-					 (double)(now_wall - when) / 1000.0, why);
+				         (double)(now_wall - when) / 1000.0, why);
 			}
 		}
 		buf_addf(&b, "uploads waiting                    %12zu\n", njobs);
 		for (size_t i = 0; i < n; i++)
 			if (!strncmp(c[i].name, "remote_", 7))
-				buf_addf(&b, "%-34s %12lld\n", c[i].name + 7, (long long)c[i].value);
+				buf_addf(&b, "%-34s %12lld\n", c[i].name + 7,
+				         (long long)c[i].value);
 	}
 	fputs(b.data, stdout);
 	buf_free(&b);
@@ -242,7 +245,7 @@ int cmd_remote(int argc, char **argv)
 		rc = status(s, json);
 	} else {
 		struct drain_report rep;
-		struct error e = { 0 };
+		struct error e = {0};
 		remote_tier_drain(s, 0, 0, NULL, &rep, &e);
 		rc = 0;
 	}

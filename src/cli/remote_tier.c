@@ -85,7 +85,7 @@ static int ctx_open(struct ctx *x, struct store *s)
 		return 0;
 	}
 	x->verbose = settings_bool(x->st, "verbose");
-	struct error e = { 0 };
+	struct error e = {0};
 	int rc = remote_config_parse(items, &x->config, &e);
 	settings_list_free(items);
 	if (rc < 0) {
@@ -121,7 +121,7 @@ static void ctx_close(struct ctx *x)
 static void *stream_blob(struct store *s, const struct blob_ref *ref, size_t *len)
 {
 	void *data = NULL;
-	struct error e = { 0 };
+	struct error e = {0};
 	*len = 0;
 	if (ref->size && store_blob_read(s, ref, &data, len, &e) < 0) {
 		data = NULL;
@@ -143,7 +143,7 @@ static void replay(struct store *s, const struct step *step, const struct result
 }
 
 int remote_tier_lookup(struct store *s, const struct step *step, struct digest_cache *dc,
-		       int *exit_code)
+                       int *exit_code)
 {
 	if (store_is_readonly(s))
 		return 0; /* a hit must be stored before it is restored */
@@ -152,11 +152,11 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 		return 0;
 	char **trusted_keys = settings_list(x.st, "trusted_keys");
 	struct remote_lookup rl = {
-		.store = s,
-		.client = x.client,
-		.trusted_keys = trusted_keys,
-		.note = say,
-		.note_ctx = &x,
+	    .store = s,
+	    .client = x.client,
+	    .trusted_keys = trusted_keys,
+	    .note = say,
+	    .note_ctx = &x,
 	};
 	struct result res;
 	result_init(&res);
@@ -176,7 +176,7 @@ int remote_tier_lookup(struct store *s, const struct step *step, struct digest_c
 /* ---- explain ---- */
 
 void remote_tier_explain(struct store *s, const struct step *step, struct digest_cache *dc,
-			 struct remote_explanation *out)
+                         struct remote_explanation *out)
 {
 	memset(out, 0, sizeof *out);
 	struct ctx x;
@@ -184,9 +184,9 @@ void remote_tier_explain(struct store *s, const struct step *step, struct digest
 		return;
 	char **trusted_keys = settings_list(x.st, "trusted_keys");
 	struct remote_lookup rl = {
-		.store = s,
-		.client = x.client,
-		.trusted_keys = trusted_keys,
+	    .store = s,
+	    .client = x.client,
+	    .trusted_keys = trusted_keys,
 	};
 	remote_lookup_explain(&rl, step, dc, out);
 	settings_list_free(trusted_keys);
@@ -205,7 +205,7 @@ static void make_job(const struct step *step, const struct record *rec, struct s
 	buf_add(&job->pathset_body, rec->ps_body.data, rec->ps_body.len);
 	job->pathset = rec->ps_digest;
 	pathset_strong_key_from_values(&job->weak, &job->pathset, rec->values.data, rec->values.len,
-				       &job->strong);
+	                               &job->strong);
 	const struct result *res = &rec->result;
 	struct result pr;
 	result_init(&pr);
@@ -222,7 +222,8 @@ static void make_job(const struct step *step, const struct record *rec, struct s
 	pr.stdin_advance = res->stdin_advance;
 	if (res->nstream_runs) {
 		pr.stream_runs = xmalloc(res->nstream_runs * sizeof *pr.stream_runs);
-		memcpy(pr.stream_runs, res->stream_runs, res->nstream_runs * sizeof *pr.stream_runs);
+		memcpy(pr.stream_runs, res->stream_runs,
+		       res->nstream_runs * sizeof *pr.stream_runs);
 		pr.nstream_runs = res->nstream_runs;
 	}
 	pr.created = res->created;
@@ -269,7 +270,7 @@ void remote_tier_upload(struct store *s, const struct step *step, const struct r
 	}
 	struct spool_job job;
 	spool_job_init(&job);
-	struct error e = { 0 };
+	struct error e = {0};
 	make_job(step, rec, &job);
 	if (spool_write(x.state_dir, &job, &e) < 0) {
 		count(&x, "remote_errors");
@@ -293,9 +294,9 @@ out:
  * entry or blobs are not there yet. 1 done, 0 drop the job (its blobs are
  * gone from the local store), -1 the server failed. */
 static int upload_job(struct ctx *x, size_t tier, const struct spool_job *job,
-		      struct remote_signer *signer)
+                      struct remote_signer *signer)
 {
-	struct error e = { 0 };
+	struct error e = {0};
 	uint64_t max = remote_tier_max_blob(x->client, tier);
 	for (size_t i = 0; i < job->nblobs; i++)
 		if (job->sizes[i] > max) {
@@ -308,7 +309,8 @@ static int upload_job(struct ctx *x, size_t tier, const struct spool_job *job,
 			continue;
 		if (g != REMOTE_ABSENT)
 			return -1;
-		struct blob_ref ref = { .digest = job->blobs[i], .size = job->sizes[i], .form = BLOB_RAW };
+		struct blob_ref ref = {
+		    .digest = job->blobs[i], .size = job->sizes[i], .form = BLOB_RAW};
 		void *data;
 		size_t len;
 		if (store_blob_read(x->store, &ref, &data, &len, &e) < 0)
@@ -318,7 +320,8 @@ static int upload_job(struct ctx *x, size_t tier, const struct spool_job *job,
 		if (g != REMOTE_FOUND)
 			return -1;
 	}
-	struct remote_entry en = { .weak = job->weak, .pathset = job->pathset, .strong = job->strong };
+	struct remote_entry en = {
+	    .weak = job->weak, .pathset = job->pathset, .strong = job->strong};
 	en.result = job->result_body.data;
 	en.result_len = job->result_body.len;
 	if (signer && sign_entry(signer, &en, &e) < 0)
@@ -338,7 +341,7 @@ static int upload_job(struct ctx *x, size_t tier, const struct spool_job *job,
 	remote_key_pathsets(&job->weak, &key);
 	void *data = NULL;
 	size_t len = 0;
-	struct remote_pathsets list = { 0 };
+	struct remote_pathsets list = {0};
 	g = remote_get(x->client, tier, "ac", &key, REMOTE_MAX_RECORD, &data, &len, &e);
 	if (g == REMOTE_ERROR || g == REMOTE_SKIPPED)
 		return -1;
@@ -346,15 +349,15 @@ static int upload_job(struct ctx *x, size_t tier, const struct spool_job *job,
 		memset(&list, 0, sizeof list); /* garbage: start afresh */
 	free(data);
 	int rc = 1;
-	struct remote_pathset set = { .digest = job->pathset,
-				      .body = job->pathset_body.data,
-				      .len = job->pathset_body.len };
+	struct remote_pathset set = {
+	    .digest = job->pathset, .body = job->pathset_body.data, .len = job->pathset_body.len};
 	if (signer && sign_pathset(signer, &job->weak, &set, &e) < 0)
 		return 0;
 	if (remote_pathsets_add(&list, &set)) {
 		buf_init(&body);
 		remote_pathsets_encode(&list, &body);
-		if (remote_put(x->client, tier, "ac", &key, body.data, body.len, &e) != REMOTE_FOUND)
+		if (remote_put(x->client, tier, "ac", &key, body.data, body.len, &e) !=
+		    REMOTE_FOUND)
 			rc = -1;
 		buf_free(&body);
 	}
@@ -368,11 +371,11 @@ static int upload_job(struct ctx *x, size_t tier, const struct spool_job *job,
  * or dropped); *stuck is set when a job had to stay (a server failed or
  * rests). */
 static size_t drain_pass(struct ctx *x, struct remote_signer *signer, struct progress *shown,
-			 struct drain_report *rep, int *stuck)
+                         struct drain_report *rep, int *stuck)
 {
 	char **jobs;
 	size_t n, done = 0;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (spool_list(x->state_dir, &jobs, &n, &e) < 0)
 		return 0;
 	size_t ntiers = remote_client_tiers(x->client);
@@ -427,7 +430,7 @@ static size_t spool_size(const char *state_dir)
 {
 	char **jobs;
 	size_t n;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (spool_list(state_dir, &jobs, &n, &e) < 0)
 		return 0;
 	spool_list_free(jobs, n);
@@ -435,7 +438,7 @@ static size_t spool_size(const char *state_dir)
 }
 
 int remote_tier_drain(struct store *s, int wait, int force, struct progress *shown,
-		      struct drain_report *rep, struct error *e)
+                      struct drain_report *rep, struct error *e)
 {
 	memset(rep, 0, sizeof *rep);
 	struct ctx x;
@@ -444,8 +447,9 @@ int remote_tier_drain(struct store *s, int wait, int force, struct progress *sho
 		char *state = xasprintf("%s/remote", store_dir(s));
 		rep->left = spool_size(state);
 		free(state);
-		return rc < 0 ? error_set(e, "the remote configuration is invalid")
-			      : rep->left ? error_set(e, "no remote is configured") : 0;
+		return rc < 0      ? error_set(e, "the remote configuration is invalid")
+		       : rep->left ? error_set(e, "no remote is configured")
+		                   : 0;
 	}
 	remote_client_ignore_breakers(x.client, force);
 	/* Uploads run in the background and send whole blobs: a request may

@@ -25,13 +25,13 @@ struct progress;
  * Returns 0 otherwise. Loads the transport plugin only when a remote is
  * configured and not resting after a failure. */
 int remote_tier_lookup(struct store *s, const struct step *step, struct digest_cache *dc,
-		       int *exit_code);
+                       int *exit_code);
 
 /* What the configured remotes say about the step (remote_lookup_explain);
  * out->verdict is REMOTE_VERDICT_NONE when no remote is configured. */
 struct remote_explanation;
 void remote_tier_explain(struct store *s, const struct step *step, struct digest_cache *dc,
-			 struct remote_explanation *out);
+                         struct remote_explanation *out);
 
 /* After a miss stored its entry: writes an upload job to the spool and
  * starts a background drainer if none runs. Never waits for the network.
@@ -48,6 +48,6 @@ struct drain_report {
  * leaving the work to it. force: try servers whose breaker is open.
  * shown: where the count goes as jobs are uploaded, or NULL. */
 int remote_tier_drain(struct store *s, int wait, int force, struct progress *shown,
-		      struct drain_report *out, struct error *e);
+                      struct drain_report *out, struct error *e);
 
 #endif

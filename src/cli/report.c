@@ -83,8 +83,8 @@ static int64_t floor_div(int64_t a, int64_t b)
 static void choose_buckets(struct report *r)
 {
 	static const int64_t widths[] = {
-		1000,    5000,     15000,    60000,     300000,     900000,    3600000,
-		10800000, 21600000, 43200000, 86400000, 604800000, 2592000000LL,
+	    1000,     5000,     15000,    60000,    300000,    900000,       3600000,
+	    10800000, 21600000, 43200000, 86400000, 604800000, 2592000000LL,
 	};
 	int64_t first = r->log_first_ms, last = r->log_last_ms;
 	time_t t0 = (time_t)(first / 1000);
@@ -127,7 +127,7 @@ static void fill_timeline(struct report *r)
 		if (en->time_ms <= 0)
 			continue;
 		size_t k = (size_t)((en->time_ms - r->timeline.buckets[0].start_ms) /
-				    r->timeline.width_ms);
+		                    r->timeline.width_ms);
 		if (k >= r->timeline.n)
 			k = r->timeline.n - 1;
 		struct report_bucket *bk = &r->timeline.buckets[k];
@@ -180,13 +180,14 @@ static void build_timeline(struct report *r)
 static void count_reason(struct command_runs *c, const char *reason, int uncacheable)
 {
 	for (size_t i = 0; i < c->nreasons; i++) {
-		if (c->reasons[i].uncacheable == uncacheable && !strcmp(c->reasons[i].reason, reason)) {
+		if (c->reasons[i].uncacheable == uncacheable &&
+		    !strcmp(c->reasons[i].reason, reason)) {
 			c->reasons[i].count++;
 			return;
 		}
 	}
 	ARRAY_RESERVE(c->reasons, c->alloc, c->nreasons + 1, 4);
-	c->reasons[c->nreasons++] = (struct reason_count){ reason, uncacheable, 1 };
+	c->reasons[c->nreasons++] = (struct reason_count){reason, uncacheable, 1};
 }
 
 static int by_count_desc(const void *a, const void *b)
@@ -253,7 +254,7 @@ static void group_commands(struct report *r)
 
 static int gather(struct report *r, size_t log_limit, struct error *e)
 {
-	struct store_usage u = { 0 };
+	struct store_usage u = {0};
 	if (store_counters(r->store, &r->counters, &r->ncounters, e) < 0 ||
 	    store_usage(r->store, &u, e) < 0)
 		return -1;
@@ -283,66 +284,66 @@ static void report_free(struct report *r)
 /* ---- the page ---- */
 
 static const char page_style[] =
-	":root{--hit:#2f9e5a;--miss:#e8833a;--unc:#9aa3ad;--rate:#2f5fd0;--saved:#3a8fb7;"
-	"--fg:#1d232b;--muted:#5f6b78;--bg:#f4f6f9;--card:#fff;--line:#e2e6eb}\n"
-	"*{box-sizing:border-box}\n"
-	"body{margin:0;background:var(--bg);color:var(--fg);"
-	"font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif}\n"
-	"main{max-width:1120px;margin:0 auto;padding:28px 20px 48px}\n"
-	"header h1{margin:0;font-size:26px;letter-spacing:-.01em}\n"
-	"header p{margin:4px 0 0;color:var(--muted)}\n"
-	"section{background:var(--card);border:1px solid var(--line);border-radius:10px;"
-	"padding:18px 20px;margin-top:18px}\n"
-	"h2{margin:0 0 2px;font-size:18px}\n"
-	"h3{margin:8px 0 6px;font-size:14px}\n"
-	"p.note{margin:0 0 12px;color:var(--muted);font-size:13px}\n"
-	".cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(145px,1fr));gap:12px;"
-	"margin-top:20px}\n"
-	".card{background:var(--card);border:1px solid var(--line);border-radius:10px;"
-	"padding:12px 14px}\n"
-	".card .label{color:var(--muted);font-size:12px;text-transform:uppercase;"
-	"letter-spacing:.05em}\n"
-	".card .value{font-size:26px;font-weight:650;margin-top:2px;"
-	"font-variant-numeric:tabular-nums;white-space:nowrap}\n"
-	".card .sub{color:var(--muted);font-size:12px}\n"
-	".card.rate .value{color:var(--rate)}.card.hit .value{color:var(--hit)}"
-	".card.miss .value{color:var(--miss)}.card.saved .value{color:var(--saved)}\n"
-	".legend{display:flex;gap:18px;flex-wrap:wrap;font-size:13px;color:var(--muted);"
-	"margin:0 0 6px}\n"
-	".legend .swatch{display:inline-block;width:11px;height:11px;border-radius:2px;"
-	"margin-right:6px;vertical-align:-1px}\n"
-	".legend .swatch.line{height:3px;vertical-align:3px;width:16px}\n"
-	".chart{display:block;width:100%;height:auto}\n"
-	".chart .grid{stroke:var(--line);stroke-width:1}.chart .axis{stroke:#a7b0ba}\n"
-	".chart text{font-size:12px;fill:var(--muted)}\n"
-	".chart .axis-title{font-size:12px}.chart .tick.rate{fill:var(--rate)}\n"
-	".chart rect.hit,.legend .hit{fill:var(--hit);background:var(--hit)}\n"
-	".chart rect.miss,.legend .miss{fill:var(--miss);background:var(--miss)}\n"
-	".chart rect.uncacheable,.legend .uncacheable{fill:var(--unc);background:var(--unc)}\n"
-	".chart rect.saved{fill:var(--saved)}.legend .rate{background:var(--rate)}\n"
-	".chart g:hover rect{opacity:.8}\n"
-	".chart path.rate{fill:none;stroke:var(--rate);stroke-width:2.5;stroke-linejoin:round}\n"
-	".chart circle.rate{fill:#fff;stroke:var(--rate);stroke-width:2}\n"
-	"table{width:100%;border-collapse:collapse}\n"
-	"th,td{text-align:left;padding:7px 8px;border-top:1px solid var(--line);"
-	"vertical-align:top}\n"
-	"th{font-size:12px;font-weight:600;color:var(--muted);text-transform:uppercase;"
-	"letter-spacing:.04em;border-top:0}\n"
-	"td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
-	"code{font:12.5px/1.4 ui-monospace,'DejaVu Sans Mono',Menlo,monospace;"
-	"overflow-wrap:anywhere}\n"
-	".cwd{color:var(--muted);font-size:12px;overflow-wrap:anywhere}\n"
-	".chip{display:inline-block;padding:1px 8px;border-radius:10px;background:#fdebdc;"
-	"color:#854210;font-size:12px;margin:2px 4px 2px 0;white-space:nowrap}\n"
-	".chip.unc{background:#eceff2;color:#46515d}\n"
-	".meter{height:8px;background:var(--line);border-radius:4px;overflow:hidden;"
-	"min-width:60px;margin-top:5px}\n"
-	".meter div{height:100%;background:var(--miss)}.meter.size div{background:var(--saved)}"
-	".meter.unc div{background:var(--unc)}\n"
-	".two{display:grid;grid-template-columns:1fr 1fr;gap:28px}\n"
-	"@media (max-width:760px){.two{grid-template-columns:1fr}}\n"
-	".empty{color:var(--muted);font-style:italic;margin:6px 0}\n"
-	"footer{color:var(--muted);font-size:12px;margin-top:22px;text-align:center}\n";
+    ":root{--hit:#2f9e5a;--miss:#e8833a;--unc:#9aa3ad;--rate:#2f5fd0;--saved:#3a8fb7;"
+    "--fg:#1d232b;--muted:#5f6b78;--bg:#f4f6f9;--card:#fff;--line:#e2e6eb}\n"
+    "*{box-sizing:border-box}\n"
+    "body{margin:0;background:var(--bg);color:var(--fg);"
+    "font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif}\n"
+    "main{max-width:1120px;margin:0 auto;padding:28px 20px 48px}\n"
+    "header h1{margin:0;font-size:26px;letter-spacing:-.01em}\n"
+    "header p{margin:4px 0 0;color:var(--muted)}\n"
+    "section{background:var(--card);border:1px solid var(--line);border-radius:10px;"
+    "padding:18px 20px;margin-top:18px}\n"
+    "h2{margin:0 0 2px;font-size:18px}\n"
+    "h3{margin:8px 0 6px;font-size:14px}\n"
+    "p.note{margin:0 0 12px;color:var(--muted);font-size:13px}\n"
+    ".cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(145px,1fr));gap:12px;"
+    "margin-top:20px}\n"
+    ".card{background:var(--card);border:1px solid var(--line);border-radius:10px;"
+    "padding:12px 14px}\n"
+    ".card .label{color:var(--muted);font-size:12px;text-transform:uppercase;"
+    "letter-spacing:.05em}\n"
+    ".card .value{font-size:26px;font-weight:650;margin-top:2px;"
+    "font-variant-numeric:tabular-nums;white-space:nowrap}\n"
+    ".card .sub{color:var(--muted);font-size:12px}\n"
+    ".card.rate .value{color:var(--rate)}.card.hit .value{color:var(--hit)}"
+    ".card.miss .value{color:var(--miss)}.card.saved .value{color:var(--saved)}\n"
+    ".legend{display:flex;gap:18px;flex-wrap:wrap;font-size:13px;color:var(--muted);"
+    "margin:0 0 6px}\n"
+    ".legend .swatch{display:inline-block;width:11px;height:11px;border-radius:2px;"
+    "margin-right:6px;vertical-align:-1px}\n"
+    ".legend .swatch.line{height:3px;vertical-align:3px;width:16px}\n"
+    ".chart{display:block;width:100%;height:auto}\n"
+    ".chart .grid{stroke:var(--line);stroke-width:1}.chart .axis{stroke:#a7b0ba}\n"
+    ".chart text{font-size:12px;fill:var(--muted)}\n"
+    ".chart .axis-title{font-size:12px}.chart .tick.rate{fill:var(--rate)}\n"
+    ".chart rect.hit,.legend .hit{fill:var(--hit);background:var(--hit)}\n"
+    ".chart rect.miss,.legend .miss{fill:var(--miss);background:var(--miss)}\n"
+    ".chart rect.uncacheable,.legend .uncacheable{fill:var(--unc);background:var(--unc)}\n"
+    ".chart rect.saved{fill:var(--saved)}.legend .rate{background:var(--rate)}\n"
+    ".chart g:hover rect{opacity:.8}\n"
+    ".chart path.rate{fill:none;stroke:var(--rate);stroke-width:2.5;stroke-linejoin:round}\n"
+    ".chart circle.rate{fill:#fff;stroke:var(--rate);stroke-width:2}\n"
+    "table{width:100%;border-collapse:collapse}\n"
+    "th,td{text-align:left;padding:7px 8px;border-top:1px solid var(--line);"
+    "vertical-align:top}\n"
+    "th{font-size:12px;font-weight:600;color:var(--muted);text-transform:uppercase;"
+    "letter-spacing:.04em;border-top:0}\n"
+    "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
+    "code{font:12.5px/1.4 ui-monospace,'DejaVu Sans Mono',Menlo,monospace;"
+    "overflow-wrap:anywhere}\n"
+    ".cwd{color:var(--muted);font-size:12px;overflow-wrap:anywhere}\n"
+    ".chip{display:inline-block;padding:1px 8px;border-radius:10px;background:#fdebdc;"
+    "color:#854210;font-size:12px;margin:2px 4px 2px 0;white-space:nowrap}\n"
+    ".chip.unc{background:#eceff2;color:#46515d}\n"
+    ".meter{height:8px;background:var(--line);border-radius:4px;overflow:hidden;"
+    "min-width:60px;margin-top:5px}\n"
+    ".meter div{height:100%;background:var(--miss)}.meter.size div{background:var(--saved)}"
+    ".meter.unc div{background:var(--unc)}\n"
+    ".two{display:grid;grid-template-columns:1fr 1fr;gap:28px}\n"
+    "@media (max-width:760px){.two{grid-template-columns:1fr}}\n"
+    ".empty{color:var(--muted);font-style:italic;margin:6px 0}\n"
+    "footer{color:var(--muted);font-size:12px;margin-top:22px;text-align:center}\n";
 
 static void add_time(struct buf *b, int64_t ms)
 {
@@ -359,8 +360,8 @@ static double hit_rate(int64_t hits, int64_t misses)
 static void page_head(struct buf *b, const struct report *r)
 {
 	buf_addstr(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-		      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-		      "<title>cachet report</title>\n<style>\n");
+	              "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	              "<title>cachet report</title>\n<style>\n");
 	buf_addstr(b, page_style);
 	buf_addstr(b, "</style>\n</head>\n<body>\n<main>\n<header>\n<h1>cachet report</h1>\n<p>");
 	buf_addstr(b, "Cache <code>");
@@ -371,11 +372,12 @@ static void page_head(struct buf *b, const struct report *r)
 }
 
 static void card(struct buf *b, const char *cls, const char *label, const char *id,
-		 const char *value, const char *sub)
+                 const char *value, const char *sub)
 {
-	buf_addf(b, "<div class=\"card %s\"><div class=\"label\">%s</div>"
-		    "<div class=\"value\"><span id=\"%s\">%s</span></div>",
-		 cls, label, id, value);
+	buf_addf(b,
+	         "<div class=\"card %s\"><div class=\"label\">%s</div>"
+	         "<div class=\"value\"><span id=\"%s\">%s</span></div>",
+	         cls, label, id, value);
 	if (sub)
 		buf_addf(b, "<div class=\"sub\">%s</div>", sub);
 	buf_addstr(b, "</div>\n");
@@ -390,11 +392,11 @@ static void section_summary(struct buf *b, const struct report *r)
 	buf_addstr(b, "<div class=\"cards\" id=\"summary\">\n");
 	buf_addf(&v, "%.1f%%", hit_rate(t->hits, t->misses));
 	card(b, "rate", "Hit rate", "hit-rate", v.data, "hits / (hits + misses)");
-#define COUNT_CARD(cls, label, id, field)                                   \
-	do {                                                                \
-		buf_reset(&v);                                              \
-		buf_addf(&v, "%lld", (long long)(field));                   \
-		card(b, cls, label, id, v.data, NULL);                      \
+#define COUNT_CARD(cls, label, id, field)                                                          \
+	do {                                                                                       \
+		buf_reset(&v);                                                                     \
+		buf_addf(&v, "%lld", (long long)(field));                                          \
+		card(b, cls, label, id, v.data, NULL);                                             \
 	} while (0)
 	COUNT_CARD("hit", "Hits", "hits", t->hits);
 	COUNT_CARD("miss", "Misses", "misses", t->misses);
@@ -412,7 +414,7 @@ static void section_summary(struct buf *b, const struct report *r)
 	report_add_size(&v, t->usage.blob_bytes);
 	buf_reset(&sub);
 	buf_addf(&sub, "<span id=\"bytes\">%llu</span> bytes in %llu blobs",
-		 (unsigned long long)t->usage.blob_bytes, (unsigned long long)t->usage.blobs);
+	         (unsigned long long)t->usage.blob_bytes, (unsigned long long)t->usage.blobs);
 	card(b, "", "Size on disk", "size", v.data, sub.data);
 	buf_addstr(b, "</div>\n");
 	buf_free(&v);
@@ -423,8 +425,9 @@ static void section_activity(struct buf *b, const struct report *r)
 {
 	buf_addstr(b, "<section id=\"activity\">\n<h2>Hit rate over time</h2>\n<p class=\"note\">");
 	if (!r->timeline.n) {
-		buf_addstr(b, "</p><p class=\"empty\">The step log is empty: no step has run through "
-			      "this cache yet (or the log was removed).</p>\n</section>\n");
+		buf_addstr(b,
+		           "</p><p class=\"empty\">The step log is empty: no step has run through "
+		           "this cache yet (or the log was removed).</p>\n</section>\n");
 		return;
 	}
 	buf_addf(b, "From the step log: %zu steps from ", r->nlog);
@@ -434,12 +437,12 @@ static void section_activity(struct buf *b, const struct report *r)
 	buf_addstr(b, ", one bar per ");
 	report_add_duration(b, r->timeline.width_ms);
 	buf_addstr(b, ". The log keeps the latest steps only; the totals above are the counters "
-		      "that <code>cachet stats</code> shows.</p>\n"
-		      "<div class=\"legend\"><span><span class=\"swatch hit\"></span>hits</span>"
-		      "<span><span class=\"swatch miss\"></span>misses</span>"
-		      "<span><span class=\"swatch uncacheable\"></span>uncacheable</span>"
-		      "<span><span class=\"swatch line rate\"></span>hit rate (right axis)</span>"
-		      "</div>\n");
+	              "that <code>cachet stats</code> shows.</p>\n"
+	              "<div class=\"legend\"><span><span class=\"swatch hit\"></span>hits</span>"
+	              "<span><span class=\"swatch miss\"></span>misses</span>"
+	              "<span><span class=\"swatch uncacheable\"></span>uncacheable</span>"
+	              "<span><span class=\"swatch line rate\"></span>hit rate (right axis)</span>"
+	              "</div>\n");
 	report_chart_activity(b, &r->timeline);
 	buf_addstr(b, "\n</section>\n");
 }
@@ -449,13 +452,13 @@ static void section_saved(struct buf *b, const struct report *r)
 	buf_addstr(b, "<section id=\"saved\">\n<h2>Time saved: ");
 	report_add_duration(b, r->totals.time_saved_ms);
 	buf_addstr(b, "</h2>\n<p class=\"note\">The total is the counter: for each hit, the run "
-		      "time recorded with the entry minus the time the hit took.");
+	              "time recorded with the entry minus the time the hit took.");
 	if (!r->timeline.n) {
 		buf_addstr(b, "</p>\n</section>\n");
 		return;
 	}
 	buf_addstr(b, " Over time, estimated from the step log (a hit saves the latest stored run "
-		      "of the same command minus its own time): about ");
+	              "of the same command minus its own time): about ");
 	report_add_duration(b, r->log_saved_ms);
 	buf_addstr(b, " in the logged steps.</p>\n");
 	report_chart_saved(b, &r->timeline);
@@ -470,7 +473,7 @@ static int counter_desc(const void *a, const void *b)
 
 /* The counters named prefix + REASON, as a table with a bar per reason. */
 static void reason_table(struct buf *b, const struct report *r, const char *prefix,
-			 const char *meter_class, const char *empty)
+                         const char *meter_class, const char *empty)
 {
 	size_t plen = strlen(prefix), n = 0;
 	struct store_counter *rows = xcalloc(r->ncounters + 1, sizeof *rows);
@@ -492,10 +495,11 @@ static void reason_table(struct buf *b, const struct report *r, const char *pref
 	for (size_t i = 0; i < n; i++) {
 		buf_addstr(b, "<tr><td>");
 		buf_add_html_str(b, rows[i].name + plen);
-		buf_addf(b, "<div class=\"meter %s\"><div style=\"width:%.1f%%\"></div></div></td>"
-			    "<td class=\"num\">%lld</td></tr>\n",
-			 meter_class, 100.0 * (double)rows[i].value / (double)max,
-			 (long long)rows[i].value);
+		buf_addf(b,
+		         "<div class=\"meter %s\"><div style=\"width:%.1f%%\"></div></div></td>"
+		         "<td class=\"num\">%lld</td></tr>\n",
+		         meter_class, 100.0 * (double)rows[i].value / (double)max,
+		         (long long)rows[i].value);
 	}
 	buf_addstr(b, "</table>\n");
 	free(rows);
@@ -503,9 +507,10 @@ static void reason_table(struct buf *b, const struct report *r, const char *pref
 
 static void section_reasons(struct buf *b, const struct report *r)
 {
-	buf_addstr(b, "<section id=\"reasons\">\n<h2>Why steps missed</h2>\n<p class=\"note\">"
-		      "Counted since the counters were last zeroed, as in "
-		      "<code>cachet stats</code>.</p>\n<div class=\"two\"><div>\n<h3>Misses</h3>\n");
+	buf_addstr(b,
+	           "<section id=\"reasons\">\n<h2>Why steps missed</h2>\n<p class=\"note\">"
+	           "Counted since the counters were last zeroed, as in "
+	           "<code>cachet stats</code>.</p>\n<div class=\"two\"><div>\n<h3>Misses</h3>\n");
 	reason_table(b, r, "miss: ", "", "No misses counted.");
 	buf_addstr(b, "</div><div>\n<h3>Uncacheable steps</h3>\n");
 	reason_table(b, r, "uncacheable: ", "unc", "No uncacheable steps counted.");
@@ -514,15 +519,16 @@ static void section_reasons(struct buf *b, const struct report *r)
 
 static void section_misses(struct buf *b, const struct report *r)
 {
-	buf_addstr(b, "<section id=\"miss-most\">\n<h2>Steps that miss most</h2>\n<p class=\"note\">"
-		      "Commands in the step log that ran without a hit, with why; secret-looking "
-		      "values are hidden.</p>\n");
+	buf_addstr(b,
+	           "<section id=\"miss-most\">\n<h2>Steps that miss most</h2>\n<p class=\"note\">"
+	           "Commands in the step log that ran without a hit, with why; secret-looking "
+	           "values are hidden.</p>\n");
 	if (!r->ncommands) {
 		buf_addstr(b, "<p class=\"empty\">No step in the log missed.</p>\n</section>\n");
 		return;
 	}
 	buf_addstr(b, "<table><tr><th>Command</th><th>Reasons</th><th class=\"num\">Runs</th>"
-		      "<th class=\"num\">Hits</th><th class=\"num\">Misses</th></tr>\n");
+	              "<th class=\"num\">Hits</th><th class=\"num\">Misses</th></tr>\n");
 	for (size_t i = 0; i < r->ncommands && i < TOP_ROWS; i++) {
 		const struct command_runs *c = &r->commands[i];
 		buf_addstr(b, "<tr><td><code>");
@@ -540,15 +546,16 @@ static void section_misses(struct buf *b, const struct report *r)
 			buf_add_html_str(b, *rc->reason ? rc->reason : "no reason given");
 			buf_addf(b, " &times;%lld</span>", (long long)rc->count);
 		}
-		buf_addf(b, "</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td>"
-			    "<td class=\"num\">%lld</td></tr>\n",
-			 (long long)c->runs, (long long)c->hits,
-			 (long long)(c->misses + c->uncacheable));
+		buf_addf(b,
+		         "</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td>"
+		         "<td class=\"num\">%lld</td></tr>\n",
+		         (long long)c->runs, (long long)c->hits,
+		         (long long)(c->misses + c->uncacheable));
 	}
 	buf_addstr(b, "</table>\n");
 	if (r->ncommands > TOP_ROWS)
 		buf_addf(b, "<p class=\"note\">%zu more commands missed.</p>\n",
-			 r->ncommands - TOP_ROWS);
+		         r->ncommands - TOP_ROWS);
 	buf_addstr(b, "</section>\n");
 }
 
@@ -556,7 +563,7 @@ static void section_misses(struct buf *b, const struct report *r)
 static void add_step(struct buf *b, const void *body, size_t len)
 {
 	struct step step;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (!body || step_decode(body, len, &step, &e) < 0) {
 		buf_addstr(b, "<span class=\"empty\">(step description missing)</span>");
 		return;
@@ -574,16 +581,16 @@ static void add_step(struct buf *b, const void *body, size_t len)
 static void section_largest(struct buf *b, const struct report *r)
 {
 	buf_addstr(b, "<section id=\"largest\">\n<h2>Largest entries</h2>\n<p class=\"note\">"
-		      "By the uncompressed size of the outputs, stdout and stderr an entry "
-		      "restores.</p>\n");
+	              "By the uncompressed size of the outputs, stdout and stderr an entry "
+	              "restores.</p>\n");
 	if (!r->nlargest) {
 		buf_addstr(b, "<p class=\"empty\">The cache holds no entries.</p>\n</section>\n");
 		return;
 	}
 	uint64_t max = r->largest[0].size ? r->largest[0].size : 1;
 	buf_addstr(b, "<table><tr><th>Command</th><th class=\"num\">Size</th>"
-		      "<th class=\"num\">Hits</th><th class=\"num\">Run time</th>"
-		      "<th class=\"num\">Last used</th></tr>\n");
+	              "<th class=\"num\">Hits</th><th class=\"num\">Run time</th>"
+	              "<th class=\"num\">Last used</th></tr>\n");
 	for (size_t i = 0; i < r->nlargest; i++) {
 		const struct store_sized_result *row = &r->largest[i];
 		buf_addstr(b, "<tr><td>");
@@ -591,8 +598,9 @@ static void section_largest(struct buf *b, const struct report *r)
 		buf_addstr(b, "</td><td class=\"num\">");
 		report_add_size(b, row->size);
 		buf_addf(b, "<div class=\"meter size\"><div style=\"width:%.1f%%\"></div></div>",
-			 100.0 * (double)row->size / (double)max);
-		buf_addf(b, "</td><td class=\"num\">%lld</td><td class=\"num\">", (long long)row->hits);
+		         100.0 * (double)row->size / (double)max);
+		buf_addf(b, "</td><td class=\"num\">%lld</td><td class=\"num\">",
+		         (long long)row->hits);
 		report_add_duration(b, row->duration_ms);
 		buf_addstr(b, "</td><td class=\"num\">");
 		add_time(b, row->last_used_ns / 1000000);
@@ -603,15 +611,16 @@ static void section_largest(struct buf *b, const struct report *r)
 
 static void section_nondet(struct buf *b, const struct report *r)
 {
-	buf_addstr(b, "<section id=\"nondeterministic\">\n<h2>Nondeterministic steps</h2>\n"
-		      "<p class=\"note\">Steps whose outputs differed between identical runs, found "
-		      "by <code>cachet run --verify</code> or <code>verify_rate</code>.</p>\n");
+	buf_addstr(b,
+	           "<section id=\"nondeterministic\">\n<h2>Nondeterministic steps</h2>\n"
+	           "<p class=\"note\">Steps whose outputs differed between identical runs, found "
+	           "by <code>cachet run --verify</code> or <code>verify_rate</code>.</p>\n");
 	if (!r->nnondet) {
 		buf_addstr(b, "<p class=\"empty\">None found.</p>\n</section>\n");
 		return;
 	}
 	buf_addstr(b, "<table><tr><th>Command</th><th>What differed</th>"
-		      "<th class=\"num\">Times</th><th class=\"num\">Last seen</th></tr>\n");
+	              "<th class=\"num\">Times</th><th class=\"num\">Last seen</th></tr>\n");
 	for (size_t i = 0; i < r->nnondet; i++) {
 		const struct store_nondet_step *row = &r->nondet[i];
 		buf_addstr(b, "<tr><td>");
@@ -619,7 +628,7 @@ static void section_nondet(struct buf *b, const struct report *r)
 		buf_addstr(b, "</td><td>");
 		buf_add_html_str(b, row->summary);
 		buf_addf(b, "</td><td class=\"num\">%lld</td><td class=\"num\">",
-			 (long long)row->count);
+		         (long long)row->count);
 		add_time(b, row->last_seen_ns / 1000000);
 		buf_addstr(b, "</td></tr>\n");
 	}
@@ -632,7 +641,7 @@ static void page_end(struct buf *b, const struct report *r)
 	buf_init(&json);
 	totals_json(&json, &r->totals, r->counters, r->ncounters);
 	buf_addstr(b, "<footer>cachet " CACHET_VERSION "</footer>\n</main>\n"
-		      "<script type=\"application/json\" id=\"cachet-stats\">");
+	              "<script type=\"application/json\" id=\"cachet-stats\">");
 	/* A reason holding "</script>" must not end the block: '<' only occurs
 	 * inside JSON strings, where \u003c means the same. */
 	for (size_t i = 0; i < json.len; i++) {
@@ -689,20 +698,20 @@ static int save(const char *path, const struct buf *page)
 enum { OPT_OUTPUT = 1, OPT_COUNT };
 
 static const struct cli_option report_options[] = {
-	{ OPT_OUTPUT, 'o', "output", "FILE", "write the page to FILE (default: standard output)" },
-	{ OPT_COUNT, 'n', NULL, "N", "use only the last N steps of the step log (default: all of it)" },
-	{ 0 },
+    {OPT_OUTPUT, 'o', "output", "FILE", "write the page to FILE (default: standard output)"},
+    {OPT_COUNT, 'n', NULL, "N", "use only the last N steps of the step log (default: all of it)"},
+    {0},
 };
 
 const struct cli_command cli_cmd_report = {
-	.name = "report",
-	.options = report_options,
-	.description =
-		"Writes one self-contained HTML page (inline CSS and SVG, nothing fetched) with\n"
-		"the totals of cachet stats, the hit rate and the time saved over time, why\n"
-		"steps missed, the commands that miss most with their reasons, the largest\n"
-		"entries and the steps found nondeterministic. The totals are also in the page\n"
-		"as the JSON of cachet stats --json (script id \"cachet-stats\").\n",
+    .name = "report",
+    .options = report_options,
+    .description =
+        "Writes one self-contained HTML page (inline CSS and SVG, nothing fetched) with\n"
+        "the totals of cachet stats, the hit rate and the time saved over time, why\n"
+        "steps missed, the commands that miss most with their reasons, the largest\n"
+        "entries and the steps found nondeterministic. The totals are also in the page\n"
+        "as the JSON of cachet stats --json (script id \"cachet-stats\").\n",
 };
 
 int cmd_report(int argc, char **argv)
@@ -725,11 +734,11 @@ int cmd_report(int argc, char **argv)
 		cli_error("report: -o needs a file name");
 		return EXIT_USAGE;
 	}
-	struct report r = { 0 };
+	struct report r = {0};
 	r.store = cli_open_store(0, NULL);
 	if (!r.store)
 		return 1;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (gather(&r, log_limit, &e) < 0) {
 		cli_error("report: %s", e.msg);
 		report_free(&r);

@@ -12,13 +12,13 @@
 
 /* The step log cut into equal spans of time. */
 struct report_bucket {
-	int64_t start_ms;                /* unix milliseconds */
+	int64_t start_ms; /* unix milliseconds */
 	int64_t hits, misses, uncacheable;
-	int64_t saved_ms;                /* estimated from the log (report.c says how) */
+	int64_t saved_ms; /* estimated from the log (report.c says how) */
 };
 
 struct report_timeline {
-	struct report_bucket *buckets;   /* owned, oldest first, n >= 1 when set */
+	struct report_bucket *buckets; /* owned, oldest first, n >= 1 when set */
 	size_t n;
 	int64_t width_ms;
 };

@@ -11,19 +11,19 @@
 
 #define MS_SECOND 1000LL
 #define MS_MINUTE (60 * MS_SECOND)
-#define MS_HOUR (60 * MS_MINUTE)
-#define MS_DAY (24 * MS_HOUR)
+#define MS_HOUR   (60 * MS_MINUTE)
+#define MS_DAY    (24 * MS_HOUR)
 
 /* Geometry of both charts, in viewBox units (the SVG scales to the page). */
-#define CHART_W 960.0
-#define CHART_H 260.0
-#define PAD_LEFT 64.0
-#define PAD_RIGHT 52.0
-#define PAD_TOP 14.0
-#define PAD_BOTTOM 34.0
-#define PLOT_W (CHART_W - PAD_LEFT - PAD_RIGHT)
-#define PLOT_H (CHART_H - PAD_TOP - PAD_BOTTOM)
-#define Y_TICKS 4
+#define CHART_W      960.0
+#define CHART_H      260.0
+#define PAD_LEFT     64.0
+#define PAD_RIGHT    52.0
+#define PAD_TOP      14.0
+#define PAD_BOTTOM   34.0
+#define PLOT_W       (CHART_W - PAD_LEFT - PAD_RIGHT)
+#define PLOT_H       (CHART_H - PAD_TOP - PAD_BOTTOM)
+#define Y_TICKS      4
 #define MAX_X_LABELS 8
 
 /* ---- quantities ---- */
@@ -40,19 +40,19 @@ void report_add_duration(struct buf *b, int64_t ms)
 		buf_addf(b, "%lld min", (long long)(ms / MS_MINUTE));
 	else if (ms < MS_HOUR)
 		buf_addf(b, "%lld min %02lld s", (long long)(ms / MS_MINUTE),
-			 (long long)(ms % MS_MINUTE / MS_SECOND));
+		         (long long)(ms % MS_MINUTE / MS_SECOND));
 	else if (ms < 2 * MS_DAY && ms % MS_HOUR < MS_MINUTE)
 		buf_addf(b, "%lld h", (long long)(ms / MS_HOUR));
 	else if (ms < 2 * MS_DAY)
 		buf_addf(b, "%lld h %02lld min", (long long)(ms / MS_HOUR),
-			 (long long)(ms % MS_HOUR / MS_MINUTE));
+		         (long long)(ms % MS_HOUR / MS_MINUTE));
 	else
 		buf_addf(b, "%.1f days", (double)ms / (double)MS_DAY);
 }
 
 void report_add_size(struct buf *b, uint64_t bytes)
 {
-	static const char *const units[] = { "kB", "MB", "GB", "TB" };
+	static const char *const units[] = {"kB", "MB", "GB", "TB"};
 	if (bytes < 1000) {
 		buf_addf(b, "%llu B", (unsigned long long)bytes);
 		return;
@@ -106,7 +106,7 @@ static void add_axis_duration(struct buf *b, int64_t ms)
 static int64_t count_step(int64_t max)
 {
 	for (int64_t base = 1;; base *= 10) {
-		static const int64_t m[] = { 1, 2, 5 };
+		static const int64_t m[] = {1, 2, 5};
 		for (size_t i = 0; i < 3; i++)
 			if (base * m[i] * Y_TICKS >= max)
 				return base * m[i];
@@ -117,10 +117,29 @@ static int64_t count_step(int64_t max)
 static int64_t duration_step(int64_t max)
 {
 	static const int64_t steps[] = {
-		10, 20, 50, 100, 200, 500, MS_SECOND, 2 * MS_SECOND, 5 * MS_SECOND,
-		10 * MS_SECOND, 15 * MS_SECOND, 30 * MS_SECOND, MS_MINUTE, 2 * MS_MINUTE,
-		5 * MS_MINUTE, 10 * MS_MINUTE, 15 * MS_MINUTE, 30 * MS_MINUTE, MS_HOUR,
-		2 * MS_HOUR, 6 * MS_HOUR, 12 * MS_HOUR, MS_DAY,
+	    10,
+	    20,
+	    50,
+	    100,
+	    200,
+	    500,
+	    MS_SECOND,
+	    2 * MS_SECOND,
+	    5 * MS_SECOND,
+	    10 * MS_SECOND,
+	    15 * MS_SECOND,
+	    30 * MS_SECOND,
+	    MS_MINUTE,
+	    2 * MS_MINUTE,
+	    5 * MS_MINUTE,
+	    10 * MS_MINUTE,
+	    15 * MS_MINUTE,
+	    30 * MS_MINUTE,
+	    MS_HOUR,
+	    2 * MS_HOUR,
+	    6 * MS_HOUR,
+	    12 * MS_HOUR,
+	    MS_DAY,
 	};
 	for (size_t i = 0; i < sizeof steps / sizeof *steps; i++)
 		if (steps[i] * Y_TICKS >= max)
@@ -143,10 +162,11 @@ static void y_axis(struct buf *b, int64_t step, int64_t top, int durations)
 {
 	for (int64_t v = 0; v <= top; v += step) {
 		double y = y_of(v, top);
-		buf_addf(b, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>",
-			 PAD_LEFT, PAD_LEFT + PLOT_W, y, y);
+		buf_addf(b,
+		         "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>",
+		         PAD_LEFT, PAD_LEFT + PLOT_W, y, y);
 		buf_addf(b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">",
-			 PAD_LEFT - 6, y + 4);
+		         PAD_LEFT - 6, y + 4);
 		if (durations)
 			add_axis_duration(b, v);
 		else
@@ -167,7 +187,7 @@ static void x_axis(struct buf *b, const struct report_timeline *t)
 	struct buf label;
 	buf_init(&label);
 	buf_addf(b, "<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>",
-		 PAD_LEFT, PAD_LEFT + PLOT_W, PAD_TOP + PLOT_H, PAD_TOP + PLOT_H);
+	         PAD_LEFT, PAD_LEFT + PLOT_W, PAD_TOP + PLOT_H, PAD_TOP + PLOT_H);
 	for (size_t i = 0; i < t->n; i += every) {
 		time_t secs = (time_t)(t->buckets[i].start_ms / 1000);
 		struct tm tm;
@@ -185,10 +205,12 @@ static void x_axis(struct buf *b, const struct report_timeline *t)
 		last_right = left + w;
 		last_yday = tm.tm_yday;
 		last_year = tm.tm_year;
-		buf_addf(b, "<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x,
-			 x, PAD_TOP + PLOT_H, PAD_TOP + PLOT_H + 4);
-		buf_addf(b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">%s</text>", x,
-			 PAD_TOP + PLOT_H + 18, i == 0 ? "start" : "middle", label.data);
+		buf_addf(b,
+		         "<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>",
+		         x, x, PAD_TOP + PLOT_H, PAD_TOP + PLOT_H + 4);
+		buf_addf(b,
+		         "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">%s</text>",
+		         x, PAD_TOP + PLOT_H + 18, i == 0 ? "start" : "middle", label.data);
 	}
 	buf_free(&label);
 }
@@ -196,10 +218,10 @@ static void x_axis(struct buf *b, const struct report_timeline *t)
 static void svg_open(struct buf *b, const char *label)
 {
 	buf_addf(b,
-		 "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" "
-		 "preserveAspectRatio=\"xMidYMid meet\" role=\"img\" aria-label=\"%s\" "
-		 "xmlns=\"http://www.w3.org/2000/svg\">",
-		 CHART_W, CHART_H, label);
+	         "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" "
+	         "preserveAspectRatio=\"xMidYMid meet\" role=\"img\" aria-label=\"%s\" "
+	         "xmlns=\"http://www.w3.org/2000/svg\">",
+	         CHART_W, CHART_H, label);
 }
 
 static void bucket_title(struct buf *b, const struct report_timeline *t, size_t i)
@@ -215,9 +237,8 @@ static void bar(struct buf *b, const char *cls, double x, double w, double y0, d
 {
 	if (y1 - y0 < 0.05)
 		return;
-	buf_addf(b,
-		 "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>",
-		 cls, x, y0, w, y1 - y0);
+	buf_addf(b, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>",
+	         cls, x, y0, w, y1 - y0);
 }
 
 /* ---- charts ---- */
@@ -242,11 +263,12 @@ void report_chart_activity(struct buf *b, const struct report_timeline *t)
 	for (int pct = 0; pct <= 100; pct += 25) {
 		double y = PAD_TOP + PLOT_H - PLOT_H * pct / 100.0;
 		buf_addf(b, "<text class=\"tick rate\" x=\"%.1f\" y=\"%.1f\">%d%%</text>",
-			 PAD_LEFT + PLOT_W + 6, y + 4, pct);
+		         PAD_LEFT + PLOT_W + 6, y + 4, pct);
 	}
-	buf_addf(b, "<text class=\"axis-title\" x=\"14\" y=\"%.1f\" "
-		    "transform=\"rotate(-90 14 %.1f)\" text-anchor=\"middle\">steps</text>",
-		 PAD_TOP + PLOT_H / 2, PAD_TOP + PLOT_H / 2);
+	buf_addf(b,
+	         "<text class=\"axis-title\" x=\"14\" y=\"%.1f\" "
+	         "transform=\"rotate(-90 14 %.1f)\" text-anchor=\"middle\">steps</text>",
+	         PAD_TOP + PLOT_H / 2, PAD_TOP + PLOT_H / 2);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct report_bucket *k = &t->buckets[i];
 		double x = PAD_LEFT + slot * (double)i + (slot - bw) / 2;
@@ -257,10 +279,10 @@ void report_chart_activity(struct buf *b, const struct report_timeline *t)
 		buf_addstr(b, "<g>");
 		bucket_title(b, t, i);
 		buf_addf(b, ": %lld hits, %lld misses, %lld uncacheable", (long long)k->hits,
-			 (long long)k->misses, (long long)k->uncacheable);
+		         (long long)k->misses, (long long)k->uncacheable);
 		if (k->hits + k->misses)
 			buf_addf(b, "; hit rate %.1f%%",
-				 100.0 * (double)k->hits / (double)(k->hits + k->misses));
+			         100.0 * (double)k->hits / (double)(k->hits + k->misses));
 		buf_addstr(b, "</title>");
 		bar(b, "hit", x, bw, y_hit, y);
 		bar(b, "miss", x, bw, y_miss, y_hit);

@@ -55,7 +55,7 @@ struct ctx {
 	char *cache_dir;
 	struct snapshot *snap;
 	int snap_failed;
-	int control_done; /* run 1 ran and was captured */
+	int control_done;     /* run 1 ran and was captured */
 	const char *moved_to; /* the running step's copy of the work tree, or NULL */
 	struct error snap_error;
 	int stdin_is_file;
@@ -287,8 +287,8 @@ static void note_inputs(struct repro_run *run, const struct trace_result *tr, ch
 {
 	struct record rec;
 	struct error e = {0};
-	if (record_run(tr->events, tr->nevents, (const char *const *)ignore, NULL, NULL, NULL,
-	               &rec, &e) == 0) {
+	if (record_run(tr->events, tr->nevents, (const char *const *)ignore, NULL, NULL, NULL, &rec,
+	               &e) == 0) {
 		run->ps_digest = rec.ps_digest;
 		buf_add(&run->values, rec.values.data, rec.values.len);
 		buf_add(&run->ps_body, rec.ps_body.data, rec.ps_body.len);
@@ -469,8 +469,9 @@ static int same_value(const unsigned char *x, const unsigned char *y)
 }
 
 /* One side's observations the other lacks or sees otherwise, into names. */
-static void inputs_unlike(const struct repro *r, const struct strmap *from, const struct strmap *other,
-                          const char *only, struct strmap *named, struct buf *out, size_t *more)
+static void inputs_unlike(const struct repro *r, const struct strmap *from,
+                          const struct strmap *other, const char *only, struct strmap *named,
+                          struct buf *out, size_t *more)
 {
 	for (size_t i = 0; i < from->cap; i++) {
 		const char *key = from->slots[i].key;
@@ -486,7 +487,8 @@ static void inputs_unlike(const struct repro *r, const struct strmap *from, cons
 			(*more)++;
 			continue;
 		}
-		buf_addf(out, "%s%s%s", out->len ? ", " : "", repro_shown_path(r, path), v ? "" : only);
+		buf_addf(out, "%s%s%s", out->len ? ", " : "", repro_shown_path(r, path),
+		         v ? "" : only);
 	}
 }
 
@@ -524,7 +526,11 @@ static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b,
 		d->status_b = b->status;
 	}
 	char *la = xasprintf("run %u", a->number), *lb = xasprintf("run %u", b->number);
-	struct compare_options opt = {.exec_bit = 1, .archive_plugin = cli_archive_plugin(), .dwarf_plugin = cli_dwarf_plugin(), .label_a = la, .label_b = lb};
+	struct compare_options opt = {.exec_bit = 1,
+	                              .archive_plugin = cli_archive_plugin(),
+	                              .dwarf_plugin = cli_dwarf_plugin(),
+	                              .label_a = la,
+	                              .label_b = lb};
 
 	struct buf oa, ob;
 	buf_init(&oa);
@@ -571,8 +577,11 @@ static int compare_runs(struct ctx *c, struct repro_run *a, struct repro_run *b,
 			const char *shown = repro_shown_path(c->r, path);
 			char *fla = xasprintf("run %u:%s", a->number, shown);
 			char *flb = xasprintf("run %u:%s", b->number, shown);
-			struct compare_options fopt = {
-			    .exec_bit = 1, .archive_plugin = cli_archive_plugin(), .dwarf_plugin = cli_dwarf_plugin(), .label_a = fla, .label_b = flb};
+			struct compare_options fopt = {.exec_bit = 1,
+			                               .archive_plugin = cli_archive_plugin(),
+			                               .dwarf_plugin = cli_dwarf_plugin(),
+			                               .label_a = fla,
+			                               .label_b = flb};
 			struct compare_report rep;
 			if (compare_paths(fa, fb, &fopt, &rep, e) < 0) {
 				rc = -1;
@@ -718,7 +727,8 @@ static int bisect(struct ctx *c, struct error *e)
 	for (int v = -1; v < VARY_COUNT; v++) {
 		if (v >= 0 && !((r->mask >> v) & 1))
 			continue;
-		struct repro_run *run = new_run(r, ROLE_BISECT, v < 0 ? 0 : 1u << v, v < 0 ? 0 : 1, v);
+		struct repro_run *run =
+		    new_run(r, ROLE_BISECT, v < 0 ? 0 : 1u << v, v < 0 ? 0 : 1, v);
 		progress_update(&c->progress, k++, total, "repro --bisect: %s",
 		                v < 0 ? "control" : vary_name(v));
 		if (execute(c, e) < 0)
@@ -767,59 +777,58 @@ static char *make_workdir(void)
 enum { OPT_RUNS = 1, OPT_VARY, OPT_BISECT, OPT_JSON };
 
 static const struct cli_option repro_options[] = {
-	{ OPT_RUNS, 'n', "runs", "N", "number of runs, 2 to 1000" },
-	{ OPT_VARY, 0, "vary", "LIST",
-	  "comma-separated, 'all' (the default), 'none', or 'all,-NAME':\n"
-	  "  env       an extra environment variable\n"
-	  "  tz        TZ=GMT-14 (GMT+12 in even variants)\n"
-	  "  locale    LC_ALL set to another installed locale\n"
-	  "  umask     002 (022 when the caller's is 002)\n"
-	  "  aslr      address randomisation turned off (on if off)\n"
-	  "  cpus      the step pinned to half the CPUs\n"
-	  "  time      SOURCE_DATE_EPOCH and the clock moved by 373 days\n"
-	  "            per variant (the clock through libfaketime)\n"
-	  "  dirorder  the tracer reverses (or shuffles) the entries of\n"
-	  "            every directory listing the step reads\n"
-	  "  home      HOME=/nonexistent/cachet-repro-home\n"
-	  "  path      PATH with /i_capture_the_path appended\n"
-	  "  user      uid and gid 1234, in a user namespace\n"
-	  "  host      another host and domain name, in a UTS namespace\n"
-	  "  kernel    uname's release reads 2.6.x (personality UNAME26)\n"
-	  "  buildpath the step runs in a copy of the work tree (its\n"
-	  "            cwd) at another path, under TMPDIR" },
-	{ OPT_BISECT, 0, "bisect", NULL,
-	  "when runs differ, run the control again (if it differs too,\n"
-	  "the step differs by itself: said once, nothing more is run)\n"
-	  "and each variation alone, and name those that make the\n"
-	  "outputs differ" },
-	{ OPT_JSON, 0, "json", NULL,
-	  "one JSON object: reproducible, results[] (per run: exit\n"
-	  "status, variations, differences[] with the diff report),\n"
-	  "differing_paths, bisect" },
-	{ 0 },
+    {OPT_RUNS, 'n', "runs", "N", "number of runs, 2 to 1000"},
+    {OPT_VARY, 0, "vary", "LIST",
+     "comma-separated, 'all' (the default), 'none', or 'all,-NAME':\n"
+     "  env       an extra environment variable\n"
+     "  tz        TZ=GMT-14 (GMT+12 in even variants)\n"
+     "  locale    LC_ALL set to another installed locale\n"
+     "  umask     002 (022 when the caller's is 002)\n"
+     "  aslr      address randomisation turned off (on if off)\n"
+     "  cpus      the step pinned to half the CPUs\n"
+     "  time      SOURCE_DATE_EPOCH and the clock moved by 373 days\n"
+     "            per variant (the clock through libfaketime)\n"
+     "  dirorder  the tracer reverses (or shuffles) the entries of\n"
+     "            every directory listing the step reads\n"
+     "  home      HOME=/nonexistent/cachet-repro-home\n"
+     "  path      PATH with /i_capture_the_path appended\n"
+     "  user      uid and gid 1234, in a user namespace\n"
+     "  host      another host and domain name, in a UTS namespace\n"
+     "  kernel    uname's release reads 2.6.x (personality UNAME26)\n"
+     "  buildpath the step runs in a copy of the work tree (its\n"
+     "            cwd) at another path, under TMPDIR"},
+    {OPT_BISECT, 0, "bisect", NULL,
+     "when runs differ, run the control again (if it differs too,\n"
+     "the step differs by itself: said once, nothing more is run)\n"
+     "and each variation alone, and name those that make the\n"
+     "outputs differ"},
+    {OPT_JSON, 0, "json", NULL,
+     "one JSON object: reproducible, results[] (per run: exit\n"
+     "status, variations, differences[] with the diff report),\n"
+     "differing_paths, bisect"},
+    {0},
 };
 
 const struct cli_command cli_cmd_repro = {
-	.name = "repro",
-	.operands = "[--] COMMAND [ARG...]",
-	.options = repro_options,
-	.flags = CLI_STOP_AT_OPERAND,
-	.description =
-		"Runs COMMAND N times (default 2) under the tracer, each from the same starting\n"
-		"state (what a run changed is put back before the next), and compares what the\n"
-		"runs left behind: every file, symlink and directory they changed (contents and\n"
-		"the executable bit; ELF files by symbol and section, ar archives by member,\n"
-		"text as a diff), stdout and the exit status. Run 1 is the control; runs 2 to\n"
-		"N vary the conditions chosen with --vary (by default all of them, as reprotest\n"
-		"does; those this machine cannot vary drop out with a note). Afterwards the\n"
-		"work tree holds what\n"
-		"the control run left, as after one normal run; nothing is stored in the cache.\n"
-		"The step's stdout and stderr are kept, not shown (the control's stderr is\n"
-		"shown when it fails); stdin is /dev/null unless it is a regular file.\n"
-		"\n",
-	.epilogue =
-		"On a terminal, stderr shows which run is going and the time elapsed.\n"
-		"Exit status: 0 every run matches run 1, 1 some run differs, 2 error.\n",
+    .name = "repro",
+    .operands = "[--] COMMAND [ARG...]",
+    .options = repro_options,
+    .flags = CLI_STOP_AT_OPERAND,
+    .description =
+        "Runs COMMAND N times (default 2) under the tracer, each from the same starting\n"
+        "state (what a run changed is put back before the next), and compares what the\n"
+        "runs left behind: every file, symlink and directory they changed (contents and\n"
+        "the executable bit; ELF files by symbol and section, ar archives by member,\n"
+        "text as a diff), stdout and the exit status. Run 1 is the control; runs 2 to\n"
+        "N vary the conditions chosen with --vary (by default all of them, as reprotest\n"
+        "does; those this machine cannot vary drop out with a note). Afterwards the\n"
+        "work tree holds what\n"
+        "the control run left, as after one normal run; nothing is stored in the cache.\n"
+        "The step's stdout and stderr are kept, not shown (the control's stderr is\n"
+        "shown when it fails); stdin is /dev/null unless it is a regular file.\n"
+        "\n",
+    .epilogue = "On a terminal, stderr shows which run is going and the time elapsed.\n"
+                "Exit status: 0 every run matches run 1, 1 some run differs, 2 error.\n",
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -11,19 +11,19 @@
 #include "cachet/trace.h"
 
 enum vary {
-	VARY_ENV,      /* an extra environment variable */
-	VARY_TZ,       /* TZ */
-	VARY_LOCALE,   /* LC_ALL, to an installed locale other than the caller's */
-	VARY_UMASK,    /* 002 against 022 */
-	VARY_ASLR,     /* personality ADDR_NO_RANDOMIZE flipped */
-	VARY_CPUS,     /* affinity of the step to half the CPUs */
-	VARY_TIME,     /* SOURCE_DATE_EPOCH, and the clock through libfaketime */
-	VARY_DIRORDER, /* getdents entries reversed or shuffled by the tracer */
-	VARY_HOME,     /* HOME, to a directory that does not exist */
-	VARY_PATH,     /* PATH, with a directory appended */
-	VARY_USER,     /* uid and gid, in a user namespace */
-	VARY_HOST,     /* host and domain name, in a UTS namespace */
-	VARY_KERNEL,   /* the kernel release uname reports (personality UNAME26) */
+	VARY_ENV,       /* an extra environment variable */
+	VARY_TZ,        /* TZ */
+	VARY_LOCALE,    /* LC_ALL, to an installed locale other than the caller's */
+	VARY_UMASK,     /* 002 against 022 */
+	VARY_ASLR,      /* personality ADDR_NO_RANDOMIZE flipped */
+	VARY_CPUS,      /* affinity of the step to half the CPUs */
+	VARY_TIME,      /* SOURCE_DATE_EPOCH, and the clock through libfaketime */
+	VARY_DIRORDER,  /* getdents entries reversed or shuffled by the tracer */
+	VARY_HOME,      /* HOME, to a directory that does not exist */
+	VARY_PATH,      /* PATH, with a directory appended */
+	VARY_USER,      /* uid and gid, in a user namespace */
+	VARY_HOST,      /* host and domain name, in a UTS namespace */
+	VARY_KERNEL,    /* the kernel release uname reports (personality UNAME26) */
 	VARY_BUILDPATH, /* the step runs in a copy of the work tree at another path */
 	VARY_COUNT
 };
@@ -103,8 +103,8 @@ struct repro_run {
 	struct digest ps_digest; /* the inputs it relied on (record_run) */
 	struct buf ps_body;      /* that path set, encoded */
 	struct buf values;
-	char *inputs_differ;     /* !inputs_same: the paths whose lookups differ from
-	                          * run 1's ("out/x.h, /etc/passwd and 3 more"); owned */
+	char *inputs_differ;      /* !inputs_same: the paths whose lookups differ from
+	                           * run 1's ("out/x.h, /etc/passwd and 3 more"); owned */
 	int inputs_same;          /* ps_digest and values as run 1's */
 	char *moved_to;           /* VARY_BUILDPATH: the copy of the work tree the
 	                           * run ran in (gone after the run); owned */

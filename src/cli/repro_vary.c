@@ -39,11 +39,11 @@ static const char *const names[VARY_COUNT] = {
 
 /* reprotest's values where it has them: what a step embeds is found by
  * grepping its outputs for them. */
-#define VARIED_HOME "/nonexistent/cachet-repro-home"
-#define VARIED_PATH_DIR "/i_capture_the_path"
-#define VARIED_HOSTNAME "i-capture-the-hostname"
+#define VARIED_HOME       "/nonexistent/cachet-repro-home"
+#define VARIED_PATH_DIR   "/i_capture_the_path"
+#define VARIED_HOSTNAME   "i-capture-the-hostname"
 #define VARIED_DOMAINNAME "i-capture-the-domainname"
-#define VARIED_ID 1234
+#define VARIED_ID         1234
 
 const char *vary_name(int v)
 {
@@ -78,8 +78,8 @@ int vary_parse(const char *list, unsigned *mask, char *err, size_t cap)
 				buf_init(&known);
 				for (int k = 0; k < VARY_COUNT; k++)
 					buf_addf(&known, "%s, ", names[k]);
-				snprintf(err, cap, "unknown variation '%.*s' (known: %sall)", (int)nlen,
-				         name, known.data);
+				snprintf(err, cap, "unknown variation '%.*s' (known: %sall)",
+				         (int)nlen, name, known.data);
 				buf_free(&known);
 				return -1;
 			}
@@ -329,15 +329,18 @@ char *vary_buildpath_dir(const char *cwd, struct buf *notes)
 		base = "/tmp";
 	char *real_base = realpath(base, NULL);
 	if (!strcmp(cwd, "/") || !real_base || path_is_under(real_base, cwd)) {
-		buf_addf(notes, "buildpath: the work tree %s holds %s, where it would be copied: "
-		                "not varied\n", cwd, real_base ? real_base : base);
+		buf_addf(notes,
+		         "buildpath: the work tree %s holds %s, where it would be copied: "
+		         "not varied\n",
+		         cwd, real_base ? real_base : base);
 		free(real_base);
 		return NULL;
 	}
 	tree_bytes = tree_files = 0;
 	if (nftw(cwd, tree_add, 32, FTW_PHYS) != 0) {
-		buf_addf(notes, "buildpath: the work tree %s is too large to copy (more than %llu "
-		                "files or %llu MB) or unreadable: not varied\n",
+		buf_addf(notes,
+		         "buildpath: the work tree %s is too large to copy (more than %llu "
+		         "files or %llu MB) or unreadable: not varied\n",
 		         cwd, (unsigned long long)BUILDPATH_MAX_FILES,
 		         (unsigned long long)(BUILDPATH_MAX_BYTES >> 20));
 		free(real_base);
@@ -407,8 +410,8 @@ void vary_apply(unsigned mask, unsigned variant, const char *moved_cwd, char ***
 	}
 	if (mask & (1u << VARY_PATH)) {
 		const char *path = env_get(*env, "PATH");
-		char *varied = xasprintf("%s%s%s", path && *path ? path : "", path && *path ? ":" : "",
-		                         VARIED_PATH_DIR);
+		char *varied = xasprintf("%s%s%s", path && *path ? path : "",
+		                         path && *path ? ":" : "", VARIED_PATH_DIR);
 		env_set(env, "PATH", varied);
 		free(varied);
 		describe(text, json, "path", "PATH=…:%s", VARIED_PATH_DIR);

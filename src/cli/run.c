@@ -52,10 +52,10 @@ extern char **environ;
 
 struct run {
 	const struct settings *settings; /* NULL when the configuration is bad */
-	int64_t stdin_advance;  /* how far the miss moved a regular file's stdin */
-	char **ignore_roots;    /* private TMPDIR, the cache, ignore_paths */
-	char **argv;            /* the command */
-	char *program;          /* resolved path */
+	int64_t stdin_advance;           /* how far the miss moved a regular file's stdin */
+	char **ignore_roots;             /* private TMPDIR, the cache, ignore_paths */
+	char **argv;                     /* the command */
+	char *program;                   /* resolved path */
 	int verbose;
 	int recache;
 	struct store *store;
@@ -63,20 +63,20 @@ struct run {
 	struct digest_cache dc; /* fps.dc */
 	struct digest memo_name;
 	struct lookup_tiers tiers; /* the local lookup (lookup.h) */
-	int exit_code;          /* of the hit served */
+	int exit_code;             /* of the hit served */
 	struct step step;
-	int step_ready;         /* step initialised (by the memo lookup) */
+	int step_ready; /* step initialised (by the memo lookup) */
 	int64_t start_ms;
 	struct step_tmpdir tmp;
 	char *cache_dir;
 	int stderr_at_line_start;
 	/* checks (run_checks.h) */
-	int verify_forced;          /* --verify */
-	const char *check_cmd;      /* --check CMD */
+	int verify_forced;           /* --verify */
+	const char *check_cmd;       /* --check CMD */
 	const char *require_symbols; /* --require-symbols FILE */
-	int verifying;              /* this run re-runs a hit to compare */
+	int verifying;               /* this run re-runs a hit to compare */
 	struct result verify_cached; /* the cached result being verified */
-	int nondeterministic;       /* the step is marked nondeterministic */
+	int nondeterministic;        /* the step is marked nondeterministic */
 };
 
 /* ---- reporting ---- */
@@ -90,7 +90,7 @@ static void report_verbose(struct run *r, const char *result, const char *name, 
 		buf_addch(&b, '\n');
 	if (reason)
 		buf_addf(&b, "cachet: %s %s (%s)\n", strcmp(result, "hit") ? "miss" : "hit", name,
-			 reason);
+		         reason);
 	else
 		buf_addf(&b, "cachet: %s %s\n", result, name);
 	write_all(2, b.data, b.len);
@@ -100,7 +100,7 @@ static void report_verbose(struct run *r, const char *result, const char *name, 
 /* One JSON line; reason stays the short word that statistics count by,
  * detail (may be NULL) says what changed. */
 static void report_status_line(const char *status_file, const char *result, const char *reason,
-			       const char *detail, const char *name, int64_t duration)
+                               const char *detail, const char *name, int64_t duration)
 {
 	struct buf b;
 	buf_init(&b);
@@ -136,12 +136,12 @@ static void log_step(struct run *r, const char *result, const char *reason, int6
 	char *command = cli_command_line(r->argv);
 	char *cwd = getcwd(NULL, 0);
 	struct store_log_entry en = {
-		.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
-		.result = (char *)result,
-		.reason = (char *)(reason ? reason : ""),
-		.duration_ms = duration,
-		.cwd = cwd ? cwd : (char *)"",
-		.command = command,
+	    .time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+	    .result = (char *)result,
+	    .reason = (char *)(reason ? reason : ""),
+	    .duration_ms = duration,
+	    .cwd = cwd ? cwd : (char *)"",
+	    .command = command,
 	};
 	store_log_append(r->store, &en, cli_log_max_bytes());
 	free(command);
@@ -154,8 +154,8 @@ static void report(struct run *r, const char *result, const char *reason)
 	/* A new step says what set it apart from the last one of its
 	 * identity, where one is known. */
 	char *detail = reason && !strcmp(reason, "new step") && r->store && r->step.argv
-			       ? step_reason_detail(r->store, &r->step)
-			       : NULL;
+	                   ? step_reason_detail(r->store, &r->step)
+	                   : NULL;
 	char *why = detail ? xasprintf("%s: %s", reason, detail) : NULL;
 	char *name = step_short_name(r->step.argv ? r->step.argv : r->argv);
 	log_step(r, result, why ? why : reason, duration);
@@ -186,8 +186,8 @@ static void count_error(struct run *r, const char *what, const struct error *e)
 	if (e->code == ENOSPC || e->code == EDQUOT) {
 		count(r, "cache_full", 1);
 		if (!told_full++)
-			cli_warn("warning: %s: %s (the command ran; its result is not cached)", what,
-				 e->msg);
+			cli_warn("warning: %s: %s (the command ran; its result is not cached)",
+			         what, e->msg);
 	} else if (r->verbose) {
 		cli_warn("%s: %s", what, e->msg);
 	}
@@ -228,7 +228,7 @@ static void exit_like(struct run *r, int status)
 /* The recorded stdout or stderr, read and checked (malloc'd; NULL when
  * empty). */
 static int load_output(struct store *s, const struct blob_ref *ref, void **data, size_t *len,
-		       struct error *e)
+                       struct error *e)
 {
 	*data = NULL;
 	*len = 0;
@@ -242,9 +242,9 @@ static int load_output(struct store *s, const struct blob_ref *ref, void **data,
  * the hit is chosen for a verifying re-run (r->verify_cached then owns
  * res). */
 static int serve(struct run *r, struct result *res, const struct digest *pathset,
-		 const struct digest *strong)
+                 const struct digest *strong)
 {
-	struct error e = { 0 };
+	struct error e = {0};
 	if (verify_chosen(r->verify_forced, settings_rate(r->settings, "verify_rate"))) {
 		/* Sampled re-run: run the step for real and compare. */
 		r->verify_cached = *res;
@@ -253,7 +253,7 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 	}
 	if (r->nondeterministic)
 		cli_warn("warning: this step was found to give different outputs on identical "
-			 "runs (cachet show lists it); serving the cached result");
+		         "runs (cachet show lists it); serving the cached result");
 	/* stdout and stderr are read and checked before any output is
 	 * written: found damaged after the restore, they would make a hit
 	 * that prints nothing (and `gen > file.h` an empty header). */
@@ -267,10 +267,10 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 	}
 	/* In a cache others can write, the index and memos are another's word:
 	 * outputs only beneath the step's roots, as for a remote entry. */
-	const char *roots[3] = { r->step.cwd, r->step.bases.dir[STEP_BASE_DIR], NULL };
+	const char *roots[3] = {r->step.cwd, r->step.bases.dir[STEP_BASE_DIR], NULL};
 	int restored = cache_others_can_write(store_dir(r->store))
-			       ? result_restore_beneath(res, r->store, roots, &e)
-			       : result_restore(res, r->store, &e);
+	                   ? result_restore_beneath(res, r->store, roots, &e)
+	                   : result_restore(res, r->store, &e);
 	if (restored < 0 && e.code == EPERM) {
 		count(r, "restore_refused", 1);
 		if (r->verbose)
@@ -337,8 +337,8 @@ static void memo_dirs_collect(void *arg)
 	/* The directories that vouch for the values the result recorded:
 	 * they held when this run looked them up or recorded them. */
 	struct pathset ps;
-	struct dirfp_set dirs = { 0 };
-	struct error e = { 0 };
+	struct dirfp_set dirs = {0};
+	struct error e = {0};
 	if (pathset_decode(md->pathset_body, md->pathset_len, &ps, &e) == 0) {
 		/* The directories of this checkout. */
 		if (portable_localise_pathset(&ps, &md->r->step.bases) == 0)
@@ -352,20 +352,20 @@ static void memo_dirs_collect(void *arg)
 /* Leaves the entry just hit or stored, with the fingerprints this run
  * used and the directories md found, as the step's memo. Best effort. */
 static void put_memo(struct run *r, const struct digest *strong, const void *result_body,
-		     size_t result_len, const struct memo_dirs *md, const struct digest *pathset)
+                     size_t result_len, const struct memo_dirs *md, const struct digest *pathset)
 {
 	struct store_memo m = {
-		.weak = r->step.weak,
-		.pathset = *pathset,
-		.strong = *strong,
-		.pathset_body = (void *)md->pathset_body,
-		.pathset_len = md->pathset_len,
-		.result_body = (void *)result_body,
-		.result_len = result_len,
-		.dirs = md->out.data,
-		.dirs_len = md->out.len,
+	    .weak = r->step.weak,
+	    .pathset = *pathset,
+	    .strong = *strong,
+	    .pathset_body = (void *)md->pathset_body,
+	    .pathset_len = md->pathset_len,
+	    .result_body = (void *)result_body,
+	    .result_len = result_len,
+	    .dirs = md->out.data,
+	    .dirs_len = md->out.len,
 	};
-	struct error e = { 0 };
+	struct error e = {0};
 	m.fps = fplog_used(&r->fps, &m.nfps);
 	if (store_memo_write(r->store, &r->memo_name, &m, &e) < 0 && r->verbose)
 		cli_warn("cannot write a memo: %s", e.msg);
@@ -375,12 +375,12 @@ static void put_memo(struct run *r, const struct digest *strong, const void *res
 /* put_memo after a hit: res is result_body decoded, which every caller
  * has at hand. */
 static void write_memo(struct run *r, const struct digest *pathset, const void *pathset_body,
-		       size_t pathset_len, const struct digest *strong, const void *result_body,
-		       size_t result_len, const struct result *res)
+                       size_t pathset_len, const struct digest *strong, const void *result_body,
+                       size_t result_len, const struct result *res)
 {
 	if (store_is_readonly(r->store))
 		return;
-	struct memo_dirs md = { r, pathset_body, pathset_len, res, { 0 } };
+	struct memo_dirs md = {r, pathset_body, pathset_len, res, {0}};
 	buf_init(&md.out);
 	memo_dirs_collect(&md);
 	put_memo(r, strong, result_body, result_len, &md, pathset);
@@ -396,8 +396,8 @@ static int serve_candidate(void *ctx, struct lookup_candidate *c)
 	if (memo) {
 		/* A hit chosen for verification goes through the index, which
 		 * verifies it (the choice is made once). */
-		r->verify_forced = r->verify_forced ||
-				   verify_chosen(0, settings_rate(r->settings, "verify_rate"));
+		r->verify_forced =
+		    r->verify_forced || verify_chosen(0, settings_rate(r->settings, "verify_rate"));
 		if (r->verify_forced)
 			return LOOKUP_PASS;
 	}
@@ -406,7 +406,7 @@ static int serve_candidate(void *ctx, struct lookup_candidate *c)
 	 * keep their new fingerprints for the next hit. */
 	if (served == LOOKUP_SERVED && (memo ? r->fps.added != 0 : !r->nondeterministic))
 		write_memo(r, c->pathset, c->pathset_body, c->pathset_len, &c->strong,
-			   c->result_body, c->result_len, c->result);
+		           c->result_body, c->result_len, c->result);
 	return served;
 }
 
@@ -423,13 +423,13 @@ static void tier_fault(void *ctx, const char *what, const struct error *e)
 static void tiers_init(struct run *r)
 {
 	r->tiers = (struct lookup_tiers){
-		.store = r->store,
-		.step = &r->step,
-		.dc = &r->dc,
-		.serve = serve_candidate,
-		.count = tier_count,
-		.fault = tier_fault,
-		.ctx = r,
+	    .store = r->store,
+	    .step = &r->step,
+	    .dc = &r->dc,
+	    .serve = serve_candidate,
+	    .count = tier_count,
+	    .fault = tier_fault,
+	    .ctx = r,
 	};
 }
 
@@ -439,7 +439,7 @@ static void tiers_init(struct run *r)
 static int memo_lookup(struct run *r)
 {
 	struct store_memo m;
-	struct error e = { 0 };
+	struct error e = {0};
 	int found = store_memo_read(r->store, &r->memo_name, &m, &e);
 	if (found < 0)
 		count_error(r, "unusable memo", &e);
@@ -461,16 +461,16 @@ static int memo_lookup(struct run *r)
 /* Stores the recorded run (lookup_finish_record, lookup_store_entry) and
  * leaves it as the step's memo. */
 static int store_result(struct run *r, struct record *rec, struct tee *t, int exit_code,
-			int64_t duration, struct error *e)
+                        int64_t duration, struct error *e)
 {
 	struct lookup_run_end end = {
-		.out = t->out.data,
-		.out_len = t->out.len,
-		.err = t->err.data,
-		.err_len = t->err.len,
-		.exit_code = exit_code,
-		.stdin_advance = r->stdin_advance,
-		.duration_ms = duration,
+	    .out = t->out.data,
+	    .out_len = t->out.len,
+	    .err = t->err.data,
+	    .err_len = t->err.len,
+	    .exit_code = exit_code,
+	    .stdin_advance = r->stdin_advance,
+	    .duration_ms = duration,
 	};
 	struct digest strong;
 	struct buf result_body;
@@ -482,14 +482,14 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 		return -1;
 	}
 	struct lookup_entry entry = {
-		.step = &r->step,
-		.pathset = &rec->ps_digest,
-		.pathset_body = rec->ps_body.data,
-		.pathset_len = rec->ps_body.len,
-		.strong = &strong,
-		.result_body = result_body.data,
-		.result_len = result_body.len,
-		.result = &rec->result,
+	    .step = &r->step,
+	    .pathset = &rec->ps_digest,
+	    .pathset_body = rec->ps_body.data,
+	    .pathset_len = rec->ps_body.len,
+	    .strong = &strong,
+	    .result_body = result_body.data,
+	    .result_len = result_body.len,
+	    .result = &rec->result,
 	};
 	struct digest argv_key;
 	entry.argv_words = argv_inputs_recorded(&r->step, rec, &argv_key);
@@ -497,7 +497,7 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	/* The memo's directories are found on another CPU while this one
 	 * writes the entry (0.65 ms each for a small compile). */
 	int memo = !r->nondeterministic && !store_is_readonly(r->store);
-	struct memo_dirs md = { r, rec->ps_body.data, rec->ps_body.len, &rec->result, { 0 } };
+	struct memo_dirs md = {r, rec->ps_body.data, rec->ps_body.len, &rec->result, {0}};
 	struct side_job dirs_job;
 	buf_init(&md.out);
 	if (memo)
@@ -506,7 +506,8 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	if (memo) {
 		side_job_wait(&dirs_job);
 		if (rc == 0)
-			put_memo(r, &strong, result_body.data, result_body.len, &md, &rec->ps_digest);
+			put_memo(r, &strong, result_body.data, result_body.len, &md,
+			         &rec->ps_digest);
 	}
 	buf_free(&md.out);
 	buf_free(&result_body);
@@ -542,7 +543,8 @@ static int checks_refuse(struct run *r, const struct record *rec)
 		int st = run_check_command(r->check_cmd);
 		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			cli_error("check failed (%s): %s; the result is not stored",
-				  st != -1 && WIFEXITED(st) ? "exit status" : "killed", r->check_cmd);
+			          st != -1 && WIFEXITED(st) ? "exit status" : "killed",
+			          r->check_cmd);
 			return st == -1 ? 1 << 8 : st;
 		}
 	}
@@ -553,8 +555,10 @@ static int checks_refuse(struct run *r, const struct record *rec)
 			if (rc < 0)
 				cli_error("--require-symbols: %s", missing);
 			else
-				cli_error("required symbols missing from the outputs: %s; the result is not "
-					  "stored", missing);
+				cli_error("required symbols missing from the outputs: %s; the "
+				          "result is not "
+				          "stored",
+				          missing);
 			free(missing);
 			return 1 << 8;
 		}
@@ -567,13 +571,14 @@ static int checks_refuse(struct run *r, const struct record *rec)
 static const char *verify(struct run *r, struct record *rec, struct tee *t, int exit_code)
 {
 	char *summary = NULL;
-	struct error e = { 0 };
-	if (verify_compare(r->store, &r->verify_cached, &rec->result, &t->out, exit_code, &summary)) {
+	struct error e = {0};
+	if (verify_compare(r->store, &r->verify_cached, &rec->result, &t->out, exit_code,
+	                   &summary)) {
 		count(r, "verified", 1);
 		return "verified: same outputs";
 	}
 	cli_warn("warning: nondeterministic step: a re-run differs from the cached result: %s",
-		 summary);
+	         summary);
 	count(r, "nondeterministic", 1);
 	if (store_mark_nondeterministic(r->store, &r->step.weak, summary, &e) < 0)
 		count_error(r, "cannot mark the step nondeterministic", &e);
@@ -603,10 +608,10 @@ static void remove_tmpdir(void *tmp)
 static void miss(struct run *r, const char *reason) __attribute__((noreturn));
 static void miss(struct run *r, const char *reason)
 {
-	struct error e = { 0 };
+	struct error e = {0};
 	if (step_tmpdir_create(&r->tmp) < 0) {
 		cli_warn("cannot create a private TMPDIR, running without the cache: %s",
-			 strerror(errno));
+		         strerror(errno));
 		finish(r);
 		run_direct(r->argv, r->program);
 	}
@@ -624,16 +629,16 @@ static void miss(struct run *r, const char *reason)
 
 	char **ignore = ignore_roots(r);
 	struct trace_spec spec = {
-		.file = r->program,
-		.argv = exec_argv,
-		.envp = env,
-		.stdin_fd = 0,
-		.stdout_fd = t.out_write,
-		.stderr_fd = t.err_write,
-		.ignore_roots = (const char *const *)ignore,
-		.stdin_is_stream = r->step.stdin_kind != STEP_STDIN_FILE,
-		.on_stream_write = tee_sync,
-		.on_stream_write_ctx = &t,
+	    .file = r->program,
+	    .argv = exec_argv,
+	    .envp = env,
+	    .stdin_fd = 0,
+	    .stdout_fd = t.out_write,
+	    .stderr_fd = t.err_write,
+	    .ignore_roots = (const char *const *)ignore,
+	    .stdin_is_stream = r->step.stdin_kind != STEP_STDIN_FILE,
+	    .on_stream_write = tee_sync,
+	    .on_stream_write_ctx = &t,
 	};
 	inherited_for_step(env, &spec);
 	/* The step's big inputs are hashed while it runs, on another CPU. */
@@ -705,8 +710,8 @@ static void miss(struct run *r, const char *reason)
 		struct record rec;
 		int check_status = 0;
 		if (record_run_scanning(tr.events, tr.nevents, (const char *const *)ignore,
-					&r->step.bases, r->step.effect_env, r->store, &r->dc,
-					&rec, &e) < 0) {
+		                        &r->step.bases, r->step.effect_env, r->store, &r->dc, &rec,
+		                        &e) < 0) {
 			count_error(r, "cannot store the outputs", &e);
 		} else if (rec.not_storable) {
 			reason = rec.not_storable;
@@ -716,11 +721,11 @@ static void miss(struct run *r, const char *reason)
 			result = "hit";
 			reason = verify(r, &rec, &t, WEXITSTATUS(status));
 		} else if (r->nondeterministic &&
-			   !strcmp(settings_str(r->settings, "nondeterministic"), "rerun")) {
+		           !strcmp(settings_str(r->settings, "nondeterministic"), "rerun")) {
 			reason = "nondeterministic step (not stored)";
 		} else if (stored_form(r, &rec, &t) < 0) {
 			reason = "names " STEP_PORTABLE_PREFIX
-				 ", which base_dir keys reserve (not stored)";
+			         ", which base_dir keys reserve (not stored)";
 		} else if (store_result(r, &rec, &t, WEXITSTATUS(status), duration, &e) < 0) {
 			count_error(r, "cannot store the result", &e);
 		} else {
@@ -771,7 +776,7 @@ static int uncacheable_command(const struct run *r)
 	int match = 0;
 	for (char **p = patterns; *p && !match; p++)
 		match = fnmatch(*p, path_basename(r->program), 0) == 0 ||
-			fnmatch(*p, r->program, 0) == 0 || fnmatch(*p, r->argv[0], 0) == 0;
+		        fnmatch(*p, r->program, 0) == 0 || fnmatch(*p, r->argv[0], 0) == 0;
 	settings_list_free(patterns);
 	return match;
 }
@@ -784,8 +789,8 @@ static int uncacheable_command(const struct run *r)
  * (README, "Limitations"). Returns the reason, or NULL. */
 static const char *needs_own_tracing(const struct run *r)
 {
-	static const char *const tracers[] = { "strace", "ltrace", "gdb", "gdbserver", "rr",
-						"lldb", "lldb-server", NULL };
+	static const char *const tracers[] = {"strace", "ltrace", "gdb",         "gdbserver",
+	                                      "rr",     "lldb",   "lldb-server", NULL};
 	const char *name = path_basename(r->program);
 	for (const char *const *t = tracers; *t; t++)
 		if (!strcmp(name, *t))
@@ -804,7 +809,8 @@ static const char *needs_own_tracing(const struct run *r)
 static const char *runs_leak_sanitizer(const struct run *r)
 {
 	const char *asan = getenv("ASAN_OPTIONS");
-	int leaks_off = asan && (strstr(asan, "detect_leaks=0") || strstr(asan, "detect_leaks=false"));
+	int leaks_off =
+	    asan && (strstr(asan, "detect_leaks=0") || strstr(asan, "detect_leaks=false"));
 	if (!leaks_off && elf_uses_leak_sanitizer(r->program))
 		return "ptrace by the step (LeakSanitizer)";
 	return NULL;
@@ -823,38 +829,38 @@ static void run_uncacheable(struct run *r, const char *reason)
 enum { OPT_VERBOSE = 1, OPT_VERIFY, OPT_CHECK, OPT_REQUIRE_SYMBOLS };
 
 static const struct cli_option run_options[] = {
-	{ OPT_VERBOSE, 'v', "verbose", NULL, "print 'cachet: hit STEP' or 'cachet: miss STEP (reason)' to stderr" },
-	{ OPT_VERIFY, 0, "verify", NULL,
-	  "on a hit, run the step anyway and compare its outputs with the\n"
-	  "cached ones (verify_rate does this for a fraction of hits); a\n"
-	  "difference warns, is counted and marks the step nondeterministic" },
-	{ OPT_CHECK, 0, "check", "CMD",
-	  "after a miss, with the outputs in place, run CMD with /bin/sh;\n"
-	  "if it fails nothing is stored and cachet exits with its status" },
-	{ OPT_REQUIRE_SYMBOLS, 0, "require-symbols", "FILE",
-	  "every name in FILE (one per line) must be defined (GLOBAL or\n"
-	  "WEAK) by the ELF outputs; otherwise nothing is stored, the\n"
-	  "missing names are listed and cachet exits 1" },
-	{ 0 },
+    {OPT_VERBOSE, 'v', "verbose", NULL,
+     "print 'cachet: hit STEP' or 'cachet: miss STEP (reason)' to stderr"},
+    {OPT_VERIFY, 0, "verify", NULL,
+     "on a hit, run the step anyway and compare its outputs with the\n"
+     "cached ones (verify_rate does this for a fraction of hits); a\n"
+     "difference warns, is counted and marks the step nondeterministic"},
+    {OPT_CHECK, 0, "check", "CMD",
+     "after a miss, with the outputs in place, run CMD with /bin/sh;\n"
+     "if it fails nothing is stored and cachet exits with its status"},
+    {OPT_REQUIRE_SYMBOLS, 0, "require-symbols", "FILE",
+     "every name in FILE (one per line) must be defined (GLOBAL or\n"
+     "WEAK) by the ELF outputs; otherwise nothing is stored, the\n"
+     "missing names are listed and cachet exits 1"},
+    {0},
 };
 
 const struct cli_command cli_cmd_run = {
-	.name = "run",
-	.operands = "[--] COMMAND [ARG...]",
-	.options = run_options,
-	.flags = CLI_STOP_AT_OPERAND,
-	.more_usage = "cachet [OPTIONS] COMMAND [ARG...]",
-	.description =
-		"Looks the step up by its argv, cwd, keyed environment, platform and the\n"
-		"executable's digest, then by every file-system fact a recorded run relied on.\n"
-		"On a hit the outputs, stdout, stderr and exit status are replayed. On a miss\n"
-		"the command runs traced, streaming its output, and a successful run is stored.\n"
-		"\n",
-	.epilogue =
-		"\n"
-		"Exit status: the command's (a command killed by a signal kills cachet with the\n"
-		"same signal); 127 when COMMAND is not found, 126 when it is not executable,\n"
-		"2 for usage errors.\n",
+    .name = "run",
+    .operands = "[--] COMMAND [ARG...]",
+    .options = run_options,
+    .flags = CLI_STOP_AT_OPERAND,
+    .more_usage = "cachet [OPTIONS] COMMAND [ARG...]",
+    .description =
+        "Looks the step up by its argv, cwd, keyed environment, platform and the\n"
+        "executable's digest, then by every file-system fact a recorded run relied on.\n"
+        "On a hit the outputs, stdout, stderr and exit status are replayed. On a miss\n"
+        "the command runs traced, streaming its output, and a successful run is stored.\n"
+        "\n",
+    .epilogue = "\n"
+                "Exit status: the command's (a command killed by a signal kills cachet with the\n"
+                "same signal); 127 when COMMAND is not found, 126 when it is not executable,\n"
+                "2 for usage errors.\n",
 };
 
 static int run_main(int argc, char **argv, int masquerade);
@@ -878,7 +884,8 @@ static int run_main(int argc, char **argv, int masquerade)
 	/* A bad configuration must not break the build: say so, run uncached. */
 	r.settings = cli_settings();
 	if (!r.settings)
-		cli_warn("configuration error, running without the cache: %s", cli_settings_error());
+		cli_warn("configuration error, running without the cache: %s",
+		         cli_settings_error());
 	r.verbose = r.settings && settings_bool(r.settings, "verbose");
 	r.recache = r.settings && settings_bool(r.settings, "recache");
 	struct cli_args args;
@@ -931,7 +938,7 @@ static int run_main(int argc, char **argv, int masquerade)
 	fplog_init(&r.fps);
 	r.dc = r.fps.dc;
 
-	struct error e = { 0 };
+	struct error e = {0};
 	if (uncacheable_command(&r))
 		run_uncacheable(&r, "uncacheable_commands");
 	const char *own = needs_own_tracing(&r);
@@ -964,10 +971,10 @@ static int run_main(int argc, char **argv, int masquerade)
 	/* A step known to give different outputs on identical runs: with
 	 * nondeterministic = rerun it always runs (and is never stored); with
 	 * warn (the default) its hits come with a warning. */
-	struct error ne = { 0 };
+	struct error ne = {0};
 	r.nondeterministic = store_nondeterministic(r.store, &r.step.weak, NULL, NULL, &ne) == 1;
-	int rerun = r.nondeterministic &&
-		    !strcmp(settings_str(r.settings, "nondeterministic"), "rerun");
+	int rerun =
+	    r.nondeterministic && !strcmp(settings_str(r.settings, "nondeterministic"), "rerun");
 	/* A memo's hit chosen for a verifying re-run runs now. */
 	if (!r.recache && !rerun && memo_served != LOOKUP_STOP) {
 		if (lookup_index_tier(&r.tiers) == LOOKUP_SERVED) {
@@ -992,7 +999,8 @@ static int run_main(int argc, char **argv, int masquerade)
 		 * written (a read-only mount) deserves a word. */
 		if (!settings_bool(r.settings, "read_only"))
 			cli_warn("warning: cache directory %s is not writable: its hits are used, "
-				 "nothing is stored", store_dir(r.store));
+			         "nothing is stored",
+			         store_dir(r.store));
 		report(&r, "miss", had_pathsets ? "inputs changed" : "new step");
 		finish(&r);
 		run_direct(r.argv, r.program);

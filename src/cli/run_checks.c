@@ -38,7 +38,7 @@ static char *content_difference(struct store *s, const struct output *cached, co
 {
 	void *old = NULL;
 	size_t oldlen = 0;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (store_blob_read(s, &cached->blob, &old, &oldlen, &e) < 0)
 		return xasprintf("%s: content differs (cached copy unreadable: %s)", path, e.msg);
 	FILE *f = fopen(path, "rbe");
@@ -52,7 +52,7 @@ static char *content_difference(struct store *s, const struct output *cached, co
 		fclose(f);
 	}
 	struct compare_report rep;
-	struct compare_options opt = { .label_a = "cached", .label_b = "rerun" };
+	struct compare_options opt = {.label_a = "cached", .label_b = "rerun"};
 	compare_buffers(old, oldlen, now.data, now.len, path, &opt, &rep);
 	char *line = xasprintf("%s: %s", path, rep.summary ? rep.summary : "content differs");
 	compare_report_free(&rep);
@@ -62,7 +62,7 @@ static char *content_difference(struct store *s, const struct output *cached, co
 }
 
 int verify_compare(struct store *s, const struct result *cached, const struct result *fresh,
-		   const struct buf *fresh_stdout, int fresh_exit, char **summary)
+                   const struct buf *fresh_stdout, int fresh_exit, char **summary)
 {
 	*summary = NULL;
 	for (size_t i = 0; i < cached->noutputs && !*summary; i++) {
@@ -71,7 +71,8 @@ int verify_compare(struct store *s, const struct result *cached, const struct re
 			continue; /* about an output compared on its own */
 		const struct output *b = find_output(fresh, a->path);
 		if (!b)
-			*summary = xasprintf("%s: output of the cached run, not of the rerun", a->path);
+			*summary =
+			    xasprintf("%s: output of the cached run, not of the rerun", a->path);
 		else if (a->kind != b->kind)
 			*summary = xasprintf("%s: another kind of output in the rerun", a->path);
 		else if (a->kind == OUT_FILE && !digest_equal(&a->blob.digest, &b->blob.digest))
@@ -79,12 +80,13 @@ int verify_compare(struct store *s, const struct result *cached, const struct re
 		else if (a->kind == OUT_FILE && (a->mode & 0111) != (b->mode & 0111))
 			*summary = xasprintf("%s: executable bit differs", a->path);
 		else if (a->kind == OUT_SYMLINK && strcmp(a->target, b->target))
-			*summary = xasprintf("%s: symlink target %s → %s", a->path, a->target, b->target);
+			*summary =
+			    xasprintf("%s: symlink target %s → %s", a->path, a->target, b->target);
 	}
 	for (size_t i = 0; i < fresh->noutputs && !*summary; i++)
 		if (!find_output(cached, fresh->outputs[i].path))
 			*summary = xasprintf("%s: output of the rerun, not of the cached run",
-					     fresh->outputs[i].path);
+			                     fresh->outputs[i].path);
 	if (!*summary) {
 		struct digest d;
 		digest_bytes(fresh_stdout->data, fresh_stdout->len, &d);
@@ -114,7 +116,7 @@ int check_required_symbols(const char *file, const struct result *result, char *
 	for (size_t i = 0; i < result->noutputs; i++) {
 		if (result->outputs[i].kind != OUT_FILE)
 			continue;
-		struct error e = { 0 };
+		struct error e = {0};
 		elf_defined_symbols(result->outputs[i].path, &defined, &e);
 	}
 	struct buf out;

@@ -21,7 +21,7 @@ int verify_chosen(int forced, double rate);
  * one-line *summary (malloc'd) naming the first differing output and how
  * it differs (for ELF: the missing symbols). */
 int verify_compare(struct store *s, const struct result *cached, const struct result *fresh,
-		   const struct buf *fresh_stdout, int fresh_exit, char **summary);
+                   const struct buf *fresh_stdout, int fresh_exit, char **summary);
 
 /* Runs `/bin/sh -c cmd` with the outputs in place. Returns its wait status. */
 int run_check_command(const char *cmd);

@@ -20,51 +20,52 @@
 #include "cli/cli.h"
 
 const struct setting_def setting_defs[] = {
-	{ "dir", SETTING_STRING, NULL, 0, 0,
-	  "cache directory (default ${XDG_CACHE_HOME:-~/.cache}/cachet)" },
-	{ "max_size", SETTING_SIZE, "5G", 0, 0,
-	  "evict least recently used entries to stay under this size" },
-	{ "max_age", SETTING_DURATION, NULL, 0, 0,
-	  "evict entries not used for this long (e.g. 30d); unset: no limit" },
-	{ "namespace", SETTING_STRING, NULL, 0, 0,
-	  "a string mixed into every key: separate caches sharing one directory" },
-	{ "env_ignore", SETTING_LIST, NULL, 0, 0,
-	  "extra environment variables left out of the key (NAME or PREFIX*)" },
-	{ "env_per_run", SETTING_LIST, NULL, 0, 0,
-	  "extra environment variables keyed only where a step's output, stdout or stderr "
-	  "holds the value (NAME or PREFIX*): per-session and per-run identifiers" },
-	{ "base_dir", SETTING_STRING, NULL, 0, 0,
-	  "a checkout's root: paths under it are keyed relative to it, so checkouts at "
-	  "different paths share hits (outputs naming it are keyed on its real path)" },
-	{ "compression_level", SETTING_INT, "3", 1, 19, "zstd level for stored blobs" },
-	{ "verify_rate", SETTING_RATE, "0", 0, 0,
-	  "fraction of hits that also run the step and compare its outputs" },
-	{ "nondeterministic", SETTING_STRING, "warn", 0, 0,
-	  "a step found nondeterministic: warn (keep hitting, with a warning) or rerun "
-	  "(no longer served from the cache)" },
-	{ "remote", SETTING_LIST, NULL, 0, 0,
-	  "remote caches: URL [read-only] [timeout=MS] [op-timeout=MS], comma-separated" },
-	{ "sign_key", SETTING_STRING, NULL, 0, 0, "Ed25519 private key file: sign uploaded entries" },
-	{ "trusted_keys", SETTING_LIST, NULL, 0, 0,
-	  "Ed25519 public key files: remote entries must carry a valid signature by one" },
-	{ "hermetic_env", SETTING_LIST, NULL, 0, 0,
-	  "run steps with only these variables (keyed), for sharing across users and machines" },
-	{ "read_only", SETTING_BOOL, "false", 0, 0, "use hits, never store" },
-	{ "ignore_paths", SETTING_LIST, NULL, 0, 0,
-	  "paths (and everything below them) that are neither inputs nor outputs" },
-	{ "uncacheable_commands", SETTING_LIST, NULL, 0, 0,
-	  "shell patterns: a command whose program name or path matches runs uncached" },
-	{ "stats_log", SETTING_STRING, NULL, 0, 0,
-	  "also count this build's steps in this file (counters of concurrent builds do not mix)" },
-	{ "umask", SETTING_UMASK, NULL, 0, 0, "umask for files in the cache (e.g. 002 for a shared cache)" },
-	{ "log_size", SETTING_SIZE, "1M", 0, 0, "bound of the step log (cachet log)" },
-	{ "verbose", SETTING_BOOL, "false", 0, 0, "print cachet: hit / cachet: miss (reason) per step" },
-	{ "disable", SETTING_BOOL, "false", 0, 0, "run commands untouched" },
-	{ "recache", SETTING_BOOL, "false", 0, 0, "run and overwrite cached results" },
-	{ "status_file", SETTING_STRING, NULL, 0, 0, "append one JSON line per step to this file" },
-	{ "color", SETTING_STRING, "auto", 0, 0,
-	  "auto: steps see a terminal on stderr when cachet's stderr is one; never; always" },
-	{ NULL, 0, NULL, 0, 0, NULL },
+    {"dir", SETTING_STRING, NULL, 0, 0,
+     "cache directory (default ${XDG_CACHE_HOME:-~/.cache}/cachet)"},
+    {"max_size", SETTING_SIZE, "5G", 0, 0,
+     "evict least recently used entries to stay under this size"},
+    {"max_age", SETTING_DURATION, NULL, 0, 0,
+     "evict entries not used for this long (e.g. 30d); unset: no limit"},
+    {"namespace", SETTING_STRING, NULL, 0, 0,
+     "a string mixed into every key: separate caches sharing one directory"},
+    {"env_ignore", SETTING_LIST, NULL, 0, 0,
+     "extra environment variables left out of the key (NAME or PREFIX*)"},
+    {"env_per_run", SETTING_LIST, NULL, 0, 0,
+     "extra environment variables keyed only where a step's output, stdout or stderr "
+     "holds the value (NAME or PREFIX*): per-session and per-run identifiers"},
+    {"base_dir", SETTING_STRING, NULL, 0, 0,
+     "a checkout's root: paths under it are keyed relative to it, so checkouts at "
+     "different paths share hits (outputs naming it are keyed on its real path)"},
+    {"compression_level", SETTING_INT, "3", 1, 19, "zstd level for stored blobs"},
+    {"verify_rate", SETTING_RATE, "0", 0, 0,
+     "fraction of hits that also run the step and compare its outputs"},
+    {"nondeterministic", SETTING_STRING, "warn", 0, 0,
+     "a step found nondeterministic: warn (keep hitting, with a warning) or rerun "
+     "(no longer served from the cache)"},
+    {"remote", SETTING_LIST, NULL, 0, 0,
+     "remote caches: URL [read-only] [timeout=MS] [op-timeout=MS], comma-separated"},
+    {"sign_key", SETTING_STRING, NULL, 0, 0, "Ed25519 private key file: sign uploaded entries"},
+    {"trusted_keys", SETTING_LIST, NULL, 0, 0,
+     "Ed25519 public key files: remote entries must carry a valid signature by one"},
+    {"hermetic_env", SETTING_LIST, NULL, 0, 0,
+     "run steps with only these variables (keyed), for sharing across users and machines"},
+    {"read_only", SETTING_BOOL, "false", 0, 0, "use hits, never store"},
+    {"ignore_paths", SETTING_LIST, NULL, 0, 0,
+     "paths (and everything below them) that are neither inputs nor outputs"},
+    {"uncacheable_commands", SETTING_LIST, NULL, 0, 0,
+     "shell patterns: a command whose program name or path matches runs uncached"},
+    {"stats_log", SETTING_STRING, NULL, 0, 0,
+     "also count this build's steps in this file (counters of concurrent builds do not mix)"},
+    {"umask", SETTING_UMASK, NULL, 0, 0,
+     "umask for files in the cache (e.g. 002 for a shared cache)"},
+    {"log_size", SETTING_SIZE, "1M", 0, 0, "bound of the step log (cachet log)"},
+    {"verbose", SETTING_BOOL, "false", 0, 0, "print cachet: hit / cachet: miss (reason) per step"},
+    {"disable", SETTING_BOOL, "false", 0, 0, "run commands untouched"},
+    {"recache", SETTING_BOOL, "false", 0, 0, "run and overwrite cached results"},
+    {"status_file", SETTING_STRING, NULL, 0, 0, "append one JSON line per step to this file"},
+    {"color", SETTING_STRING, "auto", 0, 0,
+     "auto: steps see a terminal on stderr when cachet's stderr is one; never; always"},
+    {NULL, 0, NULL, 0, 0, NULL},
 };
 
 static size_t ndefs(void)
@@ -94,11 +95,24 @@ static int parse_size(const char *v, uint64_t *out)
 		end++;
 	double mul = 1;
 	switch (toupper((unsigned char)*end)) {
-	case 'K': mul = 1024.0; end++; break;
-	case 'M': mul = 1024.0 * 1024; end++; break;
-	case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-	case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
-	default: break;
+	case 'K':
+		mul = 1024.0;
+		end++;
+		break;
+	case 'M':
+		mul = 1024.0 * 1024;
+		end++;
+		break;
+	case 'G':
+		mul = 1024.0 * 1024 * 1024;
+		end++;
+		break;
+	case 'T':
+		mul = 1024.0 * 1024 * 1024 * 1024;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (toupper((unsigned char)*end) == 'I' && mul > 1)
 		end++;
@@ -120,11 +134,21 @@ static int parse_duration(const char *v, int64_t *out)
 		return -1;
 	int64_t mul = 1;
 	switch (*end) {
-	case '\0': case 's': mul = 1; break;
-	case 'm': mul = 60; break;
-	case 'h': mul = 3600; break;
-	case 'd': mul = 86400; break;
-	default: return -1;
+	case '\0':
+	case 's':
+		mul = 1;
+		break;
+	case 'm':
+		mul = 60;
+		break;
+	case 'h':
+		mul = 3600;
+		break;
+	case 'd':
+		mul = 86400;
+		break;
+	default:
+		return -1;
 	}
 	if ((*end && end[1]) || n > INT64_MAX / mul) /* an overflow is undefined */
 		return -1;
@@ -134,8 +158,8 @@ static int parse_duration(const char *v, int64_t *out)
 
 static int parse_bool(const char *v, int *out)
 {
-	static const char *const yes[] = { "1", "true", "yes", "on", NULL };
-	static const char *const no[] = { "0", "false", "no", "off", "", NULL };
+	static const char *const yes[] = {"1", "true", "yes", "on", NULL};
+	static const char *const no[] = {"0", "false", "no", "off", "", NULL};
 	for (const char *const *p = yes; *p; p++)
 		if (!strcasecmp(v, *p))
 			return *out = 1, 0;
@@ -158,30 +182,33 @@ static int check_value(const struct setting_def *d, const char *v, struct error 
 			return error_set(e, "%s must be warn or rerun, not '%s'", d->key, v);
 		if (!strcmp(d->key, "color") && strcmp(v, "auto") && strcmp(v, "never") &&
 		    strcmp(v, "always"))
-			return error_set(e, "%s must be auto, never or always, not '%s'", d->key, v);
+			return error_set(e, "%s must be auto, never or always, not '%s'", d->key,
+			                 v);
 		/* Relative, it would name another directory from every cwd.
 		 * Whether it exists is checked where steps use it. */
 		if (!strcmp(d->key, "base_dir") && v[0] && v[0] != '/')
 			return error_set(e, "%s must be an absolute path, not '%s'", d->key, v);
 		return 0;
 	case SETTING_BOOL:
-		return parse_bool(v, &b) < 0 ? error_set(e, "%s takes true or false, not '%s'", d->key, v)
-					      : 0;
+		return parse_bool(v, &b) < 0
+		           ? error_set(e, "%s takes true or false, not '%s'", d->key, v)
+		           : 0;
 	case SETTING_SIZE:
 		return parse_size(v, &size) < 0
-			       ? error_set(e, "%s takes a size such as 500M or 5G, not '%s'", d->key, v)
-			       : 0;
+		           ? error_set(e, "%s takes a size such as 500M or 5G, not '%s'", d->key, v)
+		           : 0;
 	case SETTING_DURATION:
 		return parse_duration(v, &n) < 0
-			       ? error_set(e, "%s takes a duration such as 3600, 90m, 12h or 30d, not '%s'",
-					   d->key, v)
-			       : 0;
+		           ? error_set(
+		                 e, "%s takes a duration such as 3600, 90m, 12h or 30d, not '%s'",
+		                 d->key, v)
+		           : 0;
 	case SETTING_INT:
 		errno = 0;
 		n = strtoll(v, &end, 10);
 		if (end == v || *end || errno || n < d->min || n > d->max)
-			return error_set(e, "%s takes a whole number from %lld to %lld, not '%s'", d->key,
-					 (long long)d->min, (long long)d->max, v);
+			return error_set(e, "%s takes a whole number from %lld to %lld, not '%s'",
+			                 d->key, (long long)d->min, (long long)d->max, v);
 		return 0;
 	case SETTING_RATE: {
 		errno = 0;
@@ -194,7 +221,8 @@ static int check_value(const struct setting_def *d, const char *v, struct error 
 		errno = 0;
 		n = strtoll(v, &end, 8);
 		if (end == v || *end || errno || n < 0 || n > 0777)
-			return error_set(e, "%s takes an octal mask such as 022, not '%s'", d->key, v);
+			return error_set(e, "%s takes an octal mask such as 022, not '%s'", d->key,
+			                 v);
 		return 0;
 	}
 	return 0;
@@ -259,7 +287,6 @@ static void set_value(struct settings *s, size_t i, const char *text, const char
 	s->values[i].origin = xstrdup(origin);
 }
 
-
 /* Applies the `key = value` lines read from f; path names it in messages. */
 static int load_stream(struct settings *s, FILE *f, const char *path, struct error *e)
 {
@@ -283,7 +310,7 @@ static int load_stream(struct settings *s, FILE *f, const char *path, struct err
 			rc = error_set(e, "%s:%d: unknown key '%s'", path, lineno, key);
 			break;
 		}
-		struct error ve = { 0 };
+		struct error ve = {0};
 		if (check_value(&setting_defs[i], value, &ve) < 0) {
 			rc = error_set(e, "%s:%d: %s", path, lineno, ve.msg);
 			break;
@@ -309,7 +336,8 @@ static int holds_credentials(const char *text, size_t len)
 		char *eq = strchr(k, '=');
 		if (*k != '#' && eq) {
 			*eq = '\0';
-			found = !strcmp(trim(k), "remote") && remote_setting_has_credentials(trim(eq + 1));
+			found = !strcmp(trim(k), "remote") &&
+			        remote_setting_has_credentials(trim(eq + 1));
 		}
 		free(line);
 		p += n + 1;
@@ -334,8 +362,9 @@ static void warn_if_exposed(FILE *f, const char *path)
 	rewind(f);
 	if (holds_credentials(text.data ? text.data : "", text.len)) {
 		warned = 1;
-		cli_warn("%s holds a credential and is readable by others (mode %04o): chmod 600 it",
-			 path, (unsigned)(st.st_mode & 07777));
+		cli_warn(
+		    "%s holds a credential and is readable by others (mode %04o): chmod 600 it",
+		    path, (unsigned)(st.st_mode & 07777));
 	}
 	buf_free(&text);
 }
@@ -353,7 +382,7 @@ static int load_file(struct settings *s, const char *path, struct error *e)
 }
 
 int settings_parse(struct settings *s, const char *text, size_t len, const char *name,
-		   struct error *e)
+                   struct error *e)
 {
 	s->n = ndefs();
 	s->values = xcalloc(s->n, sizeof *s->values);
@@ -407,15 +436,15 @@ int settings_load(struct settings *s, struct error *e)
 	/* Where the cache is decides which cache config to read: the user's
 	 * file and the environment may both name it. */
 	char *user_file = settings_user_file();
-	struct settings user = { 0 };
+	struct settings user = {0};
 	user.n = s->n;
 	user.values = xcalloc(user.n, sizeof *user.values);
 	int rc = load_file(&user, user_file, e);
 	int dir_i = setting_index("dir");
 	const char *env_dir = getenv("CACHET_DIR");
-	char *dir = env_dir && *env_dir ? xstrdup(env_dir)
-		    : user.values[dir_i].text ? xstrdup(user.values[dir_i].text)
-					      : settings_default_dir();
+	char *dir = env_dir && *env_dir       ? xstrdup(env_dir)
+	            : user.values[dir_i].text ? xstrdup(user.values[dir_i].text)
+	                                      : settings_default_dir();
 	set_value(s, (size_t)dir_i, dir, "default");
 	if (rc == 0) {
 		char *cache_file = xasprintf("%s/cachet.conf", dir);
@@ -430,7 +459,7 @@ int settings_load(struct settings *s, struct error *e)
 		char *name = env_name(setting_defs[i].key);
 		const char *v = getenv(name);
 		if (v) {
-			struct error ve = { 0 };
+			struct error ve = {0};
 			if (check_value(&setting_defs[i], v, &ve) < 0) {
 				rc = error_set(e, "environment variable %s: %s", name, ve.msg);
 			} else {
@@ -577,7 +606,7 @@ int settings_write(const char *file, const char *key, const char *value, struct 
 	if (fd < 0) {
 		error_errno(e, "%s", dir);
 	} else if (write_all(fd, out.data, out.len) < 0 ||
-		   fchmod(fd, holds_credentials(out.data, out.len) ? 0600 : 0644) < 0) {
+	           fchmod(fd, holds_credentials(out.data, out.len) ? 0600 : 0644) < 0) {
 		error_errno(e, "%s", tmp);
 		close(fd);
 		unlink(tmp);

@@ -38,8 +38,8 @@ struct setting_def {
 extern const struct setting_def setting_defs[];
 
 struct setting_value {
-	char *text;        /* NULL when unset */
-	char *origin;      /* "default", "/path/file:12", "environment (CACHET_X)" */
+	char *text;   /* NULL when unset */
+	char *origin; /* "default", "/path/file:12", "environment (CACHET_X)" */
 };
 
 struct settings {
@@ -56,7 +56,7 @@ void settings_free(struct settings *s);
  * environment; name stands for the file in messages. For tests and fuzzing.
  * Free s with settings_free whatever the result. */
 int settings_parse(struct settings *s, const char *text, size_t len, const char *name,
-		   struct error *e);
+                   struct error *e);
 
 /* Index of key in setting_defs, or -1. */
 int setting_index(const char *key);
@@ -70,7 +70,7 @@ uint64_t settings_size(const struct settings *s, const char *key);
 int64_t settings_int(const struct settings *s, const char *key);
 double settings_rate(const struct settings *s, const char *key);
 int64_t settings_duration(const struct settings *s, const char *key); /* seconds; 0 unset */
-int settings_umask(const struct settings *s, const char *key);       /* -1 when unset */
+int settings_umask(const struct settings *s, const char *key);        /* -1 when unset */
 /* A NULL-terminated, malloc'd array of malloc'd words (free with
  * settings_list_free); never NULL. */
 char **settings_list(const struct settings *s, const char *key);

@@ -28,10 +28,14 @@ enum state { STATE_CURRENT, STATE_STALE, STATE_MODIFIED, STATE_UNKNOWN };
 static const char *state_name(enum state s)
 {
 	switch (s) {
-	case STATE_CURRENT: return "current";
-	case STATE_STALE: return "stale";
-	case STATE_MODIFIED: return "modified";
-	default: return "unknown";
+	case STATE_CURRENT:
+		return "current";
+	case STATE_STALE:
+		return "stale";
+	case STATE_MODIFIED:
+		return "modified";
+	default:
+		return "unknown";
 	}
 }
 
@@ -44,9 +48,9 @@ struct shown {
 	int have_step;
 	struct pathset ps;
 	int have_ps;
-	int writes_file;          /* an output of this run is FILE's path */
+	int writes_file; /* an output of this run is FILE's path */
 	enum state state;
-	struct explain_list why;  /* for STATE_STALE: the first input that changed */
+	struct explain_list why; /* for STATE_STALE: the first input that changed */
 };
 
 static int is_shared_library(const char *path)
@@ -59,16 +63,26 @@ static int is_shared_library(const char *path)
 static const char *kind_name(int kind)
 {
 	switch (kind) {
-	case OBS_READ: return "read";
-	case OBS_EXEC: return "exec";
-	case OBS_STAT: return "stat";
-	case OBS_LIST: return "list";
-	case OBS_READLINK: return "readlink";
-	case OBS_BASE: return "base";
-	case OBS_XATTR: return "xattr";
-	case OBS_FACT: return "fact";
-	case OBS_CREATED: return "before";
-	default: return "?";
+	case OBS_READ:
+		return "read";
+	case OBS_EXEC:
+		return "exec";
+	case OBS_STAT:
+		return "stat";
+	case OBS_LIST:
+		return "list";
+	case OBS_READLINK:
+		return "readlink";
+	case OBS_BASE:
+		return "base";
+	case OBS_XATTR:
+		return "xattr";
+	case OBS_FACT:
+		return "fact";
+	case OBS_CREATED:
+		return "before";
+	default:
+		return "?";
 	}
 }
 
@@ -99,8 +113,8 @@ static int created_in_place(void *ctx, size_t i, const void **value, size_t *len
 	if (o->kind != OBS_CREATED)
 		return 0;
 	const char **desc = pathset_excluded(ip->ps, i);
-	int in_place = desc && desc[0] &&
-		       observe_created_in_place(ip->ps->paths[o->path], desc[0], ip->dc);
+	int in_place =
+	    desc && desc[0] && observe_created_in_place(ip->ps->paths[o->path], desc[0], ip->dc);
 	free(desc);
 	if (!in_place)
 		return 0;
@@ -114,7 +128,7 @@ static int created_in_place(void *ctx, size_t i, const void **value, size_t *len
  * the row's own when every input holds as recorded. Returns -1 when the row
  * is unreadable. */
 static int shown_load(struct store *s, const struct store_result_row *row, const char *abs,
-		      struct digest_cache *dc, struct shown *out, struct error *e)
+                      struct digest_cache *dc, struct shown *out, struct error *e)
 {
 	memset(out, 0, sizeof *out);
 	out->row = row;
@@ -141,14 +155,14 @@ static int shown_load(struct store *s, const struct store_result_row *row, const
 	/* A path the step creates that holds its own output now is in place
 	 * (created_in_place), not a change. */
 	struct pathset_evaluation ev = {
-		.digest = &row->pathset,
-		.body = body,
-		.len = len,
-		.values = &values,
-		.keep_pathset = 1,
-		.known = created_in_place,
+	    .digest = &row->pathset,
+	    .body = body,
+	    .len = len,
+	    .values = &values,
+	    .keep_pathset = 1,
+	    .known = created_in_place,
 	};
-	struct in_place ip = { &ev.ps, dc };
+	struct in_place ip = {&ev.ps, dc};
 	ev.known_ctx = &ip;
 	int rc = lookup_evaluate_pathset(bases, &row->weak, dc, &ev, e);
 	free(body);
@@ -163,8 +177,9 @@ static int shown_load(struct store *s, const struct store_result_row *row, const
 	if (digest_equal(&strong, &row->strong)) {
 		out->state = STATE_CURRENT;
 	} else {
-		size_t d = explain_pathset(&out->ps, &out->res, values.data, values.len,
-					   out->have_step ? out->step.cwd : NULL, bases, 0, &out->why);
+		size_t d =
+		    explain_pathset(&out->ps, &out->res, values.data, values.len,
+		                    out->have_step ? out->step.cwd : NULL, bases, 0, &out->why);
 		out->state = d == SIZE_MAX || d == 0 ? STATE_UNKNOWN : STATE_STALE;
 	}
 	buf_free(&values);
@@ -254,7 +269,7 @@ static void print_inputs(const struct pathset *ps, const struct result *res)
 		const struct observation *o = &ps->obs[i];
 		buf_reset(&line);
 		buf_addf(&line, "    %-8s %s%s  ", kind_name(o->kind), ps->paths[o->path],
-			 (o->flags & OBS_F_NOFOLLOW) ? " (nofollow)" : "");
+		         (o->flags & OBS_F_NOFOLLOW) ? " (nofollow)" : "");
 		observe_describe_value(v, len, &line);
 		puts(line.data);
 	}
@@ -265,7 +280,8 @@ static void print_state(const struct shown *sh)
 {
 	switch (sh->state) {
 	case STATE_CURRENT:
-		printf("  state:      current (every input the step relied on holds as recorded)\n");
+		printf(
+		    "  state:      current (every input the step relied on holds as recorded)\n");
 		break;
 	case STATE_STALE:
 		printf("  state:      stale: %s\n", sh->why.items[0].text);
@@ -281,9 +297,9 @@ static void print_state(const struct shown *sh)
 
 /* state: each step's own verdict, when more than one is shown. */
 static void show_row(struct store *s, const struct shown *sh, const struct digest *d, int inputs,
-		     int state)
+                     int state)
 {
-	struct error e = { 0 };
+	struct error e = {0};
 	const struct result *res = &sh->res;
 	if (state)
 		print_state(sh);
@@ -300,7 +316,8 @@ static void show_row(struct store *s, const struct shown *sh, const struct diges
 		free(cmd);
 	}
 	for (size_t i = 0; i < res->noutputs; i++)
-		if (res->outputs[i].kind == OUT_FILE && digest_equal(&res->outputs[i].blob.digest, d))
+		if (res->outputs[i].kind == OUT_FILE &&
+		    digest_equal(&res->outputs[i].blob.digest, d))
 			printf("  output:     %s\n", res->outputs[i].path);
 	if (digest_equal(&res->out.digest, d) && res->out.size)
 		printf("  output:     (its stdout)\n");
@@ -314,8 +331,8 @@ static void show_row(struct store *s, const struct shown *sh, const struct diges
 	char *nondet = NULL;
 	int64_t times = 0;
 	if (store_nondeterministic(s, &sh->row->weak, &nondet, &times, &e) == 1)
-		printf("  NONDETERMINISTIC: re-runs differed %lld time%s; last: %s\n", (long long)times,
-		       times == 1 ? "" : "s", nondet);
+		printf("  NONDETERMINISTIC: re-runs differed %lld time%s; last: %s\n",
+		       (long long)times, times == 1 ? "" : "s", nondet);
 	free(nondet);
 	if (sh->have_ps) {
 		print_tools(&sh->ps, res);
@@ -366,18 +383,19 @@ static void json_row(struct buf *b, const struct shown *sh, const struct digest 
 	buf_addstr(b, ", \"outputs\": [");
 	int first = 1;
 	for (size_t i = 0; i < res->noutputs; i++) {
-		if (res->outputs[i].kind != OUT_FILE || !digest_equal(&res->outputs[i].blob.digest, d))
+		if (res->outputs[i].kind != OUT_FILE ||
+		    !digest_equal(&res->outputs[i].blob.digest, d))
 			continue;
 		buf_addstr(b, first ? "" : ", ");
 		buf_add_json_string(b, res->outputs[i].path, strlen(res->outputs[i].path));
 		first = 0;
 	}
 	buf_addf(b, "], \"stdout\": %s, \"recorded\": %lld, ",
-		 digest_equal(&res->out.digest, d) && res->out.size ? "true" : "false",
-		 (long long)res->created);
+	         digest_equal(&res->out.digest, d) && res->out.size ? "true" : "false",
+	         (long long)res->created);
 	json_str(b, "host", res->host);
 	buf_addf(b, ", \"duration_ms\": %lld, \"hits\": %lld, ", (long long)res->duration_ms,
-		 (long long)sh->row->hits);
+	         (long long)sh->row->hits);
 	json_digest(b, "weak", &sh->row->weak);
 	buf_addstr(b, ", ");
 	json_digest(b, "strong", &sh->row->strong);
@@ -391,9 +409,9 @@ static void json_row(struct buf *b, const struct shown *sh, const struct digest 
  * body names FILE's base name, which every spelling of its path (real or
  * portable) ends with. */
 static int find_writer(struct store *s, const char *abs, struct digest_cache *dc,
-		       struct store_result_row **rows, size_t *nrows, struct shown *out)
+                       struct store_result_row **rows, size_t *nrows, struct shown *out)
 {
-	struct error e = { 0 };
+	struct error e = {0};
 	const char *base = path_basename(abs);
 	if (store_results_naming(s, base, strlen(base), WRITER_SEARCH_LIMIT, rows, nrows, &e) < 0)
 		return 0;
@@ -411,7 +429,7 @@ static int find_writer(struct store *s, const char *abs, struct digest_cache *dc
 }
 
 static int show_modified(struct store *s, const char *file, const char *abs,
-			 const struct digest *now, int json, struct digest_cache *dc)
+                         const struct digest *now, int json, struct digest_cache *dc)
 {
 	struct store_result_row *rows = NULL;
 	size_t n = 0;
@@ -430,8 +448,8 @@ static int show_modified(struct store *s, const char *file, const char *abs,
 			fputs(b.data, stdout);
 			buf_free(&b);
 		} else {
-			printf("%s: no step in this cache produced this content (sha256 %s)\n", file,
-			       hex);
+			printf("%s: no step in this cache produced this content (sha256 %s)\n",
+			       file, hex);
 		}
 		store_result_rows_free(rows, n);
 		return 1;
@@ -462,8 +480,8 @@ static int show_modified(struct store *s, const char *file, const char *abs,
 		char when[32];
 		cli_format_time(sh.res.created, when, sizeof when);
 		printf("%s  sha256 %s\n", file, hex);
-		printf("modified since cachet wrote it: cachet wrote sha256 %s here at %s\n", w.data,
-		       when);
+		printf("modified since cachet wrote it: cachet wrote sha256 %s here at %s\n",
+		       w.data, when);
 		printf("the step that wrote it:\n");
 		show_row(s, &sh, &wrote, 0, 0);
 		buf_free(&w);
@@ -476,23 +494,22 @@ static int show_modified(struct store *s, const char *file, const char *abs,
 enum { OPT_INPUTS = 1, OPT_JSON };
 
 static const struct cli_option show_options[] = {
-	{ OPT_INPUTS, 0, "inputs", NULL, "also list every observation the step relied on" },
-	{ OPT_JSON, 0, "json", NULL, "one JSON object: file, sha256, state, reason, steps[]" },
-	{ 0 },
+    {OPT_INPUTS, 0, "inputs", NULL, "also list every observation the step relied on"},
+    {OPT_JSON, 0, "json", NULL, "one JSON object: file, sha256, state, reason, steps[]"},
+    {0},
 };
 
 const struct cli_command cli_cmd_show = {
-	.name = "show",
-	.operands = "FILE",
-	.options = show_options,
-	.description =
-		"Says whether FILE is still what its step would make now: current, stale\n"
-		"(naming the first input that changed since, as explain does) or modified\n"
-		"since cachet wrote it. Then the recorded steps whose result holds exactly\n"
-		"FILE's content, the one that wrote FILE itself first: command line, cwd,\n"
-		"time, host, duration, hits since, and every program and shared library they\n"
-		"ran, with digests and one toolchain digest over all.\n",
-	.epilogue = "Exit status: 0 current, 1 stale, modified or made by no step, 2 usage error.\n",
+    .name = "show",
+    .operands = "FILE",
+    .options = show_options,
+    .description = "Says whether FILE is still what its step would make now: current, stale\n"
+                   "(naming the first input that changed since, as explain does) or modified\n"
+                   "since cachet wrote it. Then the recorded steps whose result holds exactly\n"
+                   "FILE's content, the one that wrote FILE itself first: command line, cwd,\n"
+                   "time, host, duration, hits since, and every program and shared library they\n"
+                   "ran, with digests and one toolchain digest over all.\n",
+    .epilogue = "Exit status: 0 current, 1 stale, modified or made by no step, 2 usage error.\n",
 };
 
 int cmd_show(int argc, char **argv)
@@ -520,9 +537,10 @@ int cmd_show(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct digest d;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (digest_cached(file, 0, NULL, &d, NULL) < 0) {
-		cli_error("show: %s: %s", file, errno == EINVAL ? "not a regular file" : strerror(errno));
+		cli_error("show: %s: %s", file,
+		          errno == EINVAL ? "not a regular file" : strerror(errno));
 		return EXIT_USAGE;
 	}
 	/* Outputs are recorded at the real path the step wrote. */
@@ -566,7 +584,8 @@ int cmd_show(int argc, char **argv)
 		buf_addf(&b, ", \"sha256\": \"%s\", ", hex);
 		json_str(&b, "state", m ? state_name(sh[0].state) : "unknown");
 		buf_addstr(&b, ", ");
-		json_str(&b, "reason", m && sh[0].state == STATE_STALE ? sh[0].why.items[0].text : NULL);
+		json_str(&b, "reason",
+		         m && sh[0].state == STATE_STALE ? sh[0].why.items[0].text : NULL);
 		buf_addstr(&b, ", \"steps\": [");
 		for (size_t i = 0; i < m; i++) {
 			buf_addstr(&b, i ? ", " : "");
@@ -581,8 +600,8 @@ int cmd_show(int argc, char **argv)
 			printf("stale: %s\n", sh[0].why.items[0].text);
 		else if (m)
 			printf("%s\n", sh[0].state == STATE_CURRENT
-					       ? "current: its step would make it again"
-					       : "unknown: the step's inputs cannot be evaluated here");
+			                   ? "current: its step would make it again"
+			                   : "unknown: the step's inputs cannot be evaluated here");
 		for (size_t i = 0; i < m; i++) {
 			if (m > 1)
 				printf("step %zu of %zu:\n", i + 1, m);

@@ -24,13 +24,13 @@ static int stats_from_log(const char *path, int json)
 {
 	struct store_counter *c = NULL;
 	size_t n = 0;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (cli_stats_log_read(path, &c, &n, &e) < 0) {
 		cli_error("stats: %s", e.msg);
 		return 1;
 	}
 	struct totals t;
-	struct store_usage none = { 0 };
+	struct store_usage none = {0};
 	totals_from(&t, c, n, &none);
 	int64_t steps = totals_counter(c, n, "steps");
 	if (json) {
@@ -56,9 +56,10 @@ static int stats_from_log(const char *path, int json)
 		text_group(c, n, "uncacheable: ");
 		printf("errors                             %12lld\n", (long long)t.errors);
 		if (t.verified || t.nondeterministic)
-			printf("hits re-run to verify (in hits)    %12lld  (%lld nondeterministic)\n",
-			       (long long)(t.verified + t.nondeterministic),
-			       (long long)t.nondeterministic);
+			printf(
+			    "hits re-run to verify (in hits)    %12lld  (%lld nondeterministic)\n",
+			    (long long)(t.verified + t.nondeterministic),
+			    (long long)t.nondeterministic);
 	}
 	free(c);
 	return 0;
@@ -67,24 +68,23 @@ static int stats_from_log(const char *path, int json)
 enum { OPT_JSON = 1, OPT_ZERO, OPT_LOG };
 
 static const struct cli_option stats_options[] = {
-	{ OPT_JSON, 0, "json", NULL,
-	  "one JSON object (integer fields hits, misses, uncacheable, errors,\n"
-	  "entries, bytes, time_saved_ms, and objects miss_reasons and\n"
-	  "uncacheable_reasons)" },
-	{ OPT_ZERO, 'z', "zero", NULL, "zero the counters" },
-	{ OPT_LOG, 0, "log", "FILE",
-	  "the same summary for the steps recorded in FILE, a stats_log\n"
-	  "(CACHET_STATS_LOG=FILE for one build counts that build alone, even\n"
-	  "while other builds use the cache); --json adds steps and log" },
-	{ 0 },
+    {OPT_JSON, 0, "json", NULL,
+     "one JSON object (integer fields hits, misses, uncacheable, errors,\n"
+     "entries, bytes, time_saved_ms, and objects miss_reasons and\n"
+     "uncacheable_reasons)"},
+    {OPT_ZERO, 'z', "zero", NULL, "zero the counters"},
+    {OPT_LOG, 0, "log", "FILE",
+     "the same summary for the steps recorded in FILE, a stats_log\n"
+     "(CACHET_STATS_LOG=FILE for one build counts that build alone, even\n"
+     "while other builds use the cache); --json adds steps and log"},
+    {0},
 };
 
 const struct cli_command cli_cmd_stats = {
-	.name = "stats",
-	.options = stats_options,
-	.description =
-		"Prints hits, misses and their reasons, uncacheable steps and why, errors the\n"
-		"cache survived, entries, size on disk and time saved.\n",
+    .name = "stats",
+    .options = stats_options,
+    .description = "Prints hits, misses and their reasons, uncacheable steps and why, errors the\n"
+                   "cache survived, entries, size on disk and time saved.\n",
 };
 
 int cmd_stats(int argc, char **argv)
@@ -104,7 +104,8 @@ int cmd_stats(int argc, char **argv)
 			log = args.value;
 	}
 	if (log && zero) {
-		cli_error("stats: -z zeroes the cache's counters; to restart a stats log, remove it");
+		cli_error(
+		    "stats: -z zeroes the cache's counters; to restart a stats log, remove it");
 		return EXIT_USAGE;
 	}
 	if (log)
@@ -120,8 +121,8 @@ int cmd_stats(int argc, char **argv)
 	}
 	struct store_counter *c = NULL;
 	size_t n = 0;
-	struct error e = { 0 };
-	struct store_usage u = { 0 };
+	struct error e = {0};
+	struct store_usage u = {0};
 	int rc = store_counters(s, &c, &n, &e) < 0 || store_usage(s, &u, &e) < 0 ? -1 : 0;
 	if (rc < 0 && e.code == EBADMSG) {
 		/* A damaged page that only the counts read (a hit never does):
@@ -166,8 +167,9 @@ int cmd_stats(int argc, char **argv)
 		text_group(c, n, "uncacheable: ");
 		printf("errors                             %12lld\n", (long long)errors);
 		if (verified || nondet)
-			printf("hits re-run to verify (in hits)    %12lld  (%lld nondeterministic)\n",
-			       (long long)(verified + nondet), (long long)nondet);
+			printf(
+			    "hits re-run to verify (in hits)    %12lld  (%lld nondeterministic)\n",
+			    (long long)(verified + nondet), (long long)nondet);
 		int any_remote = 0;
 		for (size_t i = 0; i < n && !any_remote; i++)
 			any_remote = !strncmp(c[i].name, "remote_", 7) && c[i].value;
@@ -175,8 +177,10 @@ int cmd_stats(int argc, char **argv)
 			printf("remote\n");
 			text_group(c, n, "remote_");
 		}
-		printf("entries                            %12llu\n", (unsigned long long)u.entries);
-		printf("size on disk                       %12.1f MB\n", (double)u.blob_bytes / 1e6);
+		printf("entries                            %12llu\n",
+		       (unsigned long long)u.entries);
+		printf("size on disk                       %12.1f MB\n",
+		       (double)u.blob_bytes / 1e6);
 		printf("time saved                         %12.1f s\n", (double)saved / 1000.0);
 	}
 	free(c);

@@ -26,7 +26,7 @@ void cli_stats_log_note(const char *counter, int64_t delta)
 }
 
 void cli_stats_log_step(const struct settings *st, const char *result, const char *reason,
-			int64_t duration_ms)
+                        int64_t duration_ms)
 {
 	const char *path = st ? settings_str(st, "stats_log") : NULL;
 	if (!path)
@@ -105,7 +105,8 @@ static void count_line(struct tally *t, char *line)
 	} else if (!strcmp(result, "miss") || !strcmp(result, "uncacheable")) {
 		int miss = result[0] == 'm';
 		add(t, miss ? "misses" : "uncacheable", 1);
-		name = xasprintf("%s: %s", miss ? "miss" : "uncacheable", *reason ? reason : "unknown");
+		name = xasprintf("%s: %s", miss ? "miss" : "uncacheable",
+		                 *reason ? reason : "unknown");
 		add(t, name, 1);
 		free(name);
 	} else {

@@ -27,7 +27,7 @@ void cli_stats_log_note(const char *counter, int64_t delta);
 /* Appends the step's line when stats_log is set. Failures are ignored: a
  * log line is not worth a build. */
 void cli_stats_log_step(const struct settings *st, const char *result, const char *reason,
-			int64_t duration_ms);
+                        int64_t duration_ms);
 
 /* Reads a stats log into counters named as the cache's own: "hits",
  * "misses", "miss: REASON", "uncacheable", "uncacheable: REASON", "errors",

@@ -39,11 +39,11 @@ unsigned step_colour_keep(const struct step *step)
 	if (!(cli_step_terminal() & STEP_TTY_STDERR))
 		return 0;
 	return diag_colour_shown((enum diag_colour)step->colour, getenv("TERM"),
-				 getenv("COLORTERM"), getenv("VTE_VERSION"));
+	                         getenv("COLORTERM"), getenv("VTE_VERSION"));
 }
 
 void step_colour_replay(const struct step *step, const struct result *res, const void *out,
-			size_t out_len, const void *err, size_t err_len)
+                        size_t out_len, const void *err, size_t err_len)
 {
 	if (!step->colour) {
 		replay_streams(res, out, out_len, err, err_len, NULL);

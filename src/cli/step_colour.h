@@ -25,6 +25,6 @@ unsigned step_colour_keep(const struct step *step);
  * it on cachet's stderr now. */
 struct result;
 void step_colour_replay(const struct step *step, const struct result *res, const void *out,
-			size_t out_len, const void *err, size_t err_len);
+                        size_t out_len, const void *err, size_t err_len);
 
 #endif

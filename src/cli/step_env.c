@@ -105,8 +105,8 @@ size_t step_tmpdir_sweep(int dry_run)
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, TMPDIR_PREFIX, strlen(TMPDIR_PREFIX)) != 0)
 			continue;
-		int fd = openat(dirfd(d), de->d_name,
-				O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd =
+		    openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		struct stat st;

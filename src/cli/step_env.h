@@ -39,7 +39,6 @@ char **step_environment(const char *tmpdir);
 char **step_ignore_roots(const struct settings *settings, const char *tmpdir,
                          const char *cache_dir);
 
-
 /* Frees a NULL-terminated array of malloc'd strings and the array. */
 void free_strv(char **v);
 

@@ -18,7 +18,7 @@ char *step_reason_detail(struct store *s, const struct step *now)
 		return NULL;
 	void *body;
 	size_t len;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (store_get_step(s, &weak, &body, &len, &e) != 1)
 		return NULL;
 	struct step rec;
@@ -26,7 +26,7 @@ char *step_reason_detail(struct store *s, const struct step *now)
 	free(body);
 	if (!decoded)
 		return NULL;
-	struct explain_list found = { 0 };
+	struct explain_list found = {0};
 	explain_steps(now, &rec, &found);
 	step_free(&rec);
 	struct buf b;

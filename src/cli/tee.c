@@ -192,8 +192,8 @@ void replay_streams(const struct result *res, const void *out, size_t out_len, c
 	 * of one per run (a chatty step has thousands). result_decode checked
 	 * that the runs divide the blobs exactly. stderr's runs go through the
 	 * filter in turn, as they went by on the miss. */
-	size_t at[2] = { 0, 0 };
-	const char *data[2] = { out, err };
+	size_t at[2] = {0, 0};
+	const char *data[2] = {out, err};
 	for (size_t i = 0; i < res->nstream_runs; i++) {
 		unsigned stream = res->stream_runs[i] & 1;
 		size_t n = (size_t)(res->stream_runs[i] >> 1);
@@ -212,7 +212,7 @@ void replay_streams(const struct result *res, const void *out, size_t out_len, c
 static void *tee_loop(void *arg)
 {
 	struct tee *t = arg;
-	struct pollfd pfd[2] = { { t->out_read, POLLIN, 0 }, { t->err_read, POLLIN, 0 } };
+	struct pollfd pfd[2] = {{t->out_read, POLLIN, 0}, {t->err_read, POLLIN, 0}};
 	char chunk[65536];
 	int open_count = 2;
 	while (open_count) {

@@ -24,9 +24,9 @@ struct tee {
 	/* Held while a chunk is read, kept and passed on, by the tee's thread
 	 * or tee_sync's caller. */
 	pthread_mutex_t lock;
-	int err_filtered;         /* stderr passes through err_strip on its way out */
+	int err_filtered; /* stderr passes through err_strip on its way out */
 	struct diag_strip err_strip;
-	struct buf err_scratch;     /* err_strip's output, under lock */
+	struct buf err_scratch; /* err_strip's output, under lock */
 	pthread_t thread;
 };
 

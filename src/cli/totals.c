@@ -12,7 +12,7 @@ int64_t totals_counter(const struct store_counter *c, size_t n, const char *name
 }
 
 void totals_from(struct totals *t, const struct store_counter *c, size_t n,
-		 const struct store_usage *u)
+                 const struct store_usage *u)
 {
 	t->verified = totals_counter(c, n, "verified");
 	t->nondeterministic = totals_counter(c, n, "nondeterministic");
@@ -30,7 +30,7 @@ void totals_from(struct totals *t, const struct store_counter *c, size_t n,
 }
 
 static void json_group(struct buf *b, const struct store_counter *c, size_t n, const char *key,
-		       const char *prefix)
+                       const char *prefix)
 {
 	size_t plen = strlen(prefix);
 	int first = 1;
@@ -52,14 +52,14 @@ void totals_json(struct buf *b, const struct totals *t, const struct store_count
 {
 	const struct store_usage *u = &t->usage;
 	buf_addf(b,
-		 "{\"hits\": %lld, \"misses\": %lld, \"uncacheable\": %lld, \"errors\": %lld, "
-		 "\"entries\": %llu, \"pathsets\": %llu, \"blobs\": %llu, \"bytes\": %llu, "
-		 "\"time_saved_ms\": %lld, \"verified\": %lld, \"nondeterministic\": %lld",
-		 (long long)t->hits, (long long)t->misses, (long long)t->uncacheable,
-		 (long long)t->errors, (unsigned long long)u->entries,
-		 (unsigned long long)u->pathsets, (unsigned long long)u->blobs,
-		 (unsigned long long)u->blob_bytes, (long long)t->time_saved_ms,
-		 (long long)t->verified, (long long)t->nondeterministic);
+	         "{\"hits\": %lld, \"misses\": %lld, \"uncacheable\": %lld, \"errors\": %lld, "
+	         "\"entries\": %llu, \"pathsets\": %llu, \"blobs\": %llu, \"bytes\": %llu, "
+	         "\"time_saved_ms\": %lld, \"verified\": %lld, \"nondeterministic\": %lld",
+	         (long long)t->hits, (long long)t->misses, (long long)t->uncacheable,
+	         (long long)t->errors, (unsigned long long)u->entries,
+	         (unsigned long long)u->pathsets, (unsigned long long)u->blobs,
+	         (unsigned long long)u->blob_bytes, (long long)t->time_saved_ms,
+	         (long long)t->verified, (long long)t->nondeterministic);
 	json_group(b, c, n, "miss_reasons", "miss: ");
 	json_group(b, c, n, "uncacheable_reasons", "uncacheable: ");
 	json_group(b, c, n, "remote", "remote_");

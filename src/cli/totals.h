@@ -22,7 +22,7 @@ struct totals {
 int64_t totals_counter(const struct store_counter *c, size_t n, const char *name);
 /* Fills t from the counters and the usage. */
 void totals_from(struct totals *t, const struct store_counter *c, size_t n,
-		 const struct store_usage *u);
+                 const struct store_usage *u);
 /* Appends the object of `cachet stats --json` (no newline): t's fields plus
  * miss_reasons and uncacheable_reasons from the counters "miss: REASON" and
  * "uncacheable: REASON". */

@@ -189,9 +189,9 @@ static void compare_index(struct cmp_ctx *c, size_t entry, const struct member *
 {
 	if (!a->name || !b->name) {
 		if (a->name || b->name)
-			report_add_item(c->rep, entry, a->name ? CMP_MEMBER_MISSING_IN_B
-			                                       : CMP_MEMBER_ONLY_IN_B,
-			                "/", "the symbol index %s", a->name ? "missing in B" : "only in B");
+			report_add_item(
+			    c->rep, entry, a->name ? CMP_MEMBER_MISSING_IN_B : CMP_MEMBER_ONLY_IN_B,
+			    "/", "the symbol index %s", a->name ? "missing in B" : "only in B");
 		return;
 	}
 	compare_headers(c, entry, a, b);
@@ -205,10 +205,9 @@ static void compare_index(struct cmp_ctx *c, size_t entry, const struct member *
 		strings_differ(na, la, nb, lb, c->rep->list_limit, &d);
 	if (!d.len)
 		buf_addstr(&d, "; the same symbols at other member offsets");
-	struct compare_item *it =
-	    report_add_item(c->rep, entry, CMP_MEMBER_DIFFERS, "/",
-	                    "the symbol index differs (%zu bytes in A, %zu in B)%s", a->size,
-	                    b->size, d.data);
+	struct compare_item *it = report_add_item(
+	    c->rep, entry, CMP_MEMBER_DIFFERS, "/",
+	    "the symbol index differs (%zu bytes in A, %zu in B)%s", a->size, b->size, d.data);
 	it->have = CMP_HAVE_SIZE_A | CMP_HAVE_SIZE_B;
 	it->size_a = a->size;
 	it->size_b = b->size;
@@ -272,7 +271,8 @@ int ar_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t a
 		}
 		const struct member *mb = &ab.m[pa[i]];
 		compare_headers(c, entry, ma, mb);
-		compare_member(c, entry, path, depth, ma->name, ma->data, ma->size, mb->data, mb->size);
+		compare_member(c, entry, path, depth, ma->name, ma->data, ma->size, mb->data,
+		               mb->size);
 	}
 	for (size_t i = 0; i < ab.n; i++)
 		if (pb[i] == SIZE_MAX)

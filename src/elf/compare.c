@@ -276,7 +276,7 @@ int compare_contents(struct cmp_ctx *c, const char *path, const char *member, un
 		buf_free(&header);
 	} else if (!c->rep->entries[entry].nitems)
 		compare_bytes(c, entry,
-		              fmt == CMP_FMT_ELF                            ? "no symbol or section differs; "
+		              fmt == CMP_FMT_ELF ? "no symbol or section differs; "
 		              : fmt == CMP_FMT_AR || fmt == CMP_FMT_ARCHIVE ? "no member differs; "
 		                                                            : "",
 		              a, alen, b, blen);
@@ -519,8 +519,8 @@ static int compare_files(struct cmp_ctx *c, const char *rel, const char *pa, con
 		size_t to = c->container != SIZE_MAX ? c->container
 		            : differ                 ? entry
 		                                     : container(c, CMP_FMT_OTHER);
-		report_add_item(c->rep, to, CMP_MODE_DIFFERS, rel, "%s%smode %04o in A, %04o in B", rel,
-		                *rel ? ": " : "", (unsigned)(sa->st_mode & 07777),
+		report_add_item(c->rep, to, CMP_MODE_DIFFERS, rel, "%s%smode %04o in A, %04o in B",
+		                rel, *rel ? ": " : "", (unsigned)(sa->st_mode & 07777),
 		                (unsigned)(sb->st_mode & 07777));
 		if (to == entry)
 			report_finish_entry(c->rep, entry);
@@ -554,7 +554,8 @@ static int compare_node(struct cmp_ctx *c, const char *rel, const char *pa, cons
 		if (c->modes && (sa->st_mode & 07777) != (sb->st_mode & 07777))
 			report_add_item(c->rep, container(c, CMP_FMT_DIR), CMP_MODE_DIFFERS, rel,
 			                "%s%smode %04o in A, %04o in B", *rel ? rel : ".", ": ",
-			                (unsigned)(sa->st_mode & 07777), (unsigned)(sb->st_mode & 07777));
+			                (unsigned)(sa->st_mode & 07777),
+			                (unsigned)(sb->st_mode & 07777));
 		return compare_dirs(c, rel, pa, pb);
 	}
 	if (S_ISREG(ta))

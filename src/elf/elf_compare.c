@@ -470,9 +470,9 @@ static void compare_symbols(struct cmp_ctx *c, size_t entry, const struct emodel
 			break;
 		pa[i] = j;
 		pb[j] = i;
-		struct compare_item *it =
-		    report_add_item(c->rep, entry, CMP_SYMBOL_CHANGED, a->syms[i].name,
-		                    "FILE symbol %s in A, %s in B", a->syms[i].name, b->syms[j].name);
+		struct compare_item *it = report_add_item(
+		    c->rep, entry, CMP_SYMBOL_CHANGED, a->syms[i].name,
+		    "FILE symbol %s in A, %s in B", a->syms[i].name, b->syms[j].name);
 		it->type = xstrdup("FILE");
 	}
 	/* Defined symbols first in every list: they are what a linker misses. */
@@ -648,7 +648,8 @@ static void compare_dwarf(struct cmp_ctx *c, size_t entry, const unsigned char *
 	if (ops->units(a, alen, &ua, &na, why, sizeof why) == 0 &&
 	    ops->units(b, blen, &ub, &nb, why, sizeof why) == 0) {
 		for (size_t i = 0; i < na || i < nb; i++) {
-			const struct dwarf_unit *x = i < na ? &ua[i] : NULL, *y = i < nb ? &ub[i] : NULL;
+			const struct dwarf_unit *x = i < na ? &ua[i] : NULL,
+			                        *y = i < nb ? &ub[i] : NULL;
 			const char *name = x && x->name ? x->name : y && y->name ? y->name : "?";
 			struct buf d;
 			buf_init(&d);
@@ -661,7 +662,8 @@ static void compare_dwarf(struct cmp_ctx *c, size_t entry, const unsigned char *
 			}
 			if (d.len)
 				report_add_item(c->rep, entry, CMP_DWARF_UNIT_DIFFERS, name,
-				                "compile unit %zu (%s): %s", i + 1, name, d.data + 2);
+				                "compile unit %zu (%s): %s", i + 1, name,
+				                d.data + 2);
 			buf_free(&d);
 		}
 	}
@@ -700,9 +702,11 @@ int elf_compare(struct cmp_ctx *c, size_t entry, const unsigned char *a, size_t 
 		size_t before = c->rep->entries[entry].nitems;
 		int debug_differs = 0;
 		for (size_t i = 0; i < before; i++)
-			debug_differs |= c->rep->entries[entry].items[i].kind == CMP_SECTION_DIFFERS &&
-			                 !strncmp(c->rep->entries[entry].items[i].name, ".debug_", 7);
-		if (debug_differs && has_section(&ma, ".debug_info") && has_section(&mb, ".debug_info"))
+			debug_differs |=
+			    c->rep->entries[entry].items[i].kind == CMP_SECTION_DIFFERS &&
+			    !strncmp(c->rep->entries[entry].items[i].name, ".debug_", 7);
+		if (debug_differs && has_section(&ma, ".debug_info") &&
+		    has_section(&mb, ".debug_info"))
 			compare_dwarf(c, entry, a, alen, b, blen);
 	}
 	model_free(&ma);

@@ -298,11 +298,13 @@ static void render_items(const struct compare_report *r, const struct compare_en
 			continue;
 		size_t n = 0, shown = 0;
 		for (size_t i = 0; i < en->nitems; i++)
-			n += en->items[i].kind == k && !(rendered_elsewhere(k) && en->items[i].sub != SIZE_MAX);
+			n += en->items[i].kind == k &&
+			     !(rendered_elsewhere(k) && en->items[i].sub != SIZE_MAX);
 		for (size_t i = 0; i < en->nitems && shown < r->list_limit; i++) {
 			/* A differing file or member with its own entry is shown
 			 * there; one without (an archive's symbol index), here. */
-			if (en->items[i].kind != k || (rendered_elsewhere(k) && en->items[i].sub != SIZE_MAX))
+			if (en->items[i].kind != k ||
+			    (rendered_elsewhere(k) && en->items[i].sub != SIZE_MAX))
 				continue;
 			indent(out, ind);
 			buf_addstr(out, en->items[i].detail);

@@ -11,7 +11,8 @@ static void add_symbols(Elf *elf, struct strmap *defined)
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
 			continue;
 		Elf_Data *data = elf_getdata(scn, NULL);
 		if (!data || sh.sh_entsize == 0)
@@ -70,7 +71,7 @@ static int sanitizer_name(const char *name)
 static int sanitizer_library(const char *name)
 {
 	return name && (!strncmp(name, "libasan.so", 10) || !strncmp(name, "liblsan.so", 10) ||
-			!strncmp(name, "libclang_rt.asan", 16));
+	                !strncmp(name, "libclang_rt.asan", 16));
 }
 
 /* The DT_NEEDED entries and .dynsym of one ELF file. */

@@ -47,8 +47,8 @@ int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest 
 		                 ev->recorded_values_len, &ev->strong);
 		dirfp_free(&dirs);
 	} else if (ev->known) {
-		pathset_strong_key_known(&ev->ps, bases, weak, ev->digest, dc, ev->known, ev->known_ctx,
-		                         ev->values, &ev->strong);
+		pathset_strong_key_known(&ev->ps, bases, weak, ev->digest, dc, ev->known,
+		                         ev->known_ctx, ev->values, &ev->strong);
 	} else {
 		pathset_strong_key(&ev->ps, bases, weak, ev->digest, dc, ev->values, &ev->strong);
 	}

@@ -12,7 +12,7 @@ struct fplog_entry {
 };
 
 static struct fplog_entry *remember(struct fplog *l, const char *path, const struct file_id *id,
-				    const struct digest *d)
+                                    const struct digest *d)
 {
 	struct fplog_entry *en = strmap_get_or_new(&l->map, path, sizeof *en, NULL);
 	en->id = *id;
@@ -36,8 +36,7 @@ static int fplog_get(void *ctx, const char *path, const struct file_id *id, stru
 	return 1;
 }
 
-static void fplog_put(void *ctx, const char *path, const struct file_id *id,
-		      const struct digest *d)
+static void fplog_put(void *ctx, const char *path, const struct file_id *id, const struct digest *d)
 {
 	struct fplog *l = ctx;
 	if (l->inner.put)

@@ -46,7 +46,7 @@ static int trust_required(struct remote_lookup *x)
 		x->trusted_loaded = 1;
 		x->trust_required = items[0] != NULL;
 		if (items[0]) {
-			struct error e = { 0 };
+			struct error e = {0};
 			if (trusted_keys_load(items, &x->trusted, &e) < 0) {
 				/* Trust was asked for and cannot be checked: nothing is trusted. */
 				if (x->note)
@@ -66,7 +66,7 @@ static int entry_trusted(struct remote_lookup *x, const struct remote_entry *en)
 }
 
 static int pathset_trusted(struct remote_lookup *x, const struct digest *weak,
-			   const struct remote_pathset *set)
+                           const struct remote_pathset *set)
 {
 	int need = trust_required(x);
 	return need == 0 || (need > 0 && trusted_keys_verify_pathset(&x->trusted, weak, set));
@@ -86,7 +86,7 @@ static int fetch_blobs(struct remote_lookup *x, size_t tier, struct result *res)
 		if (!refs[i].size) {
 			/* The empty blob: nothing to fetch, but the index wants it. */
 			struct blob_ref empty;
-			struct error e = { 0 };
+			struct error e = {0};
 			if (store_put_blob_mem(x->store, "", 0, &empty, &e) < 0)
 				rc = 1;
 			continue;
@@ -97,9 +97,9 @@ static int fetch_blobs(struct remote_lookup *x, size_t tier, struct result *res)
 		}
 		void *data;
 		size_t len;
-		struct error e = { 0 };
-		int g = remote_get(x->client, tier, "cas", &refs[i].digest, (size_t)refs[i].size, &data,
-				   &len, &e);
+		struct error e = {0};
+		int g = remote_get(x->client, tier, "cas", &refs[i].digest, (size_t)refs[i].size,
+		                   &data, &len, &e);
 		if (g == REMOTE_ABSENT) {
 			count(x, "remote_missing_blobs");
 			rc = 1;
@@ -119,7 +119,7 @@ static int fetch_blobs(struct remote_lookup *x, size_t tier, struct result *res)
 				count(x, "remote_corrupt");
 				note(x, "a blob does not match its digest", NULL);
 				remote_client_fault(x->client, tier, &refs[i].digest,
-						    "a blob does not match its digest");
+				                    "a blob does not match its digest");
 				rc = 1;
 			} else if (store_put_blob_mem(x->store, data, len, &got, &e) < 0) {
 				count(x, "errors");
@@ -136,21 +136,21 @@ static int fetch_blobs(struct remote_lookup *x, size_t tier, struct result *res)
 /* Stores a remote hit in the local index (lookup_store_entry). Keys and
  * forms are the same in both tiers: the path set goes in as the remote has
  * it, the result (still portable) with the values found here, for explain. */
-static void store_locally(struct remote_lookup *x, const struct step *step, const struct remote_pathset *set,
-			  const struct digest *strong, const struct buf *result_body,
-			  const struct result *res)
+static void store_locally(struct remote_lookup *x, const struct step *step,
+                          const struct remote_pathset *set, const struct digest *strong,
+                          const struct buf *result_body, const struct result *res)
 {
 	struct lookup_entry entry = {
-		.step = step,
-		.pathset = &set->digest,
-		.pathset_body = set->body,
-		.pathset_len = set->len,
-		.strong = strong,
-		.result_body = result_body->data,
-		.result_len = result_body->len,
-		.result = res,
+	    .step = step,
+	    .pathset = &set->digest,
+	    .pathset_body = set->body,
+	    .pathset_len = set->len,
+	    .strong = strong,
+	    .result_body = result_body->data,
+	    .result_len = result_body->len,
+	    .result = res,
 	};
-	struct error e = { 0 };
+	struct error e = {0};
 	if (lookup_store_entry(x->store, &entry, &e) < 0) {
 		count(x, "errors");
 		note(x, "cannot store the remote hit locally", &e);
@@ -184,7 +184,7 @@ static int admit_remote_pathset(void *arg, const struct pathset *ps)
 		if (a->explaining)
 			return 0;
 		count(x, "remote_refused");
-		struct error why = { 0 };
+		struct error why = {0};
 		error_set(&why, "%s", outside);
 		note(x, "unsigned path set naming a path outside the step's roots refused", &why);
 		return 0;
@@ -195,10 +195,10 @@ static int admit_remote_pathset(void *arg, const struct pathset *ps)
 /* Tries one path set of the list. 1 hit, 0 not this one, -1 the server
  * failed (stop asking this tier). */
 static int try_pathset(struct remote_lookup *x, size_t tier, const struct step *step,
-		       struct digest_cache *dc, const struct digest *w,
-		       const struct remote_pathset *set, struct result *hit)
+                       struct digest_cache *dc, const struct digest *w,
+                       const struct remote_pathset *set, struct result *hit)
 {
-	struct error e = { 0 };
+	struct error e = {0};
 	/* An untrusted path set is not even evaluated: what it names would be
 	 * read, and the key asked for next would tell its writer what the
 	 * files hold. */
@@ -210,16 +210,16 @@ static int try_pathset(struct remote_lookup *x, size_t tier, const struct step *
 	struct buf values, result_body;
 	buf_init(&values);
 	buf_init(&result_body);
-	struct admission adm = { .x = x, .step = step };
+	struct admission adm = {.x = x, .step = step};
 	/* remote_pathsets_decode checked each body against its digest. */
 	struct pathset_evaluation ev = {
-		.digest = &set->digest,
-		.body = set->body,
-		.len = set->len,
-		.digest_checked = 1,
-		.admit = admit_remote_pathset,
-		.admit_ctx = &adm,
-		.values = &values,
+	    .digest = &set->digest,
+	    .body = set->body,
+	    .len = set->len,
+	    .digest_checked = 1,
+	    .admit = admit_remote_pathset,
+	    .admit_ctx = &adm,
+	    .values = &values,
 	};
 	int evaluated = lookup_evaluate_pathset(&step->bases, w, dc, &ev, &e);
 	if (evaluated != LOOKUP_PATHSET_KEYED) {
@@ -240,7 +240,7 @@ static int try_pathset(struct remote_lookup *x, size_t tier, const struct step *
 	size_t len = 0;
 	int g = remote_get(x->client, tier, "ac", &key, REMOTE_MAX_RECORD, &data, &len, &e);
 	int rc = 0;
-	struct remote_entry en = { 0 };
+	struct remote_entry en = {0};
 	struct result res;
 	result_init(&res);
 	if (g == REMOTE_ABSENT) {
@@ -265,7 +265,8 @@ static int try_pathset(struct remote_lookup *x, size_t tier, const struct step *
 	}
 	if (!entry_trusted(x, &en)) {
 		count(x, "remote_untrusted");
-		note(x, en.is_signed ? "entry signed by an untrusted key, or badly" : "unsigned entry",
+		note(x,
+		     en.is_signed ? "entry signed by an untrusted key, or badly" : "unsigned entry",
 		     NULL);
 		goto out;
 	}
@@ -304,7 +305,7 @@ static int try_pathset(struct remote_lookup *x, size_t tier, const struct step *
 		rc = f < 0 ? -1 : 0;
 		goto out;
 	}
-	const char *roots[3] = { step->cwd, step->bases.dir[STEP_BASE_DIR], NULL };
+	const char *roots[3] = {step->cwd, step->bases.dir[STEP_BASE_DIR], NULL};
 	if (result_restore_beneath(&res, x->store, roots, &e) < 0) {
 		count(x, e.code == EPERM ? "remote_refused" : "errors");
 		note(x, e.code == EPERM ? "entry refused" : "cannot restore", &e);
@@ -324,7 +325,7 @@ out:
 }
 
 int remote_lookup_step(struct remote_lookup *x, const struct step *step, struct digest_cache *dc,
-		       struct result *found)
+                       struct result *found)
 {
 	struct store *s = x->store;
 	if (store_is_readonly(s))
@@ -337,7 +338,7 @@ int remote_lookup_step(struct remote_lookup *x, const struct step *step, struct 
 	for (size_t t = 0; t < remote_client_tiers(x->client) && !hit; t++) {
 		void *data = NULL;
 		size_t len = 0;
-		struct error e = { 0 };
+		struct error e = {0};
 		int g = remote_get(x->client, t, "ac", &kw, REMOTE_MAX_RECORD, &data, &len, &e);
 		if (g == REMOTE_SKIPPED) {
 			count(x, "remote_skipped");
@@ -388,23 +389,23 @@ int remote_lookup_step(struct remote_lookup *x, const struct step *step, struct 
  * counted in the store, reported as a fault, fetched beyond the entry, or
  * stored. */
 static int explain_pathset(struct remote_lookup *x, size_t tier, const struct step *step,
-			   struct digest_cache *dc, const struct remote_pathset *set,
-			   struct remote_explanation *out)
+                           struct digest_cache *dc, const struct remote_pathset *set,
+                           struct remote_explanation *out)
 {
 	const struct digest *w = &step->weak;
 	if (!pathset_trusted(x, w, set)) {
 		out->untrusted++;
 		return 0;
 	}
-	struct error e = { 0 };
-	struct admission adm = { .x = x, .step = step, .explaining = 1 };
+	struct error e = {0};
+	struct admission adm = {.x = x, .step = step, .explaining = 1};
 	struct pathset_evaluation ev = {
-		.digest = &set->digest,
-		.body = set->body,
-		.len = set->len,
-		.digest_checked = 1,
-		.admit = admit_remote_pathset,
-		.admit_ctx = &adm,
+	    .digest = &set->digest,
+	    .body = set->body,
+	    .len = set->len,
+	    .digest_checked = 1,
+	    .admit = admit_remote_pathset,
+	    .admit_ctx = &adm,
 	};
 	if (lookup_evaluate_pathset(&step->bases, w, dc, &ev, &e) != LOOKUP_PATHSET_KEYED) {
 		out->refused++;
@@ -417,10 +418,10 @@ static int explain_pathset(struct remote_lookup *x, size_t tier, const struct st
 	int g = remote_get(x->client, tier, "ac", &key, REMOTE_MAX_RECORD, &data, &len, &e);
 	if (g == REMOTE_ERROR || g == REMOTE_SKIPPED)
 		return -1;
-	struct remote_entry en = { 0 };
+	struct remote_entry en = {0};
 	int holds = g == REMOTE_FOUND && remote_entry_decode(data, len, &en, &e) == 0 &&
-		    digest_equal(&en.weak, w) && digest_equal(&en.pathset, &set->digest) &&
-		    digest_equal(&en.strong, &ev.strong);
+	            digest_equal(&en.weak, w) && digest_equal(&en.pathset, &set->digest) &&
+	            digest_equal(&en.strong, &ev.strong);
 	if (holds && !entry_trusted(x, &en)) {
 		out->untrusted++;
 		holds = 0;
@@ -431,7 +432,7 @@ static int explain_pathset(struct remote_lookup *x, size_t tier, const struct st
 }
 
 void remote_lookup_explain(struct remote_lookup *x, const struct step *step,
-			   struct digest_cache *dc, struct remote_explanation *out)
+                           struct digest_cache *dc, struct remote_explanation *out)
 {
 	struct digest kw;
 	remote_key_pathsets(&step->weak, &kw);
@@ -441,11 +442,12 @@ void remote_lookup_explain(struct remote_lookup *x, const struct step *step,
 	     t++) {
 		void *data = NULL;
 		size_t len = 0;
-		struct error e = { 0 };
+		struct error e = {0};
 		int g = remote_get(x->client, t, "ac", &kw, REMOTE_MAX_RECORD, &data, &len, &e);
 		if (g == REMOTE_ERROR || g == REMOTE_SKIPPED) {
 			if (!out->error)
-				out->error = xstrdup(g == REMOTE_SKIPPED ? "resting after failures" : e.msg);
+				out->error =
+				    xstrdup(g == REMOTE_SKIPPED ? "resting after failures" : e.msg);
 			continue;
 		}
 		struct remote_pathsets list;

@@ -46,10 +46,18 @@ static enum diag_colour family_of_name(const char *name)
 static int decides_itself(const char *a)
 {
 	static const char *const prefixes[] = {
-		"-fdiagnostics-color", "-fno-diagnostics-color", "-fcolor-diagnostics",
-		"-fno-color-diagnostics", "-fdiagnostics-urls", "-fdiagnostics-plain-output",
-		"-fdiagnostics-format", "-fansi-escape-codes", "--help", "--version", "-###",
-		"-Xclang",
+	    "-fdiagnostics-color",
+	    "-fno-diagnostics-color",
+	    "-fcolor-diagnostics",
+	    "-fno-color-diagnostics",
+	    "-fdiagnostics-urls",
+	    "-fdiagnostics-plain-output",
+	    "-fdiagnostics-format",
+	    "-fansi-escape-codes",
+	    "--help",
+	    "--version",
+	    "-###",
+	    "-Xclang",
 	};
 	if (a[0] == '@' || !strcmp(a, "-v"))
 		return 1;
@@ -81,11 +89,11 @@ enum diag_colour diag_colour_family(char *const *argv, const char *exe)
 
 const char *const *diag_colour_options(enum diag_colour family, int urls)
 {
-	static const char *const gcc_urls[] = { "-fdiagnostics-color=always",
-						"-fdiagnostics-urls=always", NULL };
-	static const char *const gcc[] = { "-fdiagnostics-color=always", NULL };
-	static const char *const clang[] = { "-fcolor-diagnostics", NULL };
-	static const char *const none[] = { NULL };
+	static const char *const gcc_urls[] = {"-fdiagnostics-color=always",
+	                                       "-fdiagnostics-urls=always", NULL};
+	static const char *const gcc[] = {"-fdiagnostics-color=always", NULL};
+	static const char *const clang[] = {"-fcolor-diagnostics", NULL};
+	static const char *const none[] = {NULL};
 	if (family == DIAG_COLOUR_GCC)
 		return urls ? gcc_urls : gcc;
 	return family == DIAG_COLOUR_CLANG ? clang : none;
@@ -113,7 +121,7 @@ int diag_colour_knows_urls(const char *exe)
 }
 
 unsigned diag_colour_shown(enum diag_colour family, const char *term, const char *colorterm,
-			   const char *vte_version)
+                           const char *vte_version)
 {
 	if (family == DIAG_COLOUR_NONE || !term || !*term || !strcmp(term, "dumb"))
 		return 0;
@@ -193,7 +201,7 @@ void diag_strip_add(struct diag_strip *s, const void *data, size_t len, struct b
 			continue;
 		}
 		int drop = (st == HELD_COLOUR && !(s->keep & DIAG_SHOW_COLOURS)) ||
-			   (st == HELD_URL && !(s->keep & DIAG_SHOW_URLS));
+		           (st == HELD_URL && !(s->keep & DIAG_SHOW_URLS));
 		if (!drop)
 			buf_add(out, s->held, s->nheld);
 		s->nheld = 0;

@@ -16,7 +16,7 @@
 /* Splits values (buf_put_bytes each) into one pointer and length per
  * observation. 0 when they are exactly n values. */
 static int split_values(const void *values, size_t len, size_t n, const unsigned char ***vals,
-			size_t **lens)
+                        size_t **lens)
 {
 	*vals = xcalloc(n ? n : 1, sizeof **vals);
 	*lens = xcalloc(n ? n : 1, sizeof **lens);
@@ -98,7 +98,7 @@ static char *absent_from(const char *p, struct strmap *ancestors)
  * directory as it is now must not vouch for it unless it is also the
  * listing now. */
 static int listing_holds(const struct pathset *ps, const struct observation *o,
-			 const unsigned char *v, size_t len)
+                         const unsigned char *v, size_t len)
 {
 	const char **excluded = pathset_excluded(ps, (size_t)(o - ps->obs));
 	struct buf now;
@@ -113,7 +113,7 @@ static int listing_holds(const struct pathset *ps, const struct observation *o,
 /* The directory whose entries decide observation o's value v, malloc'd,
  * or NULL when they do not decide it alone. */
 static char *deciding_dir(const struct pathset *ps, const struct observation *o,
-			  const unsigned char *v, size_t len, struct strmap *ancestors)
+                          const unsigned char *v, size_t len, struct strmap *ancestors)
 {
 	const char *p = ps->paths[o->path];
 	if (p[0] != '/')
@@ -133,7 +133,7 @@ static char *deciding_dir(const struct pathset *ps, const struct observation *o,
 }
 
 void dirfp_collect(const struct pathset *ps, const void *values, size_t values_len,
-		   struct dirfp_set *out)
+                   struct dirfp_set *out)
 {
 	memset(out, 0, sizeof *out);
 	const unsigned char **vals;
@@ -141,7 +141,7 @@ void dirfp_collect(const struct pathset *ps, const void *values, size_t values_l
 	int ok = split_values(values, values_len, ps->nobs, &vals, &lens) == 0;
 	out->nobs = ps->nobs;
 	out->obs_dir = xcalloc(ps->nobs ? ps->nobs : 1, sizeof *out->obs_dir);
-	struct strmap index; /* dir -> index + 1 into out->dirs, or -1 if unusable */
+	struct strmap index;     /* dir -> index + 1 into out->dirs, or -1 if unusable */
 	struct strmap ancestors; /* dir -> its lstat's errno + 1 */
 	strmap_init(&index);
 	strmap_init(&ancestors);
@@ -271,17 +271,17 @@ static int known_value(void *ctx, size_t i, const void **v, size_t *len)
 	return 1;
 }
 
-size_t dirfp_strong_key(struct dirfp_set *set, const struct pathset *ps,
-			const struct step_bases *b, const struct digest *weak,
-			const struct digest *ps_digest, struct digest_cache *dc,
-			const void *values, size_t values_len, struct digest *strong)
+size_t dirfp_strong_key(struct dirfp_set *set, const struct pathset *ps, const struct step_bases *b,
+                        const struct digest *weak, const struct digest *ps_digest,
+                        struct digest_cache *dc, const void *values, size_t values_len,
+                        struct digest *strong)
 {
-	struct known_ctx k = { set, 0 };
+	struct known_ctx k = {set, 0};
 	free(set->vals);
 	free(set->val_lens);
 	int usable = set->nobs == ps->nobs &&
-		     split_values(values, values_len, ps->nobs, &set->vals, &set->val_lens) == 0;
+	             split_values(values, values_len, ps->nobs, &set->vals, &set->val_lens) == 0;
 	pathset_strong_key_known(ps, b, weak, ps_digest, dc, usable ? known_value : NULL, &k, NULL,
-				 strong);
+	                         strong);
 	return k.saved;
 }

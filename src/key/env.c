@@ -15,8 +15,7 @@
  * `cd -` goes (keyed by effect). TMPDIR is absent from the key because
  * every step gets a private one. */
 static const char *const neutral[] = {
-	"TERM", "SHLVL", "_", "DISPLAY", "XAUTHORITY", "CACHET_*", "TMPDIR",
-	NULL,
+    "TERM", "SHLVL", "_", "DISPLAY", "XAUTHORITY", "CACHET_*", "TMPDIR", NULL,
 };
 
 static int name_matches(const char *name, size_t len, const char *pattern)
@@ -42,8 +41,8 @@ int env_is_neutral(const char *name, size_t name_len, const char *const *extra)
  * share job slots; neither changes what one step computes. */
 static int is_job_word(const char *w, size_t len)
 {
-	static const char *const prefixes[] = { "--jobserver-auth=", "--jobserver-fds=", "--jobs",
-						"-j", NULL };
+	static const char *const prefixes[] = {"--jobserver-auth=", "--jobserver-fds=", "--jobs",
+	                                       "-j", NULL};
 	for (const char *const *p = prefixes; *p; p++) {
 		size_t n = strlen(*p);
 		if (len >= n && memcmp(w, *p, n) == 0)

@@ -77,7 +77,7 @@ struct argv_middle {
 
 static struct argv_middle argv_middle(char *const *now, size_t nn, char *const *rec, size_t nr)
 {
-	struct argv_middle m = { 0 };
+	struct argv_middle m = {0};
 	while (m.p < nn && m.p < nr && !strcmp(now[m.p], rec[m.p]))
 		m.p++;
 	size_t s = 0;
@@ -103,7 +103,7 @@ static size_t *argv_edit_table(char *const *now, char *const *rec, struct argv_m
 	for (size_t i = 1; i <= m.nn; i++)
 		for (size_t j = 1; j <= m.nr; j++) {
 			size_t sub = d[(i - 1) * cols + j - 1] +
-				     (strcmp(now[m.p + i - 1], rec[m.p + j - 1]) != 0);
+			             (strcmp(now[m.p + i - 1], rec[m.p + j - 1]) != 0);
 			size_t del = d[i * cols + j - 1] + 1, ins = d[(i - 1) * cols + j] + 1;
 			size_t best = sub < del ? sub : del;
 			d[i * cols + j] = best < ins ? best : ins;
@@ -125,7 +125,7 @@ static size_t argv_distance(char *const *now, char *const *rec)
 }
 
 static void argv_item(struct explain_list *out, char *const *now, size_t i, char *const *rec,
-		      size_t j, int op)
+                      size_t j, int op)
 {
 	char subject[32];
 	snprintf(subject, sizeof subject, "argv[%zu]", op == '-' ? j : i);
@@ -153,8 +153,8 @@ static int alike(const char *a, const char *b)
  * that turn the recorded argv into this one. */
 static void explain_argv(const struct step *now, const struct step *rec, struct explain_list *out)
 {
-	struct argv_middle m = argv_middle(now->argv, argc_of(now->argv), rec->argv,
-					   argc_of(rec->argv));
+	struct argv_middle m =
+	    argv_middle(now->argv, argc_of(now->argv), rec->argv, argc_of(rec->argv));
 	if (!m.nn && !m.nr)
 		return;
 	size_t *d = argv_edit_table(now->argv, rec->argv, m);
@@ -169,8 +169,11 @@ static void explain_argv(const struct step *now, const struct step *rec, struct 
 	while (i || j) {
 		int op;
 		if (!d)
-			op = i && j && i == j ? (strcmp(now->argv[m.p + i - 1], rec->argv[m.p + j - 1]) ? '~' : '=')
-			     : i > j ? '+' : '-';
+			op = i && j && i == j
+			         ? (strcmp(now->argv[m.p + i - 1], rec->argv[m.p + j - 1]) ? '~'
+			                                                                   : '=')
+			     : i > j ? '+'
+			             : '-';
 		else {
 			const char *a = i ? now->argv[m.p + i - 1] : NULL;
 			const char *b = j ? rec->argv[m.p + j - 1] : NULL;
@@ -224,7 +227,7 @@ static char *shown_value(const char *entry)
 /* Values longer than this are shortened in the one-line text (a PATH or
  * CFLAGS of thousands of characters would bury the finding); recorded and
  * now keep them whole. */
-#define ENV_TEXT_MAX 120
+#define ENV_TEXT_MAX     120
 #define ENV_TEXT_CONTEXT 40
 
 /* value as the text shows it: whole when short, else the part around
@@ -240,7 +243,7 @@ static char *text_value(const char *value, size_t at)
 		from = len - 2 * ENV_TEXT_CONTEXT;
 	size_t n = 2 * ENV_TEXT_CONTEXT;
 	return xasprintf("%s%.*s%s (%zu characters)", from ? "…" : "", (int)n, value + from,
-			 from + n < len ? "…" : "", len);
+	                 from + n < len ? "…" : "", len);
 }
 
 static void env_item(struct explain_list *out, const char *now, const char *rec)
@@ -262,7 +265,8 @@ static void env_item(struct explain_list *out, const char *now, const char *rec)
 	else if (now)
 		it->text = xasprintf("environment changed: %s=%s (recorded unset)", name, v);
 	else
-		it->text = xasprintf("environment changed: %s unset (recorded %s=%s)", name, name, r);
+		it->text =
+		    xasprintf("environment changed: %s unset (recorded %s=%s)", name, name, r);
 	free(r);
 	free(v);
 	free(name);
@@ -331,8 +335,8 @@ static char *terminal_text(const struct step *s)
 	if (!s->terminal)
 		return xstrdup("no terminal");
 	const char *which = s->terminal == (STEP_TTY_STDOUT | STEP_TTY_STDERR) ? "stdout and stderr"
-			    : s->terminal & STEP_TTY_STDOUT			       ? "stdout"
-											       : "stderr";
+	                    : s->terminal & STEP_TTY_STDOUT                    ? "stdout"
+	                                                                       : "stderr";
 	return xasprintf("a terminal on %s (TERM=%s)", which, s->term ? s->term : "");
 }
 
@@ -340,7 +344,7 @@ static char *terminal_text(const struct step *s)
  * undo: a build in a terminal and the same build through `| tee` differ
  * in it alone. */
 static void explain_terminal(const struct step *now, const struct step *rec,
-			     struct explain_list *out)
+                             struct explain_list *out)
 {
 	int same_term = !now->term == !rec->term && (!now->term || !strcmp(now->term, rec->term));
 	if (now->colour == rec->colour && now->terminal == rec->terminal && same_term)
@@ -349,8 +353,8 @@ static void explain_terminal(const struct step *now, const struct step *rec,
 	it->recorded = terminal_text(rec);
 	it->now = terminal_text(now);
 	it->text = xasprintf("terminal differs: %s → %s (a program may print other things to a "
-			     "terminal, so the fact is keyed; color = never gives it pipes)",
-			     it->recorded, it->now);
+	                     "terminal, so the fact is keyed; color = never gives it pipes)",
+	                     it->recorded, it->now);
 }
 
 size_t explain_steps(const struct step *now, const struct step *rec, struct explain_list *out)
@@ -390,11 +394,13 @@ size_t explain_steps(const struct step *now, const struct step *rec, struct expl
 		it->text = xasprintf("platform changed: %s → %s", rec->platform, now->platform);
 	}
 	if (now->stdin_kind != rec->stdin_kind ||
-	    (now->stdin_kind == STEP_STDIN_FILE && !digest_equal(&now->stdin_digest, &rec->stdin_digest))) {
+	    (now->stdin_kind == STEP_STDIN_FILE &&
+	     !digest_equal(&now->stdin_digest, &rec->stdin_digest))) {
 		struct explain_item *it = add_item(out, "stdin changed", "stdin");
-		it->text = xstrdup(now->stdin_kind == rec->stdin_kind
-					   ? "stdin changed: the file on stdin has other content"
-					   : "stdin changed: another kind of stdin (file, stream or none)");
+		it->text =
+		    xstrdup(now->stdin_kind == rec->stdin_kind
+		                ? "stdin changed: the file on stdin has other content"
+		                : "stdin changed: another kind of stdin (file, stream or none)");
 	}
 	return out->n - before;
 }
@@ -453,7 +459,7 @@ static const unsigned char *recorded_listing(const struct result *res, size_t i,
 
 /* Names in listing a that are not in listing b, as "x, y" (bounded). */
 static void listing_minus(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen,
-			  struct buf *out)
+                          struct buf *out)
 {
 	size_t shown = 0, more = 0;
 	for (size_t i = 0; i + 1 < alen;) {
@@ -481,7 +487,7 @@ static void listing_minus(const unsigned char *a, size_t alen, const unsigned ch
 }
 
 static void listing_item(struct explain_item *it, const struct pathset *ps, size_t i,
-			 const struct result *res, const char *path)
+                         const struct result *res, const char *path)
 {
 	size_t rlen = 0;
 	const unsigned char *rl = recorded_listing(res, i, &rlen);
@@ -523,8 +529,8 @@ static char *format_time(int64_t unix_seconds)
 }
 
 static void observation_item(const struct pathset *ps, size_t i, const struct result *res,
-			     const unsigned char *rv, size_t rlen, const unsigned char *nv,
-			     size_t nlen, const char *cwd, struct explain_list *out)
+                             const unsigned char *rv, size_t rlen, const unsigned char *nv,
+                             size_t nlen, const char *cwd, struct explain_list *out)
 {
 	const struct observation *o = &ps->obs[i];
 	const char *path = ps->paths[o->path];
@@ -541,8 +547,8 @@ static void observation_item(const struct pathset *ps, size_t i, const struct re
 		 * may decide by it (`[ -e f ] || cp`, `cp -n`, `mkdir`). */
 		it = add_item(out, "path the step creates is in another state", shown);
 		it->text = xasprintf("path the step creates is in another state: %s (%s → %s; "
-				     "absent or an output of this cache there would do)",
-				     shown, r.data, n.data);
+		                     "absent or an output of this cache there would do)",
+		                     shown, r.data, n.data);
 	} else if (o->kind == OBS_LIST && !is_absent(rv, rlen) && !is_absent(nv, nlen)) {
 		it = add_item(out, "directory listing changed", shown);
 		listing_item(it, ps, i, res, path);
@@ -554,7 +560,8 @@ static void observation_item(const struct pathset *ps, size_t i, const struct re
 		it = add_item(out, "path now absent", shown);
 		it->text = xasprintf("path now absent: %s (recorded %s)", shown, r.data);
 	} else if (o->kind == OBS_READ || o->kind == OBS_EXEC) {
-		it = add_item(out, o->kind == OBS_EXEC ? "program changed" : "input changed", shown);
+		it =
+		    add_item(out, o->kind == OBS_EXEC ? "program changed" : "input changed", shown);
 		struct buf rs, ns;
 		buf_init(&rs);
 		buf_init(&ns);
@@ -566,20 +573,20 @@ static void observation_item(const struct pathset *ps, size_t i, const struct re
 			explain_short_digest(nv + 1, &ns);
 		else
 			buf_addstr(&ns, n.data);
-		it->text = xasprintf("%s: %s\n      sha256 %s (recorded %s) → %s (now)", it->what, shown,
-				     rs.data, when, ns.data);
+		it->text = xasprintf("%s: %s\n      sha256 %s (recorded %s) → %s (now)", it->what,
+		                     shown, rs.data, when, ns.data);
 		buf_free(&rs);
 		buf_free(&ns);
 	} else if (o->kind == OBS_BASE) {
 		/* Not a file: the run's outputs name where its checkout lay. */
 		it = add_item(out, "keyed on the real path", path);
 		it->text = xasprintf("keyed on the real path: recorded %s, now %s%s%s%s", r.data,
-				     n.data, res->pinned ? " (" : "", res->pinned ? res->pinned : "",
-				     res->pinned ? ")" : "");
+		                     n.data, res->pinned ? " (" : "",
+		                     res->pinned ? res->pinned : "", res->pinned ? ")" : "");
 	} else if (o->kind == OBS_XATTR) {
 		it = add_item(out, "extended attributes changed", shown);
-		it->text = xasprintf("extended attributes changed: %s (%s → %s)", shown, r.data,
-				     n.data);
+		it->text =
+		    xasprintf("extended attributes changed: %s (%s → %s)", shown, r.data, n.data);
 	} else if (o->kind == OBS_FACT) {
 		/* Not a file: the host, ids, CPUs or limits the step asked for. */
 		it = add_item(out, "process fact changed", path);
@@ -617,15 +624,15 @@ static int is_users(const char *path, const char *cwd, const struct step_bases *
 }
 
 size_t explain_pathset(const struct pathset *ps, const struct result *recorded,
-		       const void *now_values, size_t now_len, const char *cwd,
-		       const struct step_bases *bases, int all, struct explain_list *out)
+                       const void *now_values, size_t now_len, const char *cwd,
+                       const struct step_bases *bases, int all, struct explain_list *out)
 {
 	struct reader rr, nr;
 	reader_init(&rr, recorded->values, recorded->values_len);
 	reader_init(&nr, now_values, now_len);
 	/* The differences under the step's cwd and bases come first: the
 	 * user's runlist.txt tells more than /etc/ld.so.cache. */
-	struct explain_list users = { 0 }, system = { 0 };
+	struct explain_list users = {0}, system = {0};
 	size_t differ = 0;
 	for (size_t i = 0; i < ps->nobs; i++) {
 		size_t rlen, nlen;
@@ -650,7 +657,7 @@ size_t explain_pathset(const struct pathset *ps, const struct result *recorded,
 			if (!all && k)
 				break;
 			struct explain_item *from =
-				k < users.n ? &users.items[k] : &system.items[k - users.n];
+			    k < users.n ? &users.items[k] : &system.items[k - users.n];
 			struct explain_item *it = add_item(out, from->what, "");
 			free(it->subject);
 			*it = *from;

@@ -19,14 +19,22 @@
 
 /* The resources by number, for a readable value. */
 static const char *const rlimit_names[] = {
-	[RLIMIT_CPU] = "cpu time",       [RLIMIT_FSIZE] = "file size",
-	[RLIMIT_DATA] = "data size",     [RLIMIT_STACK] = "stack size",
-	[RLIMIT_CORE] = "core size",     [RLIMIT_RSS] = "resident set",
-	[RLIMIT_NPROC] = "processes",    [RLIMIT_NOFILE] = "open files",
-	[RLIMIT_MEMLOCK] = "locked memory", [RLIMIT_AS] = "address space",
-	[RLIMIT_LOCKS] = "file locks",   [RLIMIT_SIGPENDING] = "pending signals",
-	[RLIMIT_MSGQUEUE] = "message queues", [RLIMIT_NICE] = "nice ceiling",
-	[RLIMIT_RTPRIO] = "realtime priority", [RLIMIT_RTTIME] = "realtime timeout",
+    [RLIMIT_CPU] = "cpu time",
+    [RLIMIT_FSIZE] = "file size",
+    [RLIMIT_DATA] = "data size",
+    [RLIMIT_STACK] = "stack size",
+    [RLIMIT_CORE] = "core size",
+    [RLIMIT_RSS] = "resident set",
+    [RLIMIT_NPROC] = "processes",
+    [RLIMIT_NOFILE] = "open files",
+    [RLIMIT_MEMLOCK] = "locked memory",
+    [RLIMIT_AS] = "address space",
+    [RLIMIT_LOCKS] = "file locks",
+    [RLIMIT_SIGPENDING] = "pending signals",
+    [RLIMIT_MSGQUEUE] = "message queues",
+    [RLIMIT_NICE] = "nice ceiling",
+    [RLIMIT_RTPRIO] = "realtime priority",
+    [RLIMIT_RTTIME] = "realtime timeout",
 };
 
 /* The resource number of a TRACE_FACT_RLIMIT name, or -1. */
@@ -62,11 +70,10 @@ static const char *named(const char *name, const char *prefix)
 int observe_fact_known(const char *name)
 {
 	return named(name, OBSERVE_FACT_ENV) || named(name, OBSERVE_FACT_WHICH) ||
-	       named(name, OBSERVE_FACT_LDCACHE) ||
-	       !strcmp(name, TRACE_FACT_UNAME) || !strcmp(name, TRACE_FACT_UID) ||
-	       !strcmp(name, TRACE_FACT_GID) || !strcmp(name, TRACE_FACT_GROUPS) ||
-	       !strcmp(name, TRACE_FACT_CPUS) || !strcmp(name, TRACE_FACT_STDIN) ||
-	       rlimit_of(name) >= 0;
+	       named(name, OBSERVE_FACT_LDCACHE) || !strcmp(name, TRACE_FACT_UNAME) ||
+	       !strcmp(name, TRACE_FACT_UID) || !strcmp(name, TRACE_FACT_GID) ||
+	       !strcmp(name, TRACE_FACT_GROUPS) || !strcmp(name, TRACE_FACT_CPUS) ||
+	       !strcmp(name, TRACE_FACT_STDIN) || rlimit_of(name) >= 0;
 }
 
 static void put_limit(struct buf *out, const char *what, rlim_t v)
@@ -211,7 +218,7 @@ void observe_fact_value(const char *name, struct buf *out)
 		if (uname(&u) < 0)
 			goto failed;
 		buf_addf(out, "%s %s %s %s %s", u.sysname, u.nodename, u.release, u.version,
-			 u.machine);
+		         u.machine);
 	} else if (!strcmp(name, TRACE_FACT_UID)) {
 		uid_t ru, eu, su;
 		if (getresuid(&ru, &eu, &su) < 0)
@@ -250,8 +257,8 @@ void observe_fact_value(const char *name, struct buf *out)
 		else if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
 			buf_addstr(out, "stdin /dev/null");
 		else
-			buf_addstr(out, S_ISREG(st.st_mode) ? "stdin a regular file"
-							     : "stdin a stream");
+			buf_addstr(out,
+			           S_ISREG(st.st_mode) ? "stdin a regular file" : "stdin a stream");
 	} else if (r >= 0) {
 		struct rlimit l;
 		if (getrlimit(r, &l) < 0)

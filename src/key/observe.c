@@ -27,10 +27,10 @@ int file_id_settled(const struct file_id *id)
 
 /* digest_cached with the path's stat already taken (st). */
 static int digest_cached_stat(const char *path, int nofollow, const struct stat *st,
-			      struct digest_cache *dc, struct digest *out, struct file_id *id_out);
+                              struct digest_cache *dc, struct digest *out, struct file_id *id_out);
 
 int digest_cached(const char *path, int nofollow, struct digest_cache *dc, struct digest *out,
-		  struct file_id *id_out)
+                  struct file_id *id_out)
 {
 	struct stat st;
 	if ((nofollow ? lstat(path, &st) : stat(path, &st)) < 0)
@@ -39,7 +39,7 @@ int digest_cached(const char *path, int nofollow, struct digest_cache *dc, struc
 }
 
 static int digest_cached_stat(const char *path, int nofollow, const struct stat *stp,
-			      struct digest_cache *dc, struct digest *out, struct file_id *id_out)
+                              struct digest_cache *dc, struct digest *out, struct file_id *id_out)
 {
 	struct stat st = *stp;
 	if (!S_ISREG(st.st_mode)) {
@@ -134,7 +134,7 @@ int observe_stat(struct observe_memo *m, const char *path, int nofollow, struct 
 }
 
 static void value_of_file(enum obs_kind kind, unsigned flags, const char *path,
-			  struct digest_cache *dc, struct observe_memo *m, struct buf *out)
+                          struct digest_cache *dc, struct observe_memo *m, struct buf *out)
 {
 	int nofollow = flags & OBS_F_NOFOLLOW;
 	struct stat st;
@@ -159,8 +159,7 @@ static void value_of_file(enum obs_kind kind, unsigned flags, const char *path,
 		put_u16(out, id.mode & 07777);
 }
 
-static void value_of_stat(unsigned flags, const char *path, struct observe_memo *m,
-			  struct buf *out)
+static void value_of_stat(unsigned flags, const char *path, struct observe_memo *m, struct buf *out)
 {
 	struct stat st;
 	if (observe_stat(m, path, flags & OBS_F_NOFOLLOW, &st) < 0) {
@@ -175,11 +174,12 @@ static void value_of_stat(unsigned flags, const char *path, struct observe_memo 
 	 * every one): only a regular file's size is a fact worth keying. */
 	buf_put_u64(out, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0);
 	if (with_mtime)
-		buf_put_u64(out, (uint64_t)st.st_mtim.tv_sec * 1000000000 + (uint64_t)st.st_mtim.tv_nsec);
+		buf_put_u64(out, (uint64_t)st.st_mtim.tv_sec * 1000000000 +
+		                     (uint64_t)st.st_mtim.tv_nsec);
 }
 
 static void value_of_listing(const char *path, const char *const *excluded, struct buf *out,
-			     struct buf *detail)
+                             struct buf *detail)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
@@ -250,7 +250,7 @@ void observe_created_dir(struct buf *out, unsigned mode)
 }
 
 void observe_created_describe(struct buf *out, char probe, const void *seen, size_t seen_len,
-			      const char *expected)
+                              const char *expected)
 {
 	static const char hexdigits[] = "0123456789abcdef";
 	const unsigned char *v = seen;
@@ -262,7 +262,6 @@ void observe_created_describe(struct buf *out, char probe, const void *seen, siz
 	buf_addch(out, ' ');
 	buf_addstr(out, expected);
 }
-
 
 void observe_created_link_value(struct buf *out, const struct digest *target)
 {
@@ -285,7 +284,7 @@ void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size
  * does when it is the entry's output or, unless in_place, another output
  * of this cache at that path (observe.h). */
 static int holds_expected(const char *path, const char *expected, int made, int in_place,
-			  struct digest_cache *dc)
+                          struct digest_cache *dc)
 {
 	struct stat st;
 	if (lstat(path, &st) < 0)
@@ -299,7 +298,8 @@ static int holds_expected(const char *path, const char *expected, int made, int 
 			return 0;
 		memcpy(hex, expected + 1, DIGEST_HEX_LEN);
 		hex[DIGEST_HEX_LEN] = '\0';
-		if (digest_from_hex(hex, &want) < 0 || digest_cached_stat(path, 1, &st, dc, &have, NULL) < 0)
+		if (digest_from_hex(hex, &want) < 0 ||
+		    digest_cached_stat(path, 1, &st, dc, &have, NULL) < 0)
 			return 0;
 		if (digest_equal(&have, &want))
 			return 1;
@@ -308,8 +308,8 @@ static int holds_expected(const char *path, const char *expected, int made, int 
 	case 'L': {
 		char target[4096];
 		ssize_t n = (!made || in_place) && S_ISLNK(st.st_mode)
-				    ? readlink(path, target, sizeof target - 1)
-				    : -1;
+		                ? readlink(path, target, sizeof target - 1)
+		                : -1;
 		if (n < 0)
 			return 0;
 		target[n] = '\0';
@@ -319,8 +319,8 @@ static int holds_expected(const char *path, const char *expected, int made, int 
 		struct buf want;
 		buf_init(&want);
 		observe_created_dir(&want, st.st_mode);
-		int same = (!made || in_place) && S_ISDIR(st.st_mode) &&
-			   strcmp(want.data, expected) == 0;
+		int same =
+		    (!made || in_place) && S_ISDIR(st.st_mode) && strcmp(want.data, expected) == 0;
 		buf_free(&want);
 		return same;
 	}
@@ -376,7 +376,7 @@ static void created_probe_value(char probe, unsigned flags, const char *path, st
  * observation's one string (observe_created_describe); one that does not
  * parse makes a value no recorded run has. */
 static void value_of_created(unsigned flags, const char *path, const char *const *excluded,
-			     struct digest_cache *dc, struct buf *out)
+                             struct digest_cache *dc, struct buf *out)
 {
 	const char *desc = excluded && excluded[0] ? excluded[0] : "";
 	const char *space = strchr(desc, ' ');
@@ -398,7 +398,7 @@ static void value_of_created(unsigned flags, const char *path, const char *const
 	}
 	created_probe_value(desc[0], flags, path, &now);
 	int absent = now.len == 5 && now.data[0] == 'E' && (uint8_t)now.data[1] == ENOENT &&
-		     !now.data[2] && !now.data[3] && !now.data[4];
+	             !now.data[2] && !now.data[3] && !now.data[4];
 	if (absent || (now.len == seen.len && !memcmp(now.data, seen.data, now.len)) ||
 	    holds_expected(path, space + 1, desc[0] == OBS_CREATED_MADE, 0, dc))
 		buf_addch(out, 'A');
@@ -409,14 +409,14 @@ static void value_of_created(unsigned flags, const char *path, const char *const
 }
 
 void observe_value(enum obs_kind kind, unsigned flags, const char *path,
-		   const char *const *excluded, struct digest_cache *dc, struct buf *out)
+                   const char *const *excluded, struct digest_cache *dc, struct buf *out)
 {
 	observe_value_memo(kind, flags, path, excluded, dc, NULL, out, NULL);
 }
 
 void observe_value_detail(enum obs_kind kind, unsigned flags, const char *path,
-			  const char *const *excluded, struct digest_cache *dc, struct buf *out,
-			  struct buf *detail)
+                          const char *const *excluded, struct digest_cache *dc, struct buf *out,
+                          struct buf *detail)
 {
 	observe_value_memo(kind, flags, path, excluded, dc, NULL, out, detail);
 }
@@ -464,7 +464,7 @@ static void value_of_xattrs(unsigned flags, const char *path, struct buf *out)
 			buf_reset(&val);
 			buf_grow(&val, cap);
 			v = nofollow ? lgetxattr(path, sorted[k], val.data, cap)
-				     : getxattr(path, sorted[k], val.data, cap);
+			             : getxattr(path, sorted[k], val.data, cap);
 			if (v >= 0 || errno != ERANGE || cap > (1u << 24))
 				break;
 		}
@@ -485,8 +485,8 @@ done:
 }
 
 void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
-			const char *const *excluded, struct digest_cache *dc,
-			struct observe_memo *memo, struct buf *out, struct buf *detail)
+                        const char *const *excluded, struct digest_cache *dc,
+                        struct observe_memo *memo, struct buf *out, struct buf *detail)
 {
 	switch (kind) {
 	case OBS_READ:
@@ -523,14 +523,22 @@ void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 static const char *type_name(unsigned t)
 {
 	switch (t << 12) {
-	case S_IFREG: return "file";
-	case S_IFDIR: return "directory";
-	case S_IFLNK: return "symlink";
-	case S_IFIFO: return "fifo";
-	case S_IFSOCK: return "socket";
-	case S_IFCHR: return "character device";
-	case S_IFBLK: return "block device";
-	default: return "unknown type";
+	case S_IFREG:
+		return "file";
+	case S_IFDIR:
+		return "directory";
+	case S_IFLNK:
+		return "symlink";
+	case S_IFIFO:
+		return "fifo";
+	case S_IFSOCK:
+		return "socket";
+	case S_IFCHR:
+		return "character device";
+	case S_IFBLK:
+		return "block device";
+	default:
+		return "unknown type";
 	}
 }
 
@@ -551,10 +559,10 @@ void observe_describe_value(const void *value, size_t len, struct buf *out)
 			break;
 		digest_to_short_hex(v + 1, hex);
 		buf_addf(out, "%s %s",
-			 v[0] == 'L'   ? "listing"
-			 : v[0] == 'x' ? "extended attributes"
-				       : "sha256",
-			 hex);
+		         v[0] == 'L'   ? "listing"
+		         : v[0] == 'x' ? "extended attributes"
+		                       : "sha256",
+		         hex);
 		if (v[0] == 'X' && len >= 1 + DIGEST_LEN + 2)
 			buf_addf(out, " mode %04o", v[1 + DIGEST_LEN] | v[2 + DIGEST_LEN] << 8);
 		return;
@@ -575,7 +583,7 @@ void observe_describe_value(const void *value, size_t len, struct buf *out)
 				gmtime_r(&sec, &tm);
 				strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
 				buf_addf(out, " mtime %s.%09llu UTC", when,
-					 (unsigned long long)(ns % 1000000000));
+				         (unsigned long long)(ns % 1000000000));
 			}
 		}
 		return;

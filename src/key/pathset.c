@@ -97,7 +97,7 @@ static struct observation *new_obs(struct pathset *ps)
 }
 
 size_t pathset_add(struct pathset *ps, enum obs_kind kind, unsigned flags, const char *path,
-		   const char *const *excluded)
+                   const char *const *excluded)
 {
 	uint32_t p = intern(ps, path);
 	struct observation *o = new_obs(ps);
@@ -298,7 +298,7 @@ int pathset_decode(const void *data, size_t len, struct pathset *ps, struct erro
 			goto corrupt;
 		/* A fact's "path" is its name, never a path to look up. */
 		if (o->kind == OBS_FACT ? !observe_fact_known(ps->paths[o->path])
-					: ps->paths[o->path][0] != '/')
+		                        : ps->paths[o->path][0] != '/')
 			goto corrupt;
 		if (o->kind == OBS_BASE && portable_base_index(ps->paths[o->path]) < 0)
 			goto corrupt;
@@ -335,7 +335,8 @@ const char **pathset_excluded(const struct pathset *ps, size_t i)
 	return names;
 }
 
-static void strong_begin(struct hasher *h, const struct digest *weak, const struct digest *ps_digest)
+static void strong_begin(struct hasher *h, const struct digest *weak,
+                         const struct digest *ps_digest)
 {
 	if (hasher_init(h, NULL) < 0)
 		BUG("SHA-256 could not be started");
@@ -345,9 +346,9 @@ static void strong_begin(struct hasher *h, const struct digest *weak, const stru
 }
 
 void pathset_strong_key_known(const struct pathset *ps, const struct step_bases *b,
-			      const struct digest *weak, const struct digest *ps_digest,
-			      struct digest_cache *dc, pathset_known_fn known, void *known_ctx,
-			      struct buf *values_out, struct digest *strong)
+                              const struct digest *weak, const struct digest *ps_digest,
+                              struct digest_cache *dc, pathset_known_fn known, void *known_ctx,
+                              struct buf *values_out, struct digest *strong)
 {
 	struct hasher h;
 	struct buf value, portable;
@@ -368,8 +369,8 @@ void pathset_strong_key_known(const struct pathset *ps, const struct step_bases 
 			buf_add(&value, kv, klen);
 		} else {
 			const char **excluded = pathset_excluded(ps, i);
-			observe_value_memo(o->kind, o->flags, ps->paths[o->path], excluded, dc, &memo,
-					   &value, NULL);
+			observe_value_memo(o->kind, o->flags, ps->paths[o->path], excluded, dc,
+			                   &memo, &value, NULL);
 			free(excluded);
 			if (convert) {
 				buf_reset(&portable);
@@ -388,14 +389,14 @@ void pathset_strong_key_known(const struct pathset *ps, const struct step_bases 
 }
 
 void pathset_strong_key(const struct pathset *ps, const struct step_bases *b,
-			const struct digest *weak, const struct digest *ps_digest,
-			struct digest_cache *dc, struct buf *values_out, struct digest *strong)
+                        const struct digest *weak, const struct digest *ps_digest,
+                        struct digest_cache *dc, struct buf *values_out, struct digest *strong)
 {
 	pathset_strong_key_known(ps, b, weak, ps_digest, dc, NULL, NULL, values_out, strong);
 }
 
 void pathset_strong_key_from_values(const struct digest *weak, const struct digest *ps_digest,
-				    const void *values, size_t len, struct digest *strong)
+                                    const void *values, size_t len, struct digest *strong)
 {
 	struct hasher h;
 	struct reader r;

@@ -56,8 +56,8 @@ static char *cpuinfo_field(const char *text, const char *key)
 	for (const char *line = text; line && *line;) {
 		const char *end = strchr(line, '\n');
 		size_t len = end ? (size_t)(end - line) : strlen(line);
-		if (len > klen && memcmp(line, key, klen) == 0 && (line[klen] == '\t' || line[klen] == ' ' ||
-								   line[klen] == ':')) {
+		if (len > klen && memcmp(line, key, klen) == 0 &&
+		    (line[klen] == '\t' || line[klen] == ' ' || line[klen] == ':')) {
 			const char *colon = memchr(line, ':', len);
 			if (colon) {
 				const char *v = colon + 1;
@@ -116,7 +116,7 @@ char *platform_describe(void)
 	mode_t mask = umask(0);
 	umask(mask);
 	char *line = xasprintf("%s %s | %s | cpu %.16s | umask %03o", u.machine, u.release, model,
-			       hex, (unsigned)mask);
+	                       hex, (unsigned)mask);
 	free(model);
 	free(hex);
 	return line;

@@ -46,8 +46,10 @@ char *portable_base(const char *dir, const char *name, struct error *e)
 		return NULL;
 	}
 	if (!strcmp(real, "/")) {
-		error_set(e, "%s %s: is the root directory, under which every path would be keyed "
-			     "as relative", name, dir);
+		error_set(e,
+		          "%s %s: is the root directory, under which every path would be keyed "
+		          "as relative",
+		          name, dir);
 		free(real);
 		return NULL;
 	}
@@ -57,8 +59,8 @@ char *portable_base(const char *dir, const char *name, struct error *e)
 /* Characters that end one path inside a text and may start the next. */
 static int is_text_separator(char c)
 {
-	return c == ' ' || c == '\t' || c == ':' || c == ';' || c == ',' || c == '=' ||
-	       c == '"' || c == '\'';
+	return c == ' ' || c == '\t' || c == ':' || c == ';' || c == ',' || c == '=' || c == '"' ||
+	       c == '\'';
 }
 
 /* The deepest base that s starts with, followed by its end, a '/' or (in a
@@ -103,7 +105,7 @@ static int cwd_relative(const struct step_bases *b)
  * "/.." per level from the cwd up to the deepest directory both lie under,
  * and the rest of path. */
 static void add_cwd_relative(struct buf *out, const char *path, size_t len,
-			     const struct step_bases *b)
+                             const struct step_bases *b)
 {
 	const char *cwd = b->dir[STEP_BASE_CWD];
 	/* The common part, component-wise. */
@@ -354,7 +356,7 @@ static int looked_up(const struct pathset *ps, const char *path)
  * search upwards from inside the checkout: N was looked up one level
  * lower too, in the directory between D and the base (or the base). */
 static int searched_upwards(const struct pathset *ps, const char *path, const char *dir,
-			    const char *base)
+                            const char *base)
 {
 	size_t dlen = strlen(dir);
 	const char *next = strchr(base + dlen + (dlen > 1), '/');
@@ -378,8 +380,8 @@ static int searched_upwards(const struct pathset *ps, const char *path, const ch
  * such search (a toolchain in ~/.pyenv, for a checkout in ~/src) is the
  * same path for every checkout, and stays as it is. Returns the path to
  * store (malloc'd). */
-static char *observed_path(const struct pathset *ps, const struct observation *o,
-			   const char *path, const struct step_bases *b, int *pin)
+static char *observed_path(const struct pathset *ps, const struct observation *o, const char *path,
+                           const struct step_bases *b, int *pin)
 {
 	*pin = -1;
 	if (base_of(path, b) >= 0)
@@ -410,7 +412,7 @@ static char *observed_path(const struct pathset *ps, const struct observation *o
  * and within base_dir: a canonical cwd implies it, and the number of such
  * directories is the depth of the checkout, which must not split keys. */
 static int implied_by_cwd(const struct observation *o, const char *path, const void *value,
-			  size_t len, const struct step_bases *b)
+                          size_t len, const struct step_bases *b)
 {
 	if (o->kind != OBS_READLINK || !cwd_relative(b))
 		return 0;
@@ -444,8 +446,8 @@ static int split_values(const struct buf *values, size_t n, const void **p, size
  * lookups (observed_path) pin; *pins and why[] get all of them (why[i]
  * malloc'd). */
 static int portable_pathset(const struct record *rec, const struct step_bases *b,
-			    struct pathset *pp, struct buf *values, size_t **perm_out,
-			    unsigned *pins, char **why)
+                            struct pathset *pp, struct buf *values, size_t **perm_out,
+                            unsigned *pins, char **why)
 {
 	const struct pathset *ps = &rec->ps;
 	size_t n = ps->nobs;
@@ -483,7 +485,7 @@ static int portable_pathset(const struct record *rec, const struct step_bases *b
 		if (pin >= 0 && !(*pins & (1u << pin))) {
 			*pins |= 1u << pin;
 			why[pin] = xasprintf("a search upwards from %s reached %s", b->dir[pin],
-					     ps->paths[o->path]);
+			                     ps->paths[o->path]);
 		}
 		if (!p || portable_value(v[i], vlen[i], b, &conv[k]) < 0) {
 			free(p);
@@ -535,7 +537,7 @@ static int portable_pathset(const struct record *rec, const struct step_bases *b
 
 /* Listings refer to observations by index: renumbered as perm says. */
 static void renumber_listings(const struct buf *listings, const size_t *perm, size_t n,
-			      struct buf *out)
+                              struct buf *out)
 {
 	struct reader r;
 	reader_init(&r, listings->data, listings->len);
@@ -554,7 +556,7 @@ static void renumber_listings(const struct buf *listings, const size_t *perm, si
 
 /* The outputs in portable form, into out (empty). */
 static int portable_outputs(const struct result *res, const struct step_bases *b,
-			    struct result *out)
+                            struct result *out)
 {
 	for (size_t i = 0; i < res->noutputs; i++) {
 		const struct output *o = &res->outputs[i];
@@ -600,7 +602,7 @@ int portable_record(struct record *rec, const struct step_bases *b)
 	struct result outs;
 	size_t *perm = NULL;
 	unsigned pins = 0;
-	char *why[STEP_MAX_BASES] = { NULL };
+	char *why[STEP_MAX_BASES] = {NULL};
 	pathset_init(&pp);
 	buf_init(&values);
 	buf_init(&listings);

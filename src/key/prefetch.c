@@ -19,8 +19,8 @@ struct prefetch {
 	pthread_cond_t wake;
 	char **queue;
 	size_t head, n, cap;
-	int closing;  /* no more paths will come */
-	int dropping; /* leave what is queued */
+	int closing;      /* no more paths will come */
+	int dropping;     /* leave what is queued */
 	size_t looked_up; /* the worker's, read after the join */
 };
 

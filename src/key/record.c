@@ -19,10 +19,10 @@ static const char MODIFIED[] = "input modified during run";
 
 /* The first change the step made to a path, and what it did to its times. */
 struct touch {
-	size_t index;                  /* event index of the first TRACE_TOUCH */
+	size_t index; /* event index of the first TRACE_TOUCH */
 	const struct trace_event *ev;
 	int set_mtime;
-	int moved_in;                  /* a rename put something here (TRACE_MOVED_IN) */
+	int moved_in; /* a rename put something here (TRACE_MOVED_IN) */
 };
 
 struct recorder {
@@ -41,7 +41,7 @@ struct recorder {
 	 * (touch_of). */
 	struct strmap touched_real;
 	struct strmap touched_names;
-	struct strmap inodes;    /* "dev:ino" -> struct link_group, files with several names */
+	struct strmap inodes; /* "dev:ino" -> struct link_group, files with several names */
 	/* path -> struct observe_memo: the lookups that found an observation
 	 * still holding, from which its value is then computed (one stat
 	 * where there were two, and the value is that of the state checked). */
@@ -64,7 +64,7 @@ struct recorder {
 	/* the mtimes the step set on purpose on its outputs (cp -p, touch -r) */
 	int64_t *set_mtimes;
 	size_t nset_mtimes;
-	size_t walked;           /* entries met by the walk of a moved-in directory */
+	size_t walked; /* entries met by the walk of a moved-in directory */
 	struct record *rec;
 	struct store *store;
 	struct digest_cache *dc;
@@ -73,7 +73,7 @@ struct recorder {
 	/* forced value, len 0 = none: a read's pre-state digest, a listing's
 	 * value from the views the step saw */
 	struct buf *forced;
-	struct buf *detail;      /* a forced listing's entries, for explain */
+	struct buf *detail; /* a forced listing's entries, for explain */
 	size_t nobs, alloc_obs;
 };
 
@@ -84,7 +84,6 @@ static int ignored(const struct recorder *rc, const char *path)
 			return 1;
 	return 0;
 }
-
 
 /* path with its directory as the kernel resolved it (realpath), or path
  * itself where the directory is gone; malloc'd. The tracer records the
@@ -132,10 +131,12 @@ static void collect_touches(struct recorder *rc)
 			t->ev = ev;
 			/* Remember the name under its directory, for listings. */
 			char *dir = path_dirname(ev->path);
-			struct buf *names = strmap_get_or_new(&rc->dir_names, dir, sizeof *names, &added);
+			struct buf *names =
+			    strmap_get_or_new(&rc->dir_names, dir, sizeof *names, &added);
 			if (added)
 				buf_init(names);
-			buf_add(names, path_basename(ev->path), strlen(path_basename(ev->path)) + 1);
+			buf_add(names, path_basename(ev->path),
+			        strlen(path_basename(ev->path)) + 1);
 			free(dir);
 		}
 		if (ev->kind == TRACE_SET_MTIME)
@@ -189,7 +190,7 @@ static const char **excluded_names(struct recorder *rc, const char *dir)
 
 /* The value of one view (trace.h: sorted entries, type byte then name). */
 static void view_value(const struct trace_dir_view *v, const char *const *excluded,
-		       struct buf *value, struct buf *detail)
+                       struct buf *value, struct buf *detail)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < v->len; i += 1 + strlen(v->entries + i + 1) + 1)
@@ -227,7 +228,7 @@ static void view_value(const struct trace_dir_view *v, const char *const *exclud
  * value (and detail its entries), 0 to take the value after the run, -1 when
  * the run is not storable. */
 static int listing_seen(const struct trace_event *ev, const char *const *excluded,
-			struct buf *value, struct buf *detail)
+                        struct buf *value, struct buf *detail)
 {
 	const struct trace_listing *l = ev->listing;
 	if (!l || (!l->nviews && !l->partial))
@@ -279,7 +280,7 @@ static void add_obs_slot(struct recorder *rc, const struct trace_event *ev)
 /* Adds observation (kind, flags, path), made for event ev: ev's outcome is
  * what compute_values checks still holds at the end of the run. */
 static void add_obs_at(struct recorder *rc, enum obs_kind kind, unsigned flags, const char *path,
-		       const struct trace_event *ev, const struct digest *forced)
+                       const struct trace_event *ev, const struct digest *forced)
 {
 	const char **excluded = kind == OBS_LIST ? excluded_names(rc, path) : NULL;
 	pathset_add(&rc->rec->ps, kind, flags, path, excluded);
@@ -307,7 +308,7 @@ static unsigned obs_flags_of(const struct trace_event *ev)
 }
 
 static void add_obs(struct recorder *rc, enum obs_kind kind, const struct trace_event *ev,
-		    const struct digest *forced)
+                    const struct digest *forced)
 {
 	add_obs_at(rc, kind, obs_flags_of(ev), ev->path, ev, forced);
 }
@@ -315,13 +316,20 @@ static void add_obs(struct recorder *rc, enum obs_kind kind, const struct trace_
 static enum obs_kind obs_kind_of(enum trace_event_kind k)
 {
 	switch (k) {
-	case TRACE_READ: return OBS_READ;
-	case TRACE_EXEC: return OBS_EXEC;
-	case TRACE_LIST: return OBS_LIST;
-	case TRACE_READLINK: return OBS_READLINK;
-	case TRACE_XATTR: return OBS_XATTR;
-	case TRACE_FACT: return OBS_FACT;
-	default: return OBS_STAT;
+	case TRACE_READ:
+		return OBS_READ;
+	case TRACE_EXEC:
+		return OBS_EXEC;
+	case TRACE_LIST:
+		return OBS_LIST;
+	case TRACE_READLINK:
+		return OBS_READLINK;
+	case TRACE_XATTR:
+		return OBS_XATTR;
+	case TRACE_FACT:
+		return OBS_FACT;
+	default:
+		return OBS_STAT;
 	}
 }
 
@@ -404,7 +412,8 @@ static void collect_uses(struct recorder *rc)
 		const struct trace_event *fin = strmap_get(&rc->finals, t->ev->path);
 		if (!fin || fin->err)
 			continue;
-		rc->set_mtimes = xrealloc(rc->set_mtimes, (rc->nset_mtimes + 1) * sizeof *rc->set_mtimes);
+		rc->set_mtimes =
+		    xrealloc(rc->set_mtimes, (rc->nset_mtimes + 1) * sizeof *rc->set_mtimes);
 		rc->set_mtimes[rc->nset_mtimes++] = fin->id.mtime_ns;
 	}
 }
@@ -481,8 +490,7 @@ static void collect_observations(struct recorder *rc)
 			 * content is unknown, so the run cannot be a memo. */
 			if (!rc->rec->not_storable)
 				rc->rec->not_storable = MODIFIED;
-		}
-		else if (ev->kind == TRACE_PROBE || ev->kind == TRACE_READLINK) {
+		} else if (ev->kind == TRACE_PROBE || ev->kind == TRACE_READLINK) {
 			/* The state before a path the run then creates or
 			 * replaces: keyed once the outputs are known. */
 			rc->prior = xrealloc(rc->prior, (rc->nprior + 1) * sizeof *rc->prior);
@@ -668,7 +676,7 @@ static void compute_values(struct recorder *rc)
 			struct observe_memo *checked = strmap_get(&rc->lookups, path);
 			const char **excluded = pathset_excluded(&rec->ps, i);
 			observe_value_memo(o->kind, o->flags, path, excluded, rc->dc,
-					   checked ? checked : &memo, &value, &listing);
+			                   checked ? checked : &memo, &value, &listing);
 			free(excluded);
 		}
 		buf_put_bytes(&rec->values, value.data, value.len);
@@ -690,7 +698,7 @@ static void compute_values(struct recorder *rc)
  * appended to out: the output captured there, or when nothing was captured
  * (no store), the state the step left. */
 static void expected_output(struct recorder *rc, const struct strmap *outs, const char *path,
-			    struct buf *out)
+                            struct buf *out)
 {
 	const struct output *o = strmap_get(outs, path);
 	if (!o) {
@@ -772,12 +780,12 @@ static int prior_value(struct recorder *rc, const struct trace_event *ev, struct
  * the entry restores there go into the path set; its value, as the step
  * found the path, is 'A' (observe.h). */
 static void add_created(struct recorder *rc, const struct trace_event *ev, unsigned flags,
-			char probe, const struct buf *seen, const char *expected)
+                        char probe, const struct buf *seen, const char *expected)
 {
 	struct buf desc;
 	buf_init(&desc);
 	observe_created_describe(&desc, probe, seen->data, seen->len, expected);
-	const char *ex[] = { desc.data, NULL };
+	const char *ex[] = {desc.data, NULL};
 	pathset_add(&rc->rec->ps, OBS_CREATED, flags, ev->path, ex);
 	add_obs_slot(rc, ev);
 	buf_addch(&rc->forced[rc->nobs - 1], 'A');
@@ -817,8 +825,8 @@ static void add_prior_states(struct recorder *rc)
 		}
 		expected_output(rc, &outs, ev->path, &expected);
 		add_created(rc, ev, obs_flags_of(ev),
-			    ev->kind == TRACE_READLINK ? OBS_CREATED_READLINK : OBS_CREATED_STAT,
-			    &value, expected.data);
+		            ev->kind == TRACE_READLINK ? OBS_CREATED_READLINK : OBS_CREATED_STAT,
+		            &value, expected.data);
 	}
 	for (size_t i = 0; i < rc->touched.cap && !rc->rec->not_storable; i++) {
 		const struct touch *t = rc->touched.slots[i].value;
@@ -842,11 +850,10 @@ static void add_prior_states(struct recorder *rc)
 			buf_addch(&value, 'E');
 			buf_put_u32(&value, ENOENT);
 			add_created(rc, t->ev, OBS_F_NOFOLLOW, OBS_CREATED_MADE, &value,
-				    expected.data);
+			            expected.data);
 		}
 		char *dir = path_dirname(t->ev->path);
-		if (strcmp(dir, t->ev->path) != 0 && !touch_of(rc, dir) &&
-		    !ignored(rc, dir))
+		if (strcmp(dir, t->ev->path) != 0 && !touch_of(rc, dir) && !ignored(rc, dir))
 			add_obs_at(rc, OBS_STAT, 0, dir, t->ev, NULL);
 		free(dir);
 	}
@@ -911,7 +918,7 @@ static void scans_done(struct scans *sc, struct record *rec, const char *where)
 }
 
 void record_scan_stream(struct record *rec, const char *name, const void *data, size_t len,
-			const struct step_bases *scan)
+                        const struct step_bases *scan)
 {
 	struct scans sc;
 	scans_init(&sc, scan, NULL);
@@ -963,7 +970,7 @@ static int capture_xattrs(struct recorder *rc, int fd, const char *path, struct 
 static void capture_owner(struct recorder *rc, const char *path, const struct stat *st);
 
 static int capture_file(struct recorder *rc, const char *path, const struct stat *st, int set_mtime,
-			struct error *e)
+                        struct error *e)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && (errno == ENOENT || errno == ELOOP))
@@ -1031,7 +1038,7 @@ static int capture_link(struct recorder *rc, const char *path, const struct stat
 {
 	char key[48];
 	snprintf(key, sizeof key, "%llx:%llx", (unsigned long long)st->st_dev,
-		 (unsigned long long)st->st_ino);
+	         (unsigned long long)st->st_ino);
 	int added;
 	struct link_group *g = strmap_get_or_new(&rc->inodes, key, sizeof *g, &added);
 	if (added) {
@@ -1056,7 +1063,7 @@ static void check_link_groups(struct recorder *rc)
 		const struct link_group *g = rc->inodes.slots[i].value;
 		if (rc->inodes.slots[i].key && g->names < g->nlink)
 			rc->rec->not_storable =
-				"writes a file with a hard link that is not its output";
+			    "writes a file with a hard link that is not its output";
 	}
 }
 
@@ -1097,7 +1104,7 @@ static void capture_owner(struct recorder *rc, const char *path, const struct st
 		char *dir = path_dirname(path);
 		struct stat parent;
 		usual = stat(dir, &parent) == 0 && (parent.st_mode & S_ISGID) &&
-			parent.st_gid == st->st_gid;
+		        parent.st_gid == st->st_gid;
 		free(dir);
 	}
 	if (usual)
@@ -1110,7 +1117,7 @@ static void capture_owner(struct recorder *rc, const char *path, const struct st
 /* What else an output directory carries: its user.* attributes, its
  * owner. */
 static int capture_attributes(struct recorder *rc, const char *path, const struct stat *st,
-			      struct error *e)
+                              struct error *e)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && (errno == ENOENT || errno == ELOOP))
@@ -1125,7 +1132,7 @@ static int capture_attributes(struct recorder *rc, const char *path, const struc
 }
 
 static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
-			struct error *e);
+                        struct error *e);
 
 /* nftw has no context argument; the walk of a moved-in directory's contents
  * runs on the recorder held here for its duration. */
@@ -1165,7 +1172,7 @@ static size_t finals_beneath(const struct recorder *rc, const char *dir)
  * step wrote it under other names; every entry must be one the step left
  * there, and none may be missing. */
 static int capture_moved_in(struct recorder *rc, const char *path, const struct stat *st,
-			    struct error *e)
+                            struct error *e)
 {
 	struct recorder *saved = walking;
 	struct error *saved_e = walking_error;
@@ -1180,13 +1187,13 @@ static int capture_moved_in(struct recorder *rc, const char *path, const struct 
 	if (rc2 < 0 && errno != ENOENT && errno != ENOTDIR)
 		return error_errno(e, "cannot walk output directory %s", path);
 	if (rc2 < 0 || (!rc->rec->not_storable &&
-	    (rc->walked != finals_beneath(rc, path) || !unchanged(-1, path, st))))
+	                (rc->walked != finals_beneath(rc, path) || !unchanged(-1, path, st))))
 		return modified(rc);
 	return 0;
 }
 
 static int capture_entry(struct recorder *rc, const char *path, const struct touch *t,
-			 struct error *e)
+                         struct error *e)
 {
 	if (strmap_get(&rc->outputs, path) || ignored(rc, path))
 		return 0;
@@ -1197,7 +1204,7 @@ static int capture_entry(struct recorder *rc, const char *path, const struct tou
 	if (fin->err) {
 		if (fin->err != ENOENT && fin->err != ENOTDIR)
 			return error_set(e, "cannot inspect output %s: %s", path,
-					 strerror(fin->err));
+			                 strerror(fin->err));
 		/* Gone when the step ended, whatever another process made of
 		 * the name since. */
 		if (t && t->ev->pre_exists)
@@ -1249,7 +1256,7 @@ static int capture_entry(struct recorder *rc, const char *path, const struct tou
 }
 
 static int capture_path(struct recorder *rc, const char *path, const struct touch *t,
-			struct error *e)
+                        struct error *e)
 {
 	struct result *res = &rc->rec->result;
 	size_t before = res->noutputs;
@@ -1310,8 +1317,8 @@ static int capture_outputs(struct recorder *rc, struct error *e)
 }
 
 int record_run(const struct trace_event *events, size_t n, const char *const *ignore_roots,
-	       const struct step_bases *scan, struct store *s, struct digest_cache *dc,
-	       struct record *out, struct error *e)
+               const struct step_bases *scan, struct store *s, struct digest_cache *dc,
+               struct record *out, struct error *e)
 {
 	return record_run_scanning(events, n, ignore_roots, scan, NULL, s, dc, out, e);
 }

@@ -47,10 +47,11 @@ struct out_temp {
  * by make(dirfd, name, arg), trying new names while the name is taken. The
  * name (malloc'd), or NULL with errno set. */
 static char *make_under_temp_name(int dirfd, const char *dir,
-				  int (*make)(int dirfd, const char *name, void *arg), void *arg)
+                                  int (*make)(int dirfd, const char *name, void *arg), void *arg)
 {
 	for (int attempt = 0; attempt < 100; attempt++) {
-		char *name = xasprintf("%s/.cachet-%d-%d-%ld", dir, (int)getpid(), attempt, random());
+		char *name =
+		    xasprintf("%s/.cachet-%d-%d-%ld", dir, (int)getpid(), attempt, random());
 		if (make(dirfd, name, arg) == 0)
 			return name;
 		free(name);
@@ -63,7 +64,8 @@ static char *make_under_temp_name(int dirfd, const char *dir,
 
 static int make_file(int dirfd, const char *name, void *fd)
 {
-	*(int *)fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	*(int *)fd =
+	    openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	return *(int *)fd < 0 ? -1 : 0;
 }
 
@@ -97,7 +99,7 @@ static int out_temp_link(struct out_temp *t, int dirfd, const char *dir)
  * (relative to dirfd), named t->name (malloc'd), for the caller to rename
  * over the output. 0, or -1 with e set and nothing left behind. */
 static int write_temp(const struct output *o, mode_t mode, struct store *s, int dirfd,
-		      const char *dir, struct out_temp *t, struct error *e)
+                      const char *dir, struct out_temp *t, struct error *e)
 {
 	for (int named = 0; named < 2; named++) {
 		if (out_temp_open(t, dirfd, dir, named) < 0)
@@ -169,7 +171,7 @@ static int beneath_a_root(const char *path, const char *const *roots)
 }
 
 static const struct output *find_output(const struct result *r, enum output_kind kind,
-				       const char *path)
+                                        const char *path)
 {
 	for (size_t i = 0; i < r->noutputs; i++)
 		if (r->outputs[i].kind == kind && !strcmp(r->outputs[i].path, path))
@@ -245,7 +247,7 @@ static int refuse(struct error *e, const char *path, const char *why)
  * cache others can write): every output a clean path strictly beneath a
  * root, and every symlink's target leading inside the roots. */
 static int check_outputs(const struct result *r, const char *const *roots, int checked_targets,
-			 struct error *e)
+                         struct error *e)
 {
 	for (size_t i = 0; i < r->noutputs; i++) {
 		const struct output *o = &r->outputs[i];
@@ -269,12 +271,14 @@ static int check_outputs(const struct result *r, const char *const *roots, int c
 			int inside = dest && root_of(dest, roots);
 			free(dest);
 			if (!inside)
-				return refuse(e, o->path, "symlink target outside the output roots");
+				return refuse(e, o->path,
+				              "symlink target outside the output roots");
 		}
 		for (size_t j = 0; j < r->noutputs; j++)
 			if (j != i && path_is_under(r->outputs[j].path, o->path) &&
 			    strcmp(r->outputs[j].path, o->path) != 0)
-				return refuse(e, r->outputs[j].path, "beneath a symlink of the entry");
+				return refuse(e, r->outputs[j].path,
+				              "beneath a symlink of the entry");
 	}
 	return 0;
 }
@@ -328,8 +332,8 @@ static const char SYMLINK_ON_THE_WAY[] = "a component on its way is a symlink or
 
 static int open_beneath(int rootfd, const char *rel)
 {
-	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	/* Beneath "/" is everywhere: an absolute path from no descriptor
 	 * spares opening "/" (the usual case of a local hit). */
 	if (rootfd != AT_FDCWD)
@@ -343,7 +347,7 @@ static int open_beneath(int rootfd, const char *rel)
  * for the rollback); without, a missing one returns -2. A symlink or a
  * non-directory on the way refuses (-1, EPERM). */
 static int walk_to(struct txn *t, int rootfd, const char *dir, const char *rel, int create,
-		   struct error *e)
+                   struct error *e)
 {
 	int fd = *rel ? open_beneath(rootfd, rel) : fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
 	if (fd >= 0)
@@ -454,7 +458,7 @@ static char *move_aside(int dirfd, const char *name)
 /* Puts tmp (in dirfd) at name: exchanged with what is there, which then
  * waits under tmp for the commit, or moved where nothing was. */
 static int put_in_place(struct txn *t, int dirfd, const char *dir, const char *name, char *tmp,
-			int exists)
+                        int exists)
 {
 	if (exists && renameat2(dirfd, tmp, dirfd, name, RENAME_EXCHANGE) == 0) {
 		txn_note(t, UNDO_PUT_BACK, dir, name)->aside = tmp;
@@ -500,7 +504,7 @@ static int remove_at(int parent, const char *name)
 /* ---- the changes ---- */
 
 static int txn_delete(struct txn *t, int dirfd, const char *dir, const char *name,
-		      const struct output *o, struct error *e)
+                      const struct output *o, struct error *e)
 {
 	struct stat st;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -513,7 +517,7 @@ static int txn_delete(struct txn *t, int dirfd, const char *dir, const char *nam
 }
 
 static int set_dir_mode(int dirfd, const char *name, mode_t mode, const struct output *o,
-			struct error *e)
+                        struct error *e)
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -524,7 +528,7 @@ static int set_dir_mode(int dirfd, const char *name, mode_t mode, const struct o
 }
 
 static int txn_dir_output(struct txn *t, int dirfd, const char *dir, const char *name,
-			  const struct output *o, struct error *e)
+                          const struct output *o, struct error *e)
 {
 	mode_t mode = o->mode & t->mode_mask;
 	if (mkdirat(dirfd, name, 0700) == 0) {
@@ -552,7 +556,7 @@ static int txn_dir_output(struct txn *t, int dirfd, const char *dir, const char 
  * file costs. Only a file of ours with one name: another name for the same
  * inode would see its times change. 1 when done, 0 to restore as usual. */
 static int restore_in_place(struct txn *t, int dirfd, const char *dir, const char *name,
-			    const struct output *o, const struct stat *st)
+                            const struct output *o, const struct stat *st)
 {
 	mode_t mode = o->mode & t->mode_mask;
 	if (o->blob.form != BLOB_ZSTD || !S_ISREG(st->st_mode) ||
@@ -567,9 +571,9 @@ static int restore_in_place(struct txn *t, int dirfd, const char *dir, const cha
 	/* Unchanged while it was hashed (same inode, size and times), or a
 	 * writer may have been halfway through. */
 	int same = fstat(fd, &before) == 0 && before.st_ino == st->st_ino &&
-		   before.st_dev == st->st_dev && digest_fd(fd, &d, NULL, NULL) == 0 &&
-		   digest_equal(&d, &o->blob.digest) && fstat(fd, &after) == 0 &&
-		   file_id_stat_equal(&before, &after);
+	           before.st_dev == st->st_dev && digest_fd(fd, &d, NULL, NULL) == 0 &&
+	           digest_equal(&d, &o->blob.digest) && fstat(fd, &after) == 0 &&
+	           file_id_stat_equal(&before, &after);
 	if (same) {
 		struct undo *u = txn_note(t, UNDO_ATTRS, dir, name);
 		u->mode = before.st_mode & 07777;
@@ -585,7 +589,7 @@ static int restore_in_place(struct txn *t, int dirfd, const char *dir, const cha
 }
 
 static int txn_file(struct txn *t, int dirfd, const char *dir, const char *name,
-		    const struct output *o, struct error *e)
+                    const struct output *o, struct error *e)
 {
 	struct stat st;
 	int exists = fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -600,7 +604,7 @@ static int txn_file(struct txn *t, int dirfd, const char *dir, const char *name,
 }
 
 static int txn_symlink(struct txn *t, int dirfd, const char *dir, const char *name,
-		       const struct output *o, struct error *e)
+                       const struct output *o, struct error *e)
 {
 	struct stat st;
 	int exists = fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode);
@@ -626,11 +630,11 @@ static int make_hardlink(int dirfd, const char *name, void *source)
 /* Another name of a file the entry placed: a link to it, under a temporary
  * name, then put in place. */
 static int txn_hardlink(struct txn *t, int dirfd, const char *dir, const char *name,
-			const struct output *o, struct error *e)
+                        const struct output *o, struct error *e)
 {
 	char *first_dir = path_dirname(o->target);
 	int owned;
-	struct link_source src = { txn_dir(t, first_dir, 0, &owned, e), path_basename(o->target) };
+	struct link_source src = {txn_dir(t, first_dir, 0, &owned, e), path_basename(o->target)};
 	free(first_dir);
 	if (src.dirfd < 0)
 		return src.dirfd == -2 ? error_set(e, "%s: its first name is gone", o->path) : -1;
@@ -651,7 +655,7 @@ static int txn_hardlink(struct txn *t, int dirfd, const char *dir, const char *n
  * Where the output was left in place (same content), the change is not
  * undone by a rollback: it is what the entry's run left there. */
 static int txn_attribute(struct txn *t, int dirfd, const char *name, const struct output *o,
-			 struct error *e)
+                         struct error *e)
 {
 	if (o->kind == OUT_OWNER && t->mode_mask != 07777)
 		return 0; /* another's word: files stay the restorer's own */
@@ -664,7 +668,7 @@ static int txn_attribute(struct txn *t, int dirfd, const char *name, const struc
 	} else if (o->kind == OUT_OWNER && fchown(fd, o->uid, o->gid) < 0) {
 		/* Not a refusal: this user cannot give another the file. */
 		rc = error_set(e, "cannot give %s to %u:%u: %s", o->path, o->uid, o->gid,
-			       strerror(errno));
+		               strerror(errno));
 	} else if (o->kind == OUT_OWNER) {
 		/* chown clears setuid and setgid: the mode again, after it. */
 		const struct output *f = find_output(t->r, OUT_FILE, o->path);
@@ -686,13 +690,25 @@ static int txn_output(struct txn *t, const struct output *o, struct error *e)
 	int rc = dirfd == -2 ? 0 : -1; /* a deletion beneath a directory that is not there */
 	if (dirfd >= 0) {
 		switch (o->kind) {
-		case OUT_DELETE: rc = txn_delete(t, dirfd, dir, name, o, e); break;
-		case OUT_DIR: rc = txn_dir_output(t, dirfd, dir, name, o, e); break;
-		case OUT_FILE: rc = txn_file(t, dirfd, dir, name, o, e); break;
-		case OUT_HARDLINK: rc = txn_hardlink(t, dirfd, dir, name, o, e); break;
+		case OUT_DELETE:
+			rc = txn_delete(t, dirfd, dir, name, o, e);
+			break;
+		case OUT_DIR:
+			rc = txn_dir_output(t, dirfd, dir, name, o, e);
+			break;
+		case OUT_FILE:
+			rc = txn_file(t, dirfd, dir, name, o, e);
+			break;
+		case OUT_HARDLINK:
+			rc = txn_hardlink(t, dirfd, dir, name, o, e);
+			break;
 		case OUT_XATTR:
-		case OUT_OWNER: rc = txn_attribute(t, dirfd, name, o, e); break;
-		default: rc = txn_symlink(t, dirfd, dir, name, o, e); break;
+		case OUT_OWNER:
+			rc = txn_attribute(t, dirfd, name, o, e);
+			break;
+		default:
+			rc = txn_symlink(t, dirfd, dir, name, o, e);
+			break;
 		}
 		if (owned)
 			close(dirfd);
@@ -709,18 +725,24 @@ static void txn_end(struct txn *t, int commit)
 	for (size_t i = t->nundo; i-- > 0;) {
 		struct undo *u = &t->undo[i];
 		int owned = 0;
-		int dirfd = commit && u->kind != UNDO_PUT_BACK ? -1
-								: txn_dir(t, u->dir, 0, &owned, NULL);
+		int dirfd =
+		    commit && u->kind != UNDO_PUT_BACK ? -1 : txn_dir(t, u->dir, 0, &owned, NULL);
 		if (dirfd >= 0 && commit) {
 			remove_at(dirfd, u->aside);
 		} else if (dirfd >= 0) {
 			switch (u->kind) {
-			case UNDO_REMOVE: unlinkat(dirfd, u->name, 0); break;
-			case UNDO_RMDIR: unlinkat(dirfd, u->name, AT_REMOVEDIR); break;
-			case UNDO_PUT_BACK: renameat(dirfd, u->aside, dirfd, u->name); break;
+			case UNDO_REMOVE:
+				unlinkat(dirfd, u->name, 0);
+				break;
+			case UNDO_RMDIR:
+				unlinkat(dirfd, u->name, AT_REMOVEDIR);
+				break;
+			case UNDO_PUT_BACK:
+				renameat(dirfd, u->aside, dirfd, u->name);
+				break;
 			default: {
-				int fd = openat(dirfd, u->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-								O_CLOEXEC);
+				int fd = openat(dirfd, u->name,
+				                O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 				if (fd >= 0) {
 					fchmod(fd, u->mode);
 					futimens(fd, u->times);
@@ -744,17 +766,18 @@ static void txn_end(struct txn *t, int commit)
 
 static int cmp_output_path(const void *a, const void *b)
 {
-	return strcmp((*(const struct output *const *)a)->path, (*(const struct output *const *)b)->path);
+	return strcmp((*(const struct output *const *)a)->path,
+	              (*(const struct output *const *)b)->path);
 }
 
 /* The one restore: checks, then every change in order, then the commit;
  * at the first failure everything done is undone. */
 static int restore_outputs(const struct result *r, struct store *s, const char *const *roots,
-			   int untrusted, struct error *e)
+                           int untrusted, struct error *e)
 {
 	if (check_outputs(r, roots, untrusted, e) < 0)
 		return -1;
-	struct txn t = { .r = r, .s = s, .roots = roots, .mode_mask = untrusted ? 0777 : 07777 };
+	struct txn t = {.r = r, .s = s, .roots = roots, .mode_mask = untrusted ? 0777 : 07777};
 	strmap_init(&t.dirs);
 	const struct output **sorted = xmalloc((r->noutputs + 1) * sizeof *sorted);
 	for (size_t i = 0; i < r->noutputs; i++)
@@ -769,8 +792,8 @@ static int restore_outputs(const struct result *r, struct store *s, const char *
 	/* Directories (parents first), files, their other names, attributes,
 	 * and the entry's symlinks last: an entry's own links must not
 	 * redirect its other writes. */
-	static const uint8_t order[] = { OUT_DIR, OUT_FILE, OUT_HARDLINK, OUT_XATTR, OUT_OWNER,
-					 OUT_SYMLINK };
+	static const uint8_t order[] = {OUT_DIR,   OUT_FILE,  OUT_HARDLINK,
+	                                OUT_XATTR, OUT_OWNER, OUT_SYMLINK};
 	for (size_t k = 0; k < sizeof order; k++)
 		for (size_t i = 0; rc == 0 && i < r->noutputs; i++)
 			if (sorted[i]->kind == order[k])
@@ -782,12 +805,12 @@ static int restore_outputs(const struct result *r, struct store *s, const char *
 
 int result_restore(const struct result *r, struct store *s, struct error *e)
 {
-	static const char *const everywhere[] = { "/", NULL };
+	static const char *const everywhere[] = {"/", NULL};
 	return restore_outputs(r, s, everywhere, 0, e);
 }
 
 int result_restore_beneath(const struct result *r, struct store *s, const char *const *roots,
-			   struct error *e)
+                           struct error *e)
 {
 	return restore_outputs(r, s, roots, 1, e);
 }

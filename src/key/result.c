@@ -7,7 +7,7 @@
 
 #include "cachet/array.h"
 
-#define RESULT_MAGIC 0x53525443u /* "CTRS" */
+#define RESULT_MAGIC       0x53525443u /* "CTRS" */
 #define RESULT_MAX_OUTPUTS (1u << 20)
 
 void result_init(struct result *r)
@@ -58,8 +58,8 @@ struct output *result_copy_output(struct result *r, const struct output *o, cons
 
 int output_target_is_path(const struct output *o)
 {
-	return o->target && ((o->kind == OUT_SYMLINK && o->target[0] == '/') ||
-			     o->kind == OUT_HARDLINK);
+	return o->target &&
+	       ((o->kind == OUT_SYMLINK && o->target[0] == '/') || o->kind == OUT_HARDLINK);
 }
 
 static void put_blob(struct buf *b, const struct blob_ref *ref)
@@ -145,7 +145,7 @@ static int get_stream_runs(struct reader *rd, struct result *r)
 		return -1;
 	r->stream_runs = xmalloc(n * sizeof *r->stream_runs);
 	r->nstream_runs = n;
-	uint64_t sum[2] = { 0, 0 };
+	uint64_t sum[2] = {0, 0};
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t run = reader_u64(rd);
 		r->stream_runs[i] = run;

@@ -21,7 +21,7 @@ static int cmp_str(const void *a, const void *b)
 /* The keyed environment; the variables keyed by effect go to *by_effect
  * instead (both sorted). */
 static char **keyed_environment(char *const *envp, const char *const *env_ignore,
-				const char *const *env_per_run, const char *cwd, char ***by_effect)
+                                const char *const *env_per_run, const char *cwd, char ***by_effect)
 {
 	size_t n = 0;
 	while (envp && envp[n])
@@ -48,8 +48,8 @@ static char **keyed_environment(char *const *envp, const char *const *env_ignore
 			continue;
 		}
 		if (eq && ((name_len == 9 && !memcmp(envp[i], "MAKEFLAGS", 9)) ||
-			   (name_len == 6 && !memcmp(envp[i], "MFLAGS", 6)) ||
-			   (name_len == 15 && !memcmp(envp[i], "CARGO_MAKEFLAGS", 15)))) {
+		           (name_len == 6 && !memcmp(envp[i], "MFLAGS", 6)) ||
+		           (name_len == 15 && !memcmp(envp[i], "CARGO_MAKEFLAGS", 15)))) {
 			char *v = env_strip_make_jobs(eq + 1);
 			env[k++] = xasprintf("%.*s=%s", (int)name_len, envp[i], v);
 			free(v);
@@ -170,8 +170,8 @@ int step_weak_key(const struct step *s, const struct step_bases *b, struct diges
 }
 
 int step_init(struct step *step, char *const *argv, const char *exe, char *const *envp,
-	      const char *const *env_ignore, const char *const *env_per_run, const char *namespace_,
-	      const struct step_bases *bases, struct digest_cache *dc, struct error *e)
+              const char *const *env_ignore, const char *const *env_per_run, const char *namespace_,
+              const struct step_bases *bases, struct digest_cache *dc, struct error *e)
 {
 	memset(step, 0, sizeof *step);
 	size_t argc = 0;
@@ -200,8 +200,10 @@ int step_init(struct step *step, char *const *argv, const char *exe, char *const
 	if (bases)
 		step->bases = *bases;
 	if (step_weak_key(step, &step->bases, &step->weak) < 0) {
-		error_set(e, "the command names %s, which base_dir keys reserve: it cannot be keyed "
-			     "under base_dir", STEP_PORTABLE_PREFIX);
+		error_set(e,
+		          "the command names %s, which base_dir keys reserve: it cannot be keyed "
+		          "under base_dir",
+		          STEP_PORTABLE_PREFIX);
 		step_free(step);
 		return -1;
 	}
@@ -321,7 +323,8 @@ char *step_find_program(const char *name, const char *skip_self)
 	for (const char *p = path;;) {
 		const char *colon = strchr(p, ':');
 		size_t len = colon ? (size_t)(colon - p) : strlen(p);
-		char *cand = len ? xasprintf("%.*s/%s", (int)len, p, name) : xasprintf("./%s", name);
+		char *cand =
+		    len ? xasprintf("%.*s/%s", (int)len, p, name) : xasprintf("./%s", name);
 		struct stat st;
 		if (stat(cand, &st) == 0 && !S_ISDIR(st.st_mode)) {
 			if (access(cand, X_OK) == 0) {

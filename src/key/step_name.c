@@ -15,10 +15,16 @@
 static int takes_value(const char *a)
 {
 	static const char *const opts[] = {
-		"-o", "-I", "-D", "-U", "-MF", "-MT", "-MQ", "-include", "-imacros", "-isystem",
-		"-iquote", "-idirafter", "-iprefix", "-isysroot", "-x", "-L", "-l", "-T",
-		"-Xlinker", "-Xassembler", "-Xpreprocessor", "-Xclang", "-aux-info", "-e",
-		"--sysroot", "-target", "-arch", "-ccbin", "-gencode",
+	    "-o",        "-I",          "-D",
+	    "-U",        "-MF",         "-MT",
+	    "-MQ",       "-include",    "-imacros",
+	    "-isystem",  "-iquote",     "-idirafter",
+	    "-iprefix",  "-isysroot",   "-x",
+	    "-L",        "-l",          "-T",
+	    "-Xlinker",  "-Xassembler", "-Xpreprocessor",
+	    "-Xclang",   "-aux-info",   "-e",
+	    "--sysroot", "-target",     "-arch",
+	    "-ccbin",    "-gencode",
 	};
 	for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
 		if (!strcmp(a, opts[i]))
@@ -28,7 +34,7 @@ static int takes_value(const char *a)
 
 /* Calls fn for each argument that names the step (see step_name.h). */
 static void each_named_arg(char *const *argv, int modes,
-			   void (*fn)(void *ctx, char *const *argv, size_t i), void *ctx)
+                           void (*fn)(void *ctx, char *const *argv, size_t i), void *ctx)
 {
 	for (size_t i = 1; argv[i]; i++) {
 		const char *a = argv[i];
@@ -50,8 +56,8 @@ static void add_shown(void *ctx, char *const *argv, size_t i)
 		return;
 	char *shown = redact_argv(argv, i);
 	const char *base = shown[0] == '-' || !strchr(shown, '/') || strchr(shown, ' ')
-				   ? shown
-				   : path_basename(shown);
+	                       ? shown
+	                       : path_basename(shown);
 	buf_addch(b, ' ');
 	if (strpbrk(base, " \t\n'\"")) {
 		/* A script (sh -c '...'): quoted, so that it reads as one. */

@@ -68,7 +68,7 @@ static int ring_env(char *value, size_t cap)
 {
 	static const char key[] = RING_ENV "=";
 	long fd = rc_safe_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/environ",
-				  O_RDONLY | O_CLOEXEC, 0);
+	                          O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	char chunk[4096];
@@ -77,7 +77,8 @@ static int ring_env(char *value, size_t cap)
 	size_t got = 0;   /* bytes of the value taken */
 	int found = -1;
 	long n;
-	while (found < 0 && (n = rc_syscall(SYS_read, fd, (long)chunk, sizeof chunk, 0, 0, 0)) > 0) {
+	while (found < 0 &&
+	       (n = rc_syscall(SYS_read, fd, (long)chunk, sizeof chunk, 0, 0, 0)) > 0) {
 		for (long i = 0; i < n && found < 0; i++) {
 			char c = chunk[i];
 			if (matching && at < sizeof key - 1) {
@@ -109,8 +110,8 @@ EXPORT unsigned int la_version(unsigned int version)
 		return 0;
 	if (ring_env(where, sizeof where) < 0 || !(ring = rc_map_ring(where))) {
 		if (mapped)
-			rc_syscall(SYS_munmap, (long)RING_SAFE_PAGE, (long)RING_SAFE_PAGE_SIZE, 0, 0,
-				   0, 0);
+			rc_syscall(SYS_munmap, (long)RING_SAFE_PAGE, (long)RING_SAFE_PAGE_SIZE, 0,
+			           0, 0, 0);
 		return 0;
 	}
 	/* Unpublished, the preload library maps the ring again: one stop. */

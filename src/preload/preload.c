@@ -7,8 +7,8 @@
  * path relative to the cwd (which it makes absolute), it appends a raw
  * syscall record to the tracer's ring and makes the syscall from the
  * trusted page, which the seccomp filter lets through without a stop; it
- * also turns fstat() into the NULL-path form the filter allows outright. Everything else goes to libc unchanged, and libc's syscalls
- * stop as before.
+ * also turns fstat() into the NULL-path form the filter allows outright. Everything else goes to
+ * libc unchanged, and libc's syscalls stop as before.
  *
  * It is not a second classifier: it never decides what a call means, only
  * whether the call may skip its stop (it cannot change anything). It keeps
@@ -55,7 +55,7 @@ static long ret_errno(long r)
 
 /* rc_record, when this process has the fast path. */
 static struct ring_slot *record(int nr, long a0, long a1, long a2, long a3, const char *path,
-				uint64_t *seq)
+                                uint64_t *seq)
 {
 	return active ? rc_record(ring, nr, a0, a1, a2, a3, path, seq) : NULL;
 }
@@ -95,8 +95,8 @@ __attribute__((constructor)) static void preload_init(void)
 
 /* libc's definition of the function being interposed (same type). */
 #define REAL(name)                                                                                 \
-	static __typeof__(&name) real_##name;                                                       \
-	if (!real_##name)                                                                           \
+	static __typeof__(&name) real_##name;                                                      \
+	if (!real_##name)                                                                          \
 		real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name);
 
 /* An open that cannot change anything: the filter lets exactly these
@@ -179,11 +179,11 @@ static mode_t mode_arg(int flags, va_list ap)
 }
 
 #define OPEN_BODY(dirfd, real_call)                                                                \
-	if (look_only(flags)) {                                                                     \
-		int r = fast_open(dirfd, path, flags, mode);                                        \
-		if (r != -2)                                                                        \
-			return r;                                                                   \
-	}                                                                                           \
+	if (look_only(flags)) {                                                                    \
+		int r = fast_open(dirfd, path, flags, mode);                                       \
+		if (r != -2)                                                                       \
+			return r;                                                                  \
+	}                                                                                          \
 	return real_call;
 
 EXPORT int open(const char *path, int flags, ...)
@@ -416,8 +416,8 @@ EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
 	int r = kernel_layout(ver)
-		    ? fast_stat(AT_FDCWD, path, (struct stat *)st, AT_SYMLINK_NOFOLLOW)
-		    : -2;
+	            ? fast_stat(AT_FDCWD, path, (struct stat *)st, AT_SYMLINK_NOFOLLOW)
+	            : -2;
 	if (r != -2)
 		return r;
 	REAL(__lxstat64)
@@ -496,11 +496,12 @@ static int dir_ok(char *dir, char *end)
 	end[1] = '\0';
 	int ok;
 	uint64_t seq;
-	struct ring_slot *s = record(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK, AT_EACCESS, dir, &seq);
+	struct ring_slot *s =
+	    record(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK, AT_EACCESS, dir, &seq);
 	if (s)
 		ok = ret_errno(rc_done(s, seq,
-				    rc_safe_syscall(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK,
-						 AT_EACCESS))) == 0;
+		                       rc_safe_syscall(SYS_faccessat2, AT_FDCWD, (long)dir, F_OK,
+		                                       AT_EACCESS))) == 0;
 	else
 		ok = faccessat(AT_FDCWD, dir, F_OK, AT_EACCESS) == 0;
 	end[0] = '\0';
@@ -531,9 +532,9 @@ static int suffix_needs_dir(const char *end)
 
 /* glibc's realpath (stdlib/canonicalize.c), step for step: the same
  * readlink of every prefix, the same answers and errors, the partial
- * result left in `resolved` when a name is missing or unsearchable. Its readlinks are libc-internal,
- * so interposing readlink alone would miss them: cc1 makes about a
- * thousand per compile. */
+ * result left in `resolved` when a name is missing or unsearchable. Its readlinks are
+ * libc-internal, so interposing readlink alone would miss them: cc1 makes about a thousand per
+ * compile. */
 static char *fast_realpath(const char *name, char *resolved)
 {
 	if (!name) {
@@ -660,7 +661,6 @@ EXPORT char *__realpath_chk(const char *name, char *resolved, size_t resolvedlen
 }
 
 /* ---- exec's search of PATH ------------------------------------------- */
-
 
 /* execvp's search, where the programs before the one found are absent:
  * each was a failed execve, an entry and an exit stop. Here each is a

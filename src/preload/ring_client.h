@@ -30,9 +30,9 @@ static inline long rc_syscall(long nr, long a1, long a2, long a3, long a4, long 
 	register long r8 __asm__("r8") = a5;
 	register long r9 __asm__("r9") = a6;
 	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
+	                 : "=a"(ret)
+	                 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+	                 : "rcx", "r11", "memory");
 	return ret;
 }
 
@@ -42,10 +42,10 @@ static inline long rc_safe_syscall(long nr, long a1, long a2, long a3, long a4)
 	long ret;
 	register long r10 __asm__("r10") = a4;
 	__asm__ volatile("call *%[page]"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10),
-			   [page] "r"((long)RING_SAFE_PAGE)
-			 : "rcx", "r11", "memory");
+	                 : "=a"(ret)
+	                 : "a"(nr), "D"(a1), "S"(a2), "d"(a3),
+	                   "r"(r10), [page] "r"((long)RING_SAFE_PAGE)
+	                 : "rcx", "r11", "memory");
 	return ret;
 }
 
@@ -96,10 +96,11 @@ struct rc_page_note {
 	struct ring *ring;
 };
 #define RC_PAGE_NOTE_OFFSET 64
-#define RC_PAGE_NOTE_MAGIC 0x45544f4eu /* "NOTE" */
-_Static_assert(RING_EMPTY_NAME - RING_SAFE_PAGE >= RC_PAGE_NOTE_OFFSET + sizeof(struct rc_page_note) &&
-		   RING_EMPTY_NAME - RING_SAFE_PAGE < RING_SAFE_PAGE_SIZE,
-	       "the empty name is a byte of the page that nothing writes");
+#define RC_PAGE_NOTE_MAGIC  0x45544f4eu /* "NOTE" */
+_Static_assert(RING_EMPTY_NAME - RING_SAFE_PAGE >=
+                       RC_PAGE_NOTE_OFFSET + sizeof(struct rc_page_note) &&
+                   RING_EMPTY_NAME - RING_SAFE_PAGE < RING_SAFE_PAGE_SIZE,
+               "the empty name is a byte of the page that nothing writes");
 
 /* Maps the trusted page, `syscall; ret` at the address the filter trusts;
  * or finds it mapped already by the other library of this process (the
@@ -111,8 +112,8 @@ _Static_assert(RING_EMPTY_NAME - RING_SAFE_PAGE >= RC_PAGE_NOTE_OFFSET + sizeof(
 static inline int rc_map_page(struct ring **published)
 {
 	long page = rc_syscall(SYS_mmap, (long)RING_SAFE_PAGE, (long)RING_SAFE_PAGE_SIZE,
-			       PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	                       PROT_READ | PROT_WRITE,
+	                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	if (page == -EEXIST) {
 		/* Read without faulting: it may not be readable at all. */
 		unsigned char got[RC_PAGE_NOTE_OFFSET + sizeof(struct rc_page_note)];
@@ -140,7 +141,7 @@ static inline int rc_map_page(struct ring **published)
 	}
 	rc_copy((void *)page, rc_stub, sizeof rc_stub);
 	if (rc_syscall(SYS_mprotect, page, (long)RING_SAFE_PAGE_SIZE, PROT_READ | PROT_EXEC, 0, 0,
-		       0) != 0) {
+	               0) != 0) {
 		rc_syscall(SYS_munmap, page, (long)RING_SAFE_PAGE_SIZE, 0, 0, 0, 0);
 		return -1;
 	}
@@ -155,14 +156,14 @@ static inline int rc_page_publish(struct ring *ring)
 {
 	long page = (long)RING_SAFE_PAGE;
 	if (rc_syscall(SYS_mprotect, page, (long)RING_SAFE_PAGE_SIZE, PROT_READ | PROT_WRITE, 0, 0,
-		       0) != 0)
+	               0) != 0)
 		return -1;
 	struct rc_page_note note = {RC_PAGE_NOTE_MAGIC, 0, ring};
 	rc_copy((char *)page + RC_PAGE_NOTE_OFFSET, &note, sizeof note);
 	return rc_syscall(SYS_mprotect, page, (long)RING_SAFE_PAGE_SIZE, PROT_READ | PROT_EXEC, 0,
-			  0, 0) == 0
-		       ? 0
-		       : -1;
+	                  0, 0) == 0
+	           ? 0
+	           : -1;
 }
 
 /* The tracer's ring, mapped from where (the value of RING_ENV), or NULL. */
@@ -171,8 +172,8 @@ static inline struct ring *rc_map_ring(const char *where)
 	long fd = rc_syscall(SYS_openat, AT_FDCWD, (long)where, O_RDWR | O_CLOEXEC, 0, 0, 0);
 	if (fd < 0)
 		return NULL;
-	long m = rc_syscall(SYS_mmap, 0, (long)RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-			    0);
+	long m =
+	    rc_syscall(SYS_mmap, 0, (long)RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	rc_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
 	if (m < 0 && m > -4096)
 		return NULL;
@@ -188,7 +189,7 @@ static inline struct ring *rc_map_ring(const char *where)
  * NULL when the call must take the ordinary path (ring full, path too
  * long). */
 static inline struct ring_slot *rc_record(struct ring *ring, int nr, long a0, long a1, long a2,
-					  long a3, const char *path, uint64_t *seq)
+                                          long a3, const char *path, uint64_t *seq)
 {
 	size_t len = rc_strnlen(path, RING_STR);
 	if (len >= RING_STR)
@@ -199,7 +200,7 @@ static inline struct ring_slot *rc_record(struct ring *ring, int nr, long a0, lo
 		if (h - __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) >= RING_SLOTS)
 			return NULL; /* full: the stop of the ordinary path drains it */
 	} while (!__atomic_compare_exchange_n(&ring->head, &h, h + 1, 0, __ATOMIC_ACQ_REL,
-					      __ATOMIC_ACQUIRE));
+	                                      __ATOMIC_ACQUIRE));
 	struct ring_slot *s = &ring->slot[h % RING_SLOTS];
 	s->tid = (int32_t)rc_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	s->nr = nr;

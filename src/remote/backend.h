@@ -15,17 +15,17 @@
 
 #include <stddef.h>
 
-#define REMOTE_PLUGIN_ABI 2
+#define REMOTE_PLUGIN_ABI    2
 #define REMOTE_PLUGIN_SYMBOL "cachet_remote_plugin_v1"
 
 struct remote_backend_spec {
-	const char *base_url;    /* HTTP: no credentials, no trailing '/' */
-	const char *host;        /* Redis over TCP */
+	const char *base_url; /* HTTP: no credentials, no trailing '/' */
+	const char *host;     /* Redis over TCP */
 	int port;
 	const char *socket_path; /* Redis over a Unix socket */
 	int db;
 	const char *user, *password, *bearer; /* NULL when unset */
-	const char *prefix;      /* Redis key prefix */
+	const char *prefix;                   /* Redis key prefix */
 	long connect_timeout_ms, op_timeout_ms;
 };
 
@@ -36,12 +36,12 @@ struct remote_backend {
 	/* 1 found (*data malloc'd, *len), 0 absent, -1 failure, -3 the value
 	 * is larger than max. */
 	int (*get)(void *conn, const char *ns, const char *hex, size_t max, void **data,
-		   size_t *len, char *err, size_t errlen);
+	           size_t *len, char *err, size_t errlen);
 	/* 1 present, 0 absent, -1 failure. */
 	int (*exists)(void *conn, const char *ns, const char *hex, char *err, size_t errlen);
 	/* 0 stored, -1 failure. */
 	int (*put)(void *conn, const char *ns, const char *hex, const void *data, size_t len,
-		   char *err, size_t errlen);
+	           char *err, size_t errlen);
 	void (*close)(void *conn);
 	/* The time the next request may take in all (connection, sending,
 	 * waiting, receiving), in ms: what is left of a lookup's budget. */

@@ -61,7 +61,7 @@ int64_t breaker_until(const char *state_dir, const char *id)
 }
 
 int breaker_last_error(const char *state_dir, const char *id, int64_t *when_ms, char *reason,
-		       size_t len)
+                       size_t len)
 {
 	char buf[BREAKER_REASON_MAX + 64];
 	if (!read_state(state_dir, id, buf, sizeof buf))
@@ -97,8 +97,8 @@ void breaker_trip(const char *state_dir, const char *id, long retry_ms, const ch
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd >= 0) {
 		int64_t now = wall_ms();
-		char *text = xasprintf("%lld\n%lld\n%s\n", (long long)(now + retry_ms),
-				       (long long)now, why);
+		char *text =
+		    xasprintf("%lld\n%lld\n%s\n", (long long)(now + retry_ms), (long long)now, why);
 		size_t n = strlen(text);
 		int ok = write_all(fd, text, n) == 0;
 		free(text);

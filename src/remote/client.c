@@ -38,7 +38,7 @@ struct tier {
 };
 
 struct plugin {
-	void *handle;            /* dlopen handle */
+	void *handle; /* dlopen handle */
 	remote_plugin_fn fn;
 	int failed;
 };
@@ -60,7 +60,7 @@ char *remote_plugin_dir(const char *self_exe)
 	if (!self_exe)
 		return NULL;
 	char *dir = path_dirname(self_exe);
-	char *candidates[2] = { xstrdup(dir), xasprintf("%s/../lib/cachet", dir) };
+	char *candidates[2] = {xstrdup(dir), xasprintf("%s/../lib/cachet", dir)};
 	free(dir);
 	char *found = NULL;
 	for (int i = 0; i < 2; i++) {
@@ -76,8 +76,8 @@ char *remote_plugin_dir(const char *self_exe)
 	return found;
 }
 
-struct remote_client *remote_client_new(const struct remote_config *config,
-					const char *state_dir, const char *plugin_dir)
+struct remote_client *remote_client_new(const struct remote_config *config, const char *state_dir,
+                                        const char *plugin_dir)
 {
 	struct remote_client *c = xcalloc(1, sizeof *c);
 	c->config = config;
@@ -248,7 +248,7 @@ static void guard_end(struct pipe_guard *g)
 	sigaddset(&only, SIGPIPE);
 	if (!sigismember(&g->old, SIGPIPE) && sigpending(&pending) == 0 &&
 	    sigismember(&pending, SIGPIPE)) {
-		struct timespec zero = { 0, 0 };
+		struct timespec zero = {0, 0};
 		sigtimedwait(&only, NULL, &zero);
 	}
 	sigprocmask(SIG_SETMASK, &g->old, NULL);
@@ -287,14 +287,14 @@ static long budget_ms(const struct remote_client *c, const struct shard *sh)
 /* sh, its next request given what is left of the budget; NULL (the server
  * failed: too slow) when nothing is. */
 static struct shard *with_budget(struct remote_client *c, struct shard *sh, int *code,
-				 struct error *e)
+                                 struct error *e)
 {
 	long ms = budget_ms(c, sh);
 	if (ms <= 0) {
 		fail_shard(c, sh, "the lookup took longer than op-timeout");
 		*code = REMOTE_ERROR;
 		error_set(e, "%s: the lookup took longer than op-timeout (%ld ms)", sh->spec->shown,
-			  sh->spec->op_timeout_ms);
+		          sh->spec->op_timeout_ms);
 		return NULL;
 	}
 	backend_of(c, sh)->set_timeout(sh->conn, ms);
@@ -303,7 +303,7 @@ static struct shard *with_budget(struct remote_client *c, struct shard *sh, int 
 
 /* The server for key, connected; or NULL with *code set. */
 static struct shard *ready(struct remote_client *c, size_t tier, const struct digest *key,
-			   int *code, struct error *e)
+                           int *code, struct error *e)
 {
 	struct shard *sh = pick(c, tier, key);
 	if (sh->dead) {
@@ -326,17 +326,17 @@ static struct shard *ready(struct remote_client *c, size_t tier, const struct di
 		return with_budget(c, sh, code, e);
 	const struct remote_spec *s = sh->spec;
 	struct remote_backend_spec bs = {
-		.base_url = s->base_url,
-		.host = s->host,
-		.port = s->port,
-		.socket_path = s->socket_path,
-		.db = s->db,
-		.user = s->user,
-		.password = s->password,
-		.bearer = s->bearer,
-		.prefix = s->prefix,
-		.connect_timeout_ms = s->connect_timeout_ms,
-		.op_timeout_ms = s->op_timeout_ms,
+	    .base_url = s->base_url,
+	    .host = s->host,
+	    .port = s->port,
+	    .socket_path = s->socket_path,
+	    .db = s->db,
+	    .user = s->user,
+	    .password = s->password,
+	    .bearer = s->bearer,
+	    .prefix = s->prefix,
+	    .connect_timeout_ms = s->connect_timeout_ms,
+	    .op_timeout_ms = s->op_timeout_ms,
 	};
 	const struct remote_backend *be = backend_of(c, sh);
 	if (!be) {
@@ -365,7 +365,7 @@ static void hex_of(const struct digest *key, char *hex)
 }
 
 int remote_get(struct remote_client *c, size_t tier, const char *ns, const struct digest *key,
-	       size_t max, void **data, size_t *len, struct error *e)
+               size_t max, void **data, size_t *len, struct error *e)
 {
 	int code;
 	struct shard *sh = ready(c, tier, key, &code, e);
@@ -388,7 +388,7 @@ int remote_get(struct remote_client *c, size_t tier, const char *ns, const struc
 }
 
 void remote_client_fault(struct remote_client *c, size_t tier, const struct digest *key,
-			 const char *why)
+                         const char *why)
 {
 	struct shard *sh = pick(c, tier, key);
 	if (!sh->dead)
@@ -396,7 +396,7 @@ void remote_client_fault(struct remote_client *c, size_t tier, const struct dige
 }
 
 int remote_exists(struct remote_client *c, size_t tier, const char *ns, const struct digest *key,
-		  struct error *e)
+                  struct error *e)
 {
 	int code;
 	struct shard *sh = ready(c, tier, key, &code, e);
@@ -416,7 +416,7 @@ int remote_exists(struct remote_client *c, size_t tier, const char *ns, const st
 }
 
 int remote_put(struct remote_client *c, size_t tier, const char *ns, const struct digest *key,
-	       const void *data, size_t len, struct error *e)
+               const void *data, size_t len, struct error *e)
 {
 	struct shard *chosen = pick(c, tier, key);
 	if (chosen->spec->read_only) {

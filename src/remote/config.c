@@ -19,9 +19,9 @@
 
 #include "cachet/redact.h"
 
-#define DEFAULT_CONNECT_MS 100
-#define DEFAULT_OP_MS 2000
-#define DEFAULT_RETRY_MS 30000
+#define DEFAULT_CONNECT_MS    100
+#define DEFAULT_OP_MS         2000
+#define DEFAULT_RETRY_MS      30000
 #define DEFAULT_MAX_BLOB_HTTP (256ull << 20)
 /* Redis keeps values in RAM and refuses bulk strings above
  * proto-max-bulk-len (512 MB by default). */
@@ -105,7 +105,7 @@ char *remote_redact_url(const char *url)
 		size_t n = strcspn(p, "&");
 		const char *eq = memchr(p, '=', n);
 		if (eq && (redact_is_secret_name(p, (size_t)(eq - p)) ||
-			   ((size_t)(eq - p) == 3 && !strncmp(p, "sig", 3)))) {
+		           ((size_t)(eq - p) == 3 && !strncmp(p, "sig", 3)))) {
 			buf_add(&b, p, (size_t)(eq - p) + 1);
 			buf_addstr(&b, "***");
 		} else {
@@ -208,10 +208,20 @@ static int parse_bytes(const char *v, uint64_t *out)
 		return -1;
 	uint64_t mul = 1;
 	switch (toupper((unsigned char)*end)) {
-	case 'K': mul = 1ull << 10; end++; break;
-	case 'M': mul = 1ull << 20; end++; break;
-	case 'G': mul = 1ull << 30; end++; break;
-	default: break;
+	case 'K':
+		mul = 1ull << 10;
+		end++;
+		break;
+	case 'M':
+		mul = 1ull << 20;
+		end++;
+		break;
+	case 'G':
+		mul = 1ull << 30;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end || n > UINT64_MAX / mul)
 		return -1;
@@ -263,7 +273,8 @@ static int parse_url(struct remote_spec *s, const char *url, struct error *e)
 {
 	const char *sep = strstr(url, "://");
 	if (!sep)
-		return error_set(e, "not a URL (expected http://, https://, redis:// or redis+unix://)");
+		return error_set(
+		    e, "not a URL (expected http://, https://, redis:// or redis+unix://)");
 	size_t slen = (size_t)(sep - url);
 	int is_unix = slen == 10 && !strncmp(url, "redis+unix", 10);
 	if ((slen == 4 && !strncmp(url, "http", 4)) || (slen == 5 && !strncmp(url, "https", 5)))
@@ -284,7 +295,8 @@ static int parse_url(struct remote_spec *s, const char *url, struct error *e)
 
 	if (is_unix) {
 		if (host != auth_end)
-			return error_set(e, "redis+unix:// takes no host: redis+unix:///path/to/socket");
+			return error_set(
+			    e, "redis+unix:// takes no host: redis+unix:///path/to/socket");
 		size_t plen = strcspn(path, "?#");
 		if (plen == 0 || path[0] != '/')
 			return error_set(e, "redis+unix:// needs a socket path");
@@ -338,8 +350,8 @@ static int parse_url(struct remote_spec *s, const char *url, struct error *e)
 			return error_set(e, "an HTTP cache URL takes no query or fragment");
 		while (plen > 0 && path[plen - 1] == '/')
 			plen--;
-		s->base_url = xasprintf("%.*s://%.*s%.*s", (int)slen, url, (int)(auth_end - host), host,
-					(int)plen, path);
+		s->base_url = xasprintf("%.*s://%.*s%.*s", (int)slen, url, (int)(auth_end - host),
+		                        host, (int)plen, path);
 		return 0;
 	}
 	const char *h = host, *he = host_end;
@@ -377,11 +389,16 @@ static int parse_attribute(struct remote_spec *s, const char *a, int read_files,
 	if (!v || !*v)
 		return error_set(e, "unknown attribute '%.*s'", (int)n, a);
 	if (IS("timeout"))
-		return parse_ms(v, &s->connect_timeout_ms) < 0 ? error_set(e, "bad timeout= '%s'", v) : 0;
+		return parse_ms(v, &s->connect_timeout_ms) < 0
+		           ? error_set(e, "bad timeout= '%s'", v)
+		           : 0;
 	if (IS("op-timeout"))
-		return parse_ms(v, &s->op_timeout_ms) < 0 ? error_set(e, "bad op-timeout= '%s'", v) : 0;
+		return parse_ms(v, &s->op_timeout_ms) < 0 ? error_set(e, "bad op-timeout= '%s'", v)
+		                                          : 0;
 	if (IS("retry-after"))
-		return parse_ms(v, &s->retry_after_ms) < 0 ? error_set(e, "bad retry-after= '%s'", v) : 0;
+		return parse_ms(v, &s->retry_after_ms) < 0
+		           ? error_set(e, "bad retry-after= '%s'", v)
+		           : 0;
 	if (IS("max-size"))
 		return parse_bytes(v, &s->max_blob) < 0 ? error_set(e, "bad max-size= '%s'", v) : 0;
 	if (IS("prefix")) {
@@ -443,7 +460,8 @@ static int parse_item(struct remote_spec *s, const char *item, int read_files, s
 	for (char *a = strtok_r(NULL, " \t", &save); a && rc == 0; a = strtok_r(NULL, " \t", &save))
 		rc = parse_attribute(s, a, read_files, e);
 	if (rc == 0 && !s->max_blob)
-		s->max_blob = s->kind == REMOTE_REDIS ? DEFAULT_MAX_BLOB_REDIS : DEFAULT_MAX_BLOB_HTTP;
+		s->max_blob =
+		    s->kind == REMOTE_REDIS ? DEFAULT_MAX_BLOB_REDIS : DEFAULT_MAX_BLOB_HTTP;
 	if (rc == 0 && !s->prefix && s->kind == REMOTE_REDIS)
 		s->prefix = xstrdup("cachet");
 	if (rc == 0 && s->connect_timeout_ms < 1)
@@ -463,7 +481,7 @@ static int parse_item(struct remote_spec *s, const char *item, int read_files, s
 }
 
 static int parse_items(char *const *items, int read_files, struct remote_config *out,
-		       struct error *e)
+                       struct error *e)
 {
 	memset(out, 0, sizeof *out);
 	size_t n = 0;

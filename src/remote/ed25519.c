@@ -26,7 +26,7 @@ static int raw_public(EVP_PKEY *k, unsigned char *out)
 
 /* Creates path exclusively with mode and writes k to it as PEM. */
 static int write_pem(const char *path, mode_t mode, EVP_PKEY *k, int private_key, char *why,
-		     size_t cap)
+                     size_t cap)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0) {
@@ -41,7 +41,7 @@ static int write_pem(const char *path, mode_t mode, EVP_PKEY *k, int private_key
 		return -1;
 	}
 	int ok = private_key ? PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL)
-			     : PEM_write_PUBKEY(f, k);
+	                     : PEM_write_PUBKEY(f, k);
 	if (fclose(f) != 0 || ok != 1) {
 		unlink(path);
 		say(why, cap, "cannot write %s", path);
@@ -50,8 +50,7 @@ static int write_pem(const char *path, mode_t mode, EVP_PKEY *k, int private_key
 	return 0;
 }
 
-static int keygen(const char *path, const char *pub_path, unsigned char *pub, char *why,
-		  size_t cap)
+static int keygen(const char *path, const char *pub_path, unsigned char *pub, char *why, size_t cap)
 {
 	EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
 	if (!k) {
@@ -114,27 +113,27 @@ static int sign(void *key, const unsigned char *msg, size_t len, unsigned char *
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	size_t siglen = ED25519_SIG_LEN;
 	int ok = ctx && EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) == 1 &&
-		 EVP_DigestSign(ctx, sig, &siglen, msg, len) == 1 && siglen == ED25519_SIG_LEN;
+	         EVP_DigestSign(ctx, sig, &siglen, msg, len) == 1 && siglen == ED25519_SIG_LEN;
 	EVP_MD_CTX_free(ctx);
 	return ok ? 0 : -1;
 }
 
 static int verify(const unsigned char *pub, const unsigned char *msg, size_t len,
-		  const unsigned char *sig)
+                  const unsigned char *sig)
 {
 	EVP_PKEY *k = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, ED25519_PUBKEY_LEN);
 	if (!k)
 		return 0;
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	int ok = ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k) == 1 &&
-		 EVP_DigestVerify(ctx, sig, ED25519_SIG_LEN, msg, len) == 1;
+	         EVP_DigestVerify(ctx, sig, ED25519_SIG_LEN, msg, len) == 1;
 	EVP_MD_CTX_free(ctx);
 	EVP_PKEY_free(k);
 	return ok;
 }
 
 static const struct ed25519_ops ops = {
-	keygen, load_private, load_public, free_key, sign, verify,
+    keygen, load_private, load_public, free_key, sign, verify,
 };
 
 __attribute__((visibility("default"))) const struct ed25519_ops *cachet_ed25519_ops(void);

@@ -12,16 +12,16 @@
 
 #include <stddef.h>
 
-#define ED25519_PUBKEY_LEN 32
-#define ED25519_SIG_LEN 64
-#define ED25519_PLUGIN "libcachet-ed25519.so"
+#define ED25519_PUBKEY_LEN    32
+#define ED25519_SIG_LEN       64
+#define ED25519_PLUGIN        "libcachet-ed25519.so"
 #define ED25519_PLUGIN_SYMBOL "cachet_ed25519_ops"
 
 struct ed25519_ops {
 	/* Writes a new private key (mode 0600) to path and its public key
 	 * (0644) to pub_path, both PEM, neither overwritten. 0 or -1. */
 	int (*keygen)(const char *path, const char *pub_path, unsigned char *pub, char *why,
-		      size_t cap);
+	              size_t cap);
 	/* A PEM private key; NULL with why set. */
 	void *(*load_private)(const char *path, unsigned char *pub, char *why, size_t cap);
 	/* A PEM public key into pub: 0 or -1. */
@@ -30,7 +30,7 @@ struct ed25519_ops {
 	int (*sign)(void *key, const unsigned char *msg, size_t len, unsigned char *sig);
 	/* 1 when sig is pub's signature of msg. */
 	int (*verify)(const unsigned char *pub, const unsigned char *msg, size_t len,
-		      const unsigned char *sig);
+	              const unsigned char *sig);
 };
 
 typedef const struct ed25519_ops *(*ed25519_plugin_fn)(void);

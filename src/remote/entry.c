@@ -23,8 +23,8 @@
 #include "cachet/bug.h"
 
 #define PATHSETS_MAGIC 0x4c505243u /* "CRPL" */
-#define ENTRY_MAGIC 0x4e455243u    /* "CREN" */
-#define WIRE_VERSION 2u
+#define ENTRY_MAGIC    0x4e455243u /* "CREN" */
+#define WIRE_VERSION   2u
 
 static void derive(const char *domain, const struct digest *in, struct digest *out)
 {
@@ -92,7 +92,7 @@ void remote_pathsets_encode(const struct remote_pathsets *p, struct buf *out)
 }
 
 int remote_pathsets_decode(const void *data, size_t len, struct remote_pathsets *out,
-			   struct error *e)
+                           struct error *e)
 {
 	memset(out, 0, sizeof *out);
 	struct reader r;
@@ -180,7 +180,7 @@ int remote_pathsets_add(struct remote_pathsets *p, const struct remote_pathset *
 }
 
 void remote_pathset_message(const struct digest *weak, const struct remote_pathset *set,
-			    struct digest *out)
+                            struct digest *out)
 {
 	struct hasher h;
 	if (hasher_init(&h, NULL) < 0)

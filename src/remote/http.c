@@ -161,10 +161,10 @@ static int perform(struct http_conn *c, long *status, char *err, size_t errlen)
 }
 
 static int http_get(void *conn, const char *ns, const char *hex, size_t max, void **data,
-		    size_t *len, char *err, size_t errlen)
+                    size_t *len, char *err, size_t errlen)
 {
 	struct http_conn *c = conn;
-	struct sink s = { .max = max };
+	struct sink s = {.max = max};
 	prepare(c, ns, hex);
 	/* A Content-Length over max fails before a byte of the body is read
 	 * (on_body bounds a body sent without one). */
@@ -210,10 +210,10 @@ static int http_exists(void *conn, const char *ns, const char *hex, char *err, s
 }
 
 static int http_put(void *conn, const char *ns, const char *hex, const void *data, size_t len,
-		    char *err, size_t errlen)
+                    char *err, size_t errlen)
 {
 	struct http_conn *c = conn;
-	struct source src = { data, len, 0 };
+	struct source src = {data, len, 0};
 	prepare(c, ns, hex);
 	/* CURLOPT_UPLOAD with a known size sends Content-Length, which
 	 * bazel-remote requires of every PUT. */
@@ -221,7 +221,7 @@ static int http_put(void *conn, const char *ns, const char *hex, const void *dat
 	curl_easy_setopt(c->h, CURLOPT_READFUNCTION, on_read);
 	curl_easy_setopt(c->h, CURLOPT_READDATA, &src);
 	curl_easy_setopt(c->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)len);
-	struct sink ignore = { .max = 1 << 20 };
+	struct sink ignore = {.max = 1 << 20};
 	curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c->h, CURLOPT_WRITEDATA, &ignore);
 	long status = 0;
@@ -242,13 +242,13 @@ static void http_set_timeout(void *conn, long ms)
 }
 
 static const struct remote_backend http_backend = {
-	.abi = REMOTE_PLUGIN_ABI,
-	.open = http_open,
-	.get = http_get,
-	.exists = http_exists,
-	.put = http_put,
-	.close = http_close,
-	.set_timeout = http_set_timeout,
+    .abi = REMOTE_PLUGIN_ABI,
+    .open = http_open,
+    .get = http_get,
+    .exists = http_exists,
+    .put = http_put,
+    .close = http_close,
+    .set_timeout = http_set_timeout,
 };
 
 /* The plugin's entry point (libcachet-remote-http.so). */

@@ -5,6 +5,6 @@
 #include "remote/backend.h"
 
 const struct remote_backend *cachet_remote_plugin_v1(int kind, int abi)
-	__attribute__((visibility("default")));
+    __attribute__((visibility("default")));
 
 #endif

@@ -26,9 +26,9 @@
 struct redis_conn {
 	redisContext *c; /* hiredis connects; replies are read here, bounded */
 	char *prefix;
-	long timeout_ms;       /* the next request's budget in all */
-	int64_t deadline_ms;   /* of the request under way (CLOCK_MONOTONIC) */
-	int broken;            /* a reply was left half read: the stream is lost */
+	long timeout_ms;     /* the next request's budget in all */
+	int64_t deadline_ms; /* of the request under way (CLOCK_MONOTONIC) */
+	int broken;          /* a reply was left half read: the stream is lost */
 	char in[16384];
 	size_t pos, have;
 };
@@ -52,7 +52,7 @@ static int64_t mono_ms(void)
 
 static struct timeval ms_to_tv(long ms)
 {
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	return tv;
 }
 
@@ -81,7 +81,7 @@ static int wait_ready(struct redis_conn *r, short events, char *err, size_t errl
 			snprintf(err, errlen, "no complete answer within %ld ms", r->timeout_ms);
 			return -1;
 		}
-		struct pollfd p = { r->c->fd, events, 0 };
+		struct pollfd p = {r->c->fd, events, 0};
 		int n = poll(&p, 1, (int)(left > INT_MAX ? INT_MAX : left));
 		if (n > 0)
 			return 0;
@@ -174,8 +174,8 @@ struct answer {
 	size_t len;
 };
 
-static int exchange(struct redis_conn *r, struct answer *a, size_t max, char *err,
-		    size_t errlen, const char *fmt, ...)
+static int exchange(struct redis_conn *r, struct answer *a, size_t max, char *err, size_t errlen,
+                    const char *fmt, ...)
 {
 	memset(a, 0, sizeof *a);
 	if (r->broken) {
@@ -208,7 +208,8 @@ static int exchange(struct redis_conn *r, struct answer *a, size_t max, char *er
 	case '$':
 		break;
 	default:
-		snprintf(err, errlen, "unexpected answer (type '%c')", isprint((unsigned char)a->type) ? a->type : '?');
+		snprintf(err, errlen, "unexpected answer (type '%c')",
+		         isprint((unsigned char)a->type) ? a->type : '?');
 		return -1;
 	}
 	char *end;
@@ -251,13 +252,15 @@ static void answer_free(struct answer *a)
 /* An answer that must be the status "OK" (AUTH, SELECT, SET): rc and why
  * as exchange left them. */
 static int expect_ok(int rc, struct answer *a, const char *why, const char *what, char *err,
-		     size_t errlen)
+                     size_t errlen)
 {
 	int ok = rc == 0 && a->type == '+' && !strcmp(a->line, "OK");
 	/* An error answer names the failure; it never echoes the password. */
 	if (!ok)
 		snprintf(err, errlen, "%s: %s", what,
-			 rc < 0 ? why : a->type == '-' ? a->line : "unexpected answer");
+		         rc < 0           ? why
+		         : a->type == '-' ? a->line
+		                          : "unexpected answer");
 	answer_free(a);
 	return ok ? 0 : -1;
 }
@@ -273,7 +276,7 @@ static void *redis_open(const struct remote_backend_spec *spec, char *err, size_
 	r->timeout_ms = spec->op_timeout_ms > 0 ? spec->op_timeout_ms : 1;
 	struct timeval ct = ms_to_tv(spec->connect_timeout_ms);
 	r->c = spec->socket_path ? redisConnectUnixWithTimeout(spec->socket_path, ct)
-				 : redisConnectWithTimeout(spec->host, spec->port, ct);
+	                         : redisConnectWithTimeout(spec->host, spec->port, ct);
 	if (!r->c || r->c->err) {
 		snprintf(err, errlen, "cannot connect: %s", r->c ? r->c->errstr : "out of memory");
 		redis_close(r);
@@ -282,16 +285,17 @@ static void *redis_open(const struct remote_backend_spec *spec, char *err, size_
 	struct answer a;
 	char why[400] = "";
 	if (spec->password) {
-		int rc = spec->user ? exchange(r, &a, 0, why, sizeof why, "AUTH %s %s", spec->user,
-					       spec->password)
-				    : exchange(r, &a, 0, why, sizeof why, "AUTH %s", spec->password);
+		int rc = spec->user
+		             ? exchange(r, &a, 0, why, sizeof why, "AUTH %s %s", spec->user,
+		                        spec->password)
+		             : exchange(r, &a, 0, why, sizeof why, "AUTH %s", spec->password);
 		if (expect_ok(rc, &a, why, "AUTH", err, errlen) < 0) {
 			redis_close(r);
 			return NULL;
 		}
 	}
 	if (spec->db && expect_ok(exchange(r, &a, 0, why, sizeof why, "SELECT %d", spec->db), &a,
-				  why, "SELECT", err, errlen) < 0) {
+	                          why, "SELECT", err, errlen) < 0) {
 		redis_close(r);
 		return NULL;
 	}
@@ -299,13 +303,13 @@ static void *redis_open(const struct remote_backend_spec *spec, char *err, size_
 }
 
 static void key_of(const struct redis_conn *r, const char *ns, const char *hex, char *out,
-		   size_t cap)
+                   size_t cap)
 {
 	snprintf(out, cap, "%s:%s:%s", r->prefix, ns, hex);
 }
 
 static int redis_get(void *conn, const char *ns, const char *hex, size_t max, void **data,
-		     size_t *len, char *err, size_t errlen)
+                     size_t *len, char *err, size_t errlen)
 {
 	struct redis_conn *r = conn;
 	char key[512];
@@ -350,7 +354,7 @@ static int redis_exists(void *conn, const char *ns, const char *hex, char *err, 
 }
 
 static int redis_put(void *conn, const char *ns, const char *hex, const void *data, size_t len,
-		     char *err, size_t errlen)
+                     char *err, size_t errlen)
 {
 	struct redis_conn *r = conn;
 	char key[512];
@@ -358,17 +362,17 @@ static int redis_put(void *conn, const char *ns, const char *hex, const void *da
 	struct answer a;
 	char why[400] = "";
 	return expect_ok(exchange(r, &a, 0, why, sizeof why, "SET %s %b", key, data, len), &a, why,
-			 "SET", err, errlen);
+	                 "SET", err, errlen);
 }
 
 static const struct remote_backend redis_backend = {
-	.abi = REMOTE_PLUGIN_ABI,
-	.open = redis_open,
-	.get = redis_get,
-	.exists = redis_exists,
-	.put = redis_put,
-	.close = redis_close,
-	.set_timeout = redis_set_timeout,
+    .abi = REMOTE_PLUGIN_ABI,
+    .open = redis_open,
+    .get = redis_get,
+    .exists = redis_exists,
+    .put = redis_put,
+    .close = redis_close,
+    .set_timeout = redis_set_timeout,
 };
 
 /* The plugin's entry point (libcachet-remote-redis.so). */

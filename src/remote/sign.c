@@ -117,8 +117,8 @@ void sign_free(struct remote_signer *s)
 }
 
 static int sign_digest(struct remote_signer *s, const struct digest *msg,
-		       unsigned char pub[REMOTE_PUBKEY_LEN], unsigned char sig[REMOTE_SIG_LEN],
-		       struct error *e)
+                       unsigned char pub[REMOTE_PUBKEY_LEN], unsigned char sig[REMOTE_SIG_LEN],
+                       struct error *e)
 {
 	/* A signer exists only once the plugin is loaded. */
 	if (loaded->sign(s->key, msg->b, DIGEST_LEN, sig) < 0)
@@ -138,7 +138,7 @@ int sign_entry(struct remote_signer *s, struct remote_entry *en, struct error *e
 }
 
 int sign_pathset(struct remote_signer *s, const struct digest *weak, struct remote_pathset *set,
-		 struct error *e)
+                 struct error *e)
 {
 	struct digest msg;
 	remote_pathset_message(weak, set, &msg);
@@ -200,8 +200,8 @@ void trusted_keys_free(struct trusted_keys *t)
 }
 
 static int verify_digest(const struct trusted_keys *t, const struct digest *msg,
-			 const unsigned char pub[REMOTE_PUBKEY_LEN],
-			 const unsigned char sig[REMOTE_SIG_LEN])
+                         const unsigned char pub[REMOTE_PUBKEY_LEN],
+                         const unsigned char sig[REMOTE_SIG_LEN])
 {
 	int trusted = 0;
 	for (size_t i = 0; i < t->n && !trusted; i++)
@@ -223,7 +223,7 @@ int trusted_keys_verify(const struct trusted_keys *t, const struct remote_entry 
 }
 
 int trusted_keys_verify_pathset(const struct trusted_keys *t, const struct digest *weak,
-				const struct remote_pathset *set)
+                                const struct remote_pathset *set)
 {
 	if (!set->is_signed)
 		return 0;

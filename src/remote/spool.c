@@ -24,8 +24,8 @@
 #include "cachet/array.h"
 #include "cachet/fdio.h"
 
-#define JOB_MAGIC 0x424a5243u /* "CRJB" */
-#define JOB_VERSION 1u
+#define JOB_MAGIC     0x424a5243u /* "CRJB" */
+#define JOB_VERSION   1u
 #define JOB_MAX_BYTES (256u << 20)
 
 void spool_job_init(struct spool_job *j)
@@ -54,8 +54,8 @@ static int ensure_dirs(const char *state_dir, struct error *e)
 	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
 		return error_errno(e, "cannot create %s", state_dir);
 	char *dir = spool_dir(state_dir);
-	int rc = mkdir(dir, 0700) < 0 && errno != EEXIST ? error_errno(e, "cannot create %s", dir)
-							   : 0;
+	int rc =
+	    mkdir(dir, 0700) < 0 && errno != EEXIST ? error_errno(e, "cannot create %s", dir) : 0;
 	free(dir);
 	return rc;
 }
@@ -83,8 +83,8 @@ int spool_write(const char *state_dir, const struct spool_job *j, struct error *
 	char *dir = spool_dir(state_dir);
 	/* Names sort by time, so the oldest job goes first. */
 	char *name = xasprintf("%s/%013lld-%d-%ld.job", dir,
-			       (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, (int)getpid(),
-			       (long)(ts.tv_nsec % 100000));
+	                       (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, (int)getpid(),
+	                       (long)(ts.tv_nsec % 100000));
 	char *tmp = xasprintf("%s/.tmp-%d-%ld", dir, (int)getpid(), (long)ts.tv_nsec);
 	int rc = 0;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -196,7 +196,7 @@ int spool_read(const char *path, struct spool_job *j, struct error *e)
 
 int spool_lock(const char *state_dir, int wait)
 {
-	struct error e = { 0 };
+	struct error e = {0};
 	if (ensure_dirs(state_dir, &e) < 0)
 		return -1;
 	char *path = xasprintf("%s/spool/.lock", state_dir);

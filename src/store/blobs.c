@@ -39,7 +39,7 @@ char *blob_path(const struct store *s, const struct digest *d, enum blob_form fo
 }
 
 int blob_locate(const struct store *s, const struct digest *d, enum blob_form prefer,
-		enum blob_form *form, struct stat *st, char **path_out, struct error *e)
+                enum blob_form *form, struct stat *st, char **path_out, struct error *e)
 {
 	enum blob_form order[2] = {prefer, prefer == BLOB_ZSTD ? BLOB_RAW : BLOB_ZSTD};
 	for (int i = 0; i < 2; i++) {
@@ -121,7 +121,7 @@ static void tmp_discard(const struct store *s, struct tmpfile *t)
  * process stored the same blob meanwhile, keeps theirs (same content by
  * name) so that a blob file, once verified, is never replaced. */
 static int tmp_install(struct store *s, struct tmpfile *t, const struct digest *d,
-		       enum blob_form form, struct error *e)
+                       enum blob_form form, struct error *e)
 {
 	if (fchmod(t->fd, 0444) < 0) {
 		error_errno(e, "chmod of a temporary file in %s", s->tmp_dir);
@@ -141,17 +141,19 @@ static int tmp_install(struct store *s, struct tmpfile *t, const struct digest *
 		} else {
 			rc = store_rename(s, t->path, dest, RENAME_NOREPLACE);
 			if (rc < 0 && errno == EINVAL)
-				rc = store_rename(s, t->path, dest, 0); /* file system without RENAME_NOREPLACE */
+				rc = store_rename(s, t->path, dest,
+				                  0); /* file system without RENAME_NOREPLACE */
 		}
 		int err = errno;
 		struct stat there;
 		if (rc < 0 && err == EEXIST &&
-		    fstatat(parent, leaf, &there, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(there.st_mode)) {
+		    fstatat(parent, leaf, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISREG(there.st_mode)) {
 			/* A directory or symlink where the blob belongs is no blob
 			 * (readers skip it): kept, it would block this content for
 			 * good. */
 			int gone = unlinkat(parent, leaf, 0) == 0 ||
-				   unlinkat(parent, leaf, AT_REMOVEDIR) == 0;
+			           unlinkat(parent, leaf, AT_REMOVEDIR) == 0;
 			close(parent);
 			if (!gone)
 				break;
@@ -297,7 +299,7 @@ static int changed_error(struct error *e)
 /* Content below the compression limit: one pass that hashes and compresses.
  * The pledged size makes zstd itself notice content that grew or shrank. */
 static int put_fd_small(struct store *s, int fd, uint64_t size, const struct digest *expected,
-			struct blob_ref *out, struct error *e)
+                        struct blob_ref *out, struct error *e)
 {
 	ZSTD_CCtx *c = cctx_for(s, size, e);
 	if (!c)
@@ -388,7 +390,7 @@ static int put_fd_small(struct store *s, int fd, uint64_t size, const struct dig
 /* Large content: copied as it is (a reflink where possible), then the copy
  * is hashed, so what is stored is exactly what was checked. */
 static int put_fd_large(struct store *s, int fd, const struct digest *expected,
-			struct blob_ref *out, struct error *e)
+                        struct blob_ref *out, struct error *e)
 {
 	struct tmpfile r = {-1, NULL};
 	if (tmp_create(s, &r, e) < 0)
@@ -430,7 +432,7 @@ static int zstd_blob_size(const struct store *s, const char *path, uint64_t *siz
 
 /* An existing blob is kept, whatever form it has. Returns 1 when reused. */
 static int reuse_existing(struct store *s, const struct digest *d, struct blob_ref *out,
-			  struct error *e)
+                          struct error *e)
 {
 	enum blob_form form;
 	struct stat st;
@@ -453,8 +455,8 @@ static int reuse_existing(struct store *s, const struct digest *d, struct blob_r
 	return 1;
 }
 
-int store_put_blob_fd(struct store *s, int fd, const struct digest *expected,
-		      struct blob_ref *out, struct error *e)
+int store_put_blob_fd(struct store *s, int fd, const struct digest *expected, struct blob_ref *out,
+                      struct error *e)
 {
 	if (s->readonly)
 		return store_readonly_error(e);
@@ -475,8 +477,8 @@ int store_put_blob_fd(struct store *s, int fd, const struct digest *expected,
 	return put_fd_large(s, fd, expected, out, e);
 }
 
-static int write_tmp_blob(struct store *s, const void *data, size_t len,
-			  const struct digest *d, enum blob_form form, struct error *e)
+static int write_tmp_blob(struct store *s, const void *data, size_t len, const struct digest *d,
+                          enum blob_form form, struct error *e)
 {
 	struct tmpfile t = {-1, NULL};
 	if (tmp_create(s, &t, e) < 0)
@@ -490,7 +492,7 @@ static int write_tmp_blob(struct store *s, const void *data, size_t len,
 }
 
 int store_put_blob_mem(struct store *s, const void *data, size_t len, struct blob_ref *out,
-		       struct error *e)
+                       struct error *e)
 {
 	if (s->readonly)
 		return store_readonly_error(e);
@@ -532,7 +534,8 @@ int blobs_remove_all(struct store *s, struct error *e)
 	while ((de = readdir(top))) {
 		if (!store_blob_dir_name(de->d_name))
 			continue;
-		int sub = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int sub =
+		    openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0)
 			continue;
 		DIR *d = fdopendir(sub);
@@ -547,7 +550,7 @@ int blobs_remove_all(struct store *s, struct error *e)
 				continue;
 			if (unlinkat(dirfd(d), f->d_name, 0) < 0 && errno != ENOENT && rc == 0)
 				rc = error_errno(e, "removing %s/%s/%s", s->blobs_dir, de->d_name,
-						 f->d_name);
+				                 f->d_name);
 		}
 		closedir(d);
 	}

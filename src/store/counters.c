@@ -23,7 +23,7 @@
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
-#define COUNTER_SLOTS 128
+#define COUNTER_SLOTS  128
 #define COUNTERS_BYTES (COUNTER_SLOTS * sizeof(struct counter_slot))
 
 _Static_assert(sizeof(struct counter_slot) == 56, "slot layout is the file format");
@@ -56,8 +56,8 @@ static int counters_map(struct store *s)
 		close(fd);
 		return -1;
 	}
-	void *p = mmap(NULL, COUNTERS_BYTES, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED,
-		       fd, 0);
+	void *p =
+	    mmap(NULL, COUNTERS_BYTES, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		close(fd);
 		return -1;

@@ -44,8 +44,8 @@
 #define ABANDONED_AFTER_S 3600
 /* The running size estimate (store_evict_due). */
 #define ESTIMATE_COUNTER "cache_size_estimate"
-#define STAMP_FILE "gc.stamp"
-#define LOCK_FILE "evict.lock"
+#define STAMP_FILE       "gc.stamp"
+#define LOCK_FILE        "evict.lock"
 
 enum q_id {
 	Q_CANDIDATES,
@@ -70,25 +70,25 @@ enum q_id {
 };
 
 static const char *const q_sql[Q_COUNT] = {
-	[Q_CANDIDATES] = "SELECT strong, last_used FROM results ORDER BY last_used, rowid",
-	[Q_RESULT] = "SELECT weak, pathset, last_used FROM results WHERE strong = ?1",
-	[Q_RESULT_BLOBS] = "SELECT digest FROM result_blobs WHERE strong = ?1",
-	[Q_DEL_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong = ?1",
-	[Q_DEL_RESULT] = "DELETE FROM results WHERE strong = ?1",
-	[Q_PATHSET_USED] = "SELECT 1 FROM results WHERE weak = ?1 AND pathset = ?2 LIMIT 1",
-	[Q_DEL_PATHSET] = "DELETE FROM pathsets WHERE weak = ?1 AND digest = ?2",
-	[Q_DEL_PATHSET_ARGV] = "DELETE FROM pathset_argv WHERE weak = ?1 AND pathset = ?2",
-	[Q_STEP_USED] = "SELECT 1 FROM pathsets WHERE weak = ?1 LIMIT 1",
-	[Q_DEL_STEP] = "DELETE FROM steps WHERE weak = ?1",
-	[Q_BLOB_USED] = "SELECT 1 FROM result_blobs WHERE digest = ?1 LIMIT 1",
-	[Q_BLOB_ROW] = "SELECT stored_size FROM blobs WHERE digest = ?1",
-	[Q_DEL_BLOB] = "DELETE FROM blobs WHERE digest = ?1",
-	[Q_DEL_FP] = "DELETE FROM fingerprints WHERE path = ?1",
-	[Q_ORPHAN_BLOBS] = "SELECT digest FROM blobs WHERE NOT EXISTS"
-			   " (SELECT 1 FROM result_blobs r WHERE r.digest = blobs.digest)",
-	[Q_BLOB_FPS] = "SELECT path FROM fingerprints WHERE path > ?1 AND path < ?2",
-	[Q_TOTAL] = "SELECT coalesce(sum(stored_size), 0) FROM blobs",
-	[Q_ENTRIES] = "SELECT count(*) FROM results",
+    [Q_CANDIDATES] = "SELECT strong, last_used FROM results ORDER BY last_used, rowid",
+    [Q_RESULT] = "SELECT weak, pathset, last_used FROM results WHERE strong = ?1",
+    [Q_RESULT_BLOBS] = "SELECT digest FROM result_blobs WHERE strong = ?1",
+    [Q_DEL_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong = ?1",
+    [Q_DEL_RESULT] = "DELETE FROM results WHERE strong = ?1",
+    [Q_PATHSET_USED] = "SELECT 1 FROM results WHERE weak = ?1 AND pathset = ?2 LIMIT 1",
+    [Q_DEL_PATHSET] = "DELETE FROM pathsets WHERE weak = ?1 AND digest = ?2",
+    [Q_DEL_PATHSET_ARGV] = "DELETE FROM pathset_argv WHERE weak = ?1 AND pathset = ?2",
+    [Q_STEP_USED] = "SELECT 1 FROM pathsets WHERE weak = ?1 LIMIT 1",
+    [Q_DEL_STEP] = "DELETE FROM steps WHERE weak = ?1",
+    [Q_BLOB_USED] = "SELECT 1 FROM result_blobs WHERE digest = ?1 LIMIT 1",
+    [Q_BLOB_ROW] = "SELECT stored_size FROM blobs WHERE digest = ?1",
+    [Q_DEL_BLOB] = "DELETE FROM blobs WHERE digest = ?1",
+    [Q_DEL_FP] = "DELETE FROM fingerprints WHERE path = ?1",
+    [Q_ORPHAN_BLOBS] = "SELECT digest FROM blobs WHERE NOT EXISTS"
+                       " (SELECT 1 FROM result_blobs r WHERE r.digest = blobs.digest)",
+    [Q_BLOB_FPS] = "SELECT path FROM fingerprints WHERE path > ?1 AND path < ?2",
+    [Q_TOTAL] = "SELECT coalesce(sum(stored_size), 0) FROM blobs",
+    [Q_ENTRIES] = "SELECT count(*) FROM results",
 };
 
 struct candidate {
@@ -110,8 +110,8 @@ struct evict {
 	struct moved *moved;
 	size_t nmoved, alloc;
 	unsigned long seq;
-	uint64_t total;                  /* blob bytes on disk, as the rows say */
-	struct store_evict_report pend;  /* counted in the open transaction */
+	uint64_t total;                 /* blob bytes on disk, as the rows say */
+	struct store_evict_report pend; /* counted in the open transaction */
 	struct store_evict_report *rep;
 };
 
@@ -155,7 +155,7 @@ static void bind_digest(sqlite3_stmt *st, int col, const struct digest *d)
  * produced a row (left unreset: the caller reads it and resets), 0 when
  * done (reset), -1 on error. */
 static int run_q(struct evict *ev, enum q_id id, const struct digest *a, const struct digest *b,
-		 struct error *e)
+                 struct error *e)
 {
 	sqlite3_stmt *st = q(ev, id, e);
 	if (!st)
@@ -175,7 +175,7 @@ static int run_q(struct evict *ev, enum q_id id, const struct digest *a, const s
 
 /* A statement that returns nothing, or whose row only matters as "exists". */
 static int run_exists(struct evict *ev, enum q_id id, const struct digest *a,
-		      const struct digest *b, struct error *e)
+                      const struct digest *b, struct error *e)
 {
 	int rc = run_q(ev, id, a, b, e);
 	if (rc == 1)
@@ -340,7 +340,8 @@ static int evict_entry(struct evict *ev, const struct candidate *c, struct error
 		return found;
 	sqlite3_stmt *st = ev->q[Q_RESULT];
 	struct digest weak, pathset;
-	int ok = index_column_digest(st, 0, &weak) == 0 && index_column_digest(st, 1, &pathset) == 0;
+	int ok =
+	    index_column_digest(st, 0, &weak) == 0 && index_column_digest(st, 1, &pathset) == 0;
 	int64_t last_used = sqlite3_column_int64(st, 2);
 	q_reset(st);
 	if (last_used != c->last_used)
@@ -404,7 +405,7 @@ static int read_u64(struct evict *ev, enum q_id id, uint64_t *out, struct error 
 
 /* Every digest a query returns (outside any transaction: a snapshot). */
 static int read_digests(struct evict *ev, enum q_id id, struct digest **out, size_t *n,
-			struct error *e)
+                        struct error *e)
 {
 	*out = NULL;
 	*n = 0;
@@ -440,8 +441,7 @@ static int evict_orphan_blobs(struct evict *ev, struct error *e)
 	return rc < 0 ? -1 : txn_close(ev, 0, e);
 }
 
-static int read_candidates(struct evict *ev, struct candidate **out, size_t *n,
-			   struct error *e)
+static int read_candidates(struct evict *ev, struct candidate **out, size_t *n, struct error *e)
 {
 	*out = NULL;
 	*n = 0;
@@ -458,8 +458,7 @@ static int read_candidates(struct evict *ev, struct candidate **out, size_t *n,
 	return rc;
 }
 
-static int evict_entries(struct evict *ev, uint64_t max_bytes, int64_t max_age_s,
-			 struct error *e)
+static int evict_entries(struct evict *ev, uint64_t max_bytes, int64_t max_age_s, struct error *e)
 {
 	if (!max_bytes && max_age_s <= 0)
 		return 0;
@@ -542,7 +541,8 @@ static void list_old_blob_files(struct evict *ev, struct loose_blob **out, size_
 		if (!store_blob_dir_name(de->d_name))
 			continue;
 		progress(ev, "gc: listing blob directories", dirs++, 256);
-		int fd = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd =
+		    openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		DIR *sub = fd >= 0 ? fdopendir(fd) : NULL;
 		if (!sub) {
 			if (fd >= 0)
@@ -552,8 +552,9 @@ static void list_old_blob_files(struct evict *ev, struct loose_blob **out, size_
 		struct dirent *f;
 		while ((f = readdir(sub))) {
 			size_t len = strlen(f->d_name);
-			if (len != DIGEST_HEX_LEN && (len != DIGEST_HEX_LEN + 4 ||
-						      strcmp(f->d_name + DIGEST_HEX_LEN, ".zst") != 0))
+			if (len != DIGEST_HEX_LEN &&
+			    (len != DIGEST_HEX_LEN + 4 ||
+			     strcmp(f->d_name + DIGEST_HEX_LEN, ".zst") != 0))
 				continue;
 			char hex[DIGEST_HEX_LEN + 1];
 			memcpy(hex, f->d_name, DIGEST_HEX_LEN);
@@ -566,7 +567,8 @@ static void list_old_blob_files(struct evict *ev, struct loose_blob **out, size_
 				continue;
 			ARRAY_RESERVE(*out, alloc, *n + 1, 64);
 			(*out)[*n].digest = dg;
-			(*out)[*n].path = xasprintf("%s/%s/%s", ev->s->blobs_dir, de->d_name, f->d_name);
+			(*out)[*n].path =
+			    xasprintf("%s/%s/%s", ev->s->blobs_dir, de->d_name, f->d_name);
 			(*out)[*n].size = (uint64_t)st.st_size;
 			(*n)++;
 		}
@@ -702,7 +704,7 @@ static void stamp_touch(const struct store *s)
 }
 
 unsigned store_evict_due(struct store *s, uint64_t bytes, uint64_t max_bytes,
-			 int64_t sweep_interval_s)
+                         int64_t sweep_interval_s)
 {
 	if (s->readonly)
 		return 0;
@@ -763,8 +765,8 @@ static int take_lock(struct store *s, int nowait, struct error *e)
 	return fd;
 }
 
-static int evict_locked(struct evict *ev, uint64_t max_bytes, int64_t max_age_s,
-			unsigned flags, struct error *e)
+static int evict_locked(struct evict *ev, uint64_t max_bytes, int64_t max_age_s, unsigned flags,
+                        struct error *e)
 {
 	if ((flags & STORE_EVICT_SWEEP))
 		sweep_tmp(ev);
@@ -789,7 +791,7 @@ static int evict_locked(struct evict *ev, uint64_t max_bytes, int64_t max_age_s,
 }
 
 int store_evict(struct store *s, uint64_t max_bytes, int64_t max_age_s, unsigned flags,
-		struct store_evict_report *out, struct error *e)
+                struct store_evict_report *out, struct error *e)
 {
 	memset(out, 0, sizeof *out);
 	if (s->readonly)

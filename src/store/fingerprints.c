@@ -60,7 +60,7 @@ void fp_queue_free(struct fp_queue *q)
 }
 
 void store_fp_put(struct store *s, const char *path, const struct file_id *id,
-		  const struct digest *d)
+                  const struct digest *d)
 {
 	struct fp_queue *q = &s->fpq;
 	struct fp_pending *p = queue_find(q, path);
@@ -98,12 +98,12 @@ int store_fp_get(struct store *s, const char *path, const struct file_id *id, st
 	int found = 0;
 	if (rc == SQLITE_ROW) {
 		struct file_id row = {
-			.dev = (uint64_t)sqlite3_column_int64(st, 0),
-			.ino = (uint64_t)sqlite3_column_int64(st, 1),
-			.size = (uint64_t)sqlite3_column_int64(st, 2),
-			.mtime_ns = sqlite3_column_int64(st, 3),
-			.ctime_ns = sqlite3_column_int64(st, 4),
-			.mode = (uint32_t)sqlite3_column_int64(st, 5),
+		    .dev = (uint64_t)sqlite3_column_int64(st, 0),
+		    .ino = (uint64_t)sqlite3_column_int64(st, 1),
+		    .size = (uint64_t)sqlite3_column_int64(st, 2),
+		    .mtime_ns = sqlite3_column_int64(st, 3),
+		    .ctime_ns = sqlite3_column_int64(st, 4),
+		    .mode = (uint32_t)sqlite3_column_int64(st, 5),
 		};
 		const void *d = sqlite3_column_blob(st, 6);
 		if (d && sqlite3_column_bytes(st, 6) == DIGEST_LEN && file_id_equal(&row, id)) {

@@ -22,133 +22,134 @@
 #include "store/store_internal.h"
 
 static const char *const stmt_sql[ST_COUNT] = {
-	[ST_GET_PATHSETS] = "SELECT digest, body, last_used FROM pathsets WHERE weak = ?1"
-			    " ORDER BY last_used DESC, rowid DESC",
-	[ST_GET_RESULT] = "SELECT body FROM results WHERE strong = ?1",
-	[ST_PUT_STEP] = "INSERT INTO steps(weak, body, created) VALUES(?1, ?2, ?3)"
-			" ON CONFLICT(weak) DO UPDATE SET body = excluded.body",
-	/* The new path set is the most recent of its weak key even if the clock
-	 * went back: the bound below must never drop the one just stored. */
-	[ST_PUT_PATHSET] = "INSERT INTO pathsets(weak, digest, body, last_used)"
-			   " VALUES(?1, ?2, ?3, max(?4, coalesce((SELECT max(last_used) + 1"
-			   " FROM pathsets WHERE weak = ?1), 0)))"
-			   /* The body too: a damaged one (its digest still names the
-			    * right content) is repaired by the next store. */
-			   " ON CONFLICT(weak, digest) DO UPDATE SET body = excluded.body,"
-			   " last_used = excluded.last_used",
-	[ST_OLD_PATHSETS] = "SELECT digest FROM pathsets WHERE weak = ?1"
-			    " ORDER BY last_used DESC, rowid DESC LIMIT -1 OFFSET ?2",
-	[ST_DEL_PATHSET_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong IN"
-					" (SELECT strong FROM results WHERE weak = ?1 AND pathset = ?2)",
-	[ST_DEL_PATHSET_RESULTS] = "DELETE FROM results WHERE weak = ?1 AND pathset = ?2",
-	[ST_DEL_PATHSET] = "DELETE FROM pathsets WHERE weak = ?1 AND digest = ?2",
-	[ST_DEL_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong = ?1",
-	[ST_PUT_RESULT] = "INSERT OR REPLACE INTO results(strong, weak, pathset, body, size, created,"
-			  " last_used, hits, duration_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 0, ?7)",
-	[ST_PUT_RESULT_BLOB] = "INSERT OR IGNORE INTO result_blobs(strong, digest) VALUES(?1, ?2)",
-	[ST_PUT_BLOB] = "INSERT OR REPLACE INTO blobs(digest, size, stored_size, form)"
-			" VALUES(?1, ?2, ?3, ?4)",
-	[ST_TOUCH_PATHSET] = "UPDATE pathsets SET last_used = ?3 WHERE weak = ?1 AND digest = ?2",
-	[ST_TOUCH_RESULT] = "UPDATE results SET last_used = ?2, hits = hits + 1 WHERE strong = ?1",
-	[ST_FP_GET] = "SELECT dev, ino, size, mtime_ns, ctime_ns, mode, digest"
-		      " FROM fingerprints WHERE path = ?1",
-	[ST_FP_PUT] = "INSERT OR REPLACE INTO fingerprints(path, dev, ino, size, mtime_ns, ctime_ns,"
-		      " mode, digest) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-	[ST_USAGE_RESULTS] = "SELECT count(*) FROM results",
-	[ST_USAGE_PATHSETS] = "SELECT count(*) FROM pathsets",
-	[ST_USAGE_BLOBS] = "SELECT count(*), coalesce(sum(stored_size), 0) FROM blobs",
-	[ST_ARGV_SHAPES] = "SELECT DISTINCT words FROM pathset_argv WHERE weak = ?1",
-	[ST_GET_ARGV_PATHSETS] = "SELECT p.digest, p.body, p.last_used FROM pathset_argv a"
-				 " JOIN pathsets p ON p.weak = a.weak AND p.digest = a.pathset"
-				 " WHERE a.weak = ?1 AND a.words = ?2 AND a.key = ?3",
-	[ST_PUT_ARGV] = "INSERT INTO pathset_argv(weak, words, key, pathset, last_used)"
-			" VALUES(?1, ?2, ?3, ?4, ?5)"
-			" ON CONFLICT DO UPDATE SET last_used = excluded.last_used",
-	/* A grouping was used last when it was recorded or its path set hit
-	 * (for whichever group: the touch log marks path sets). */
-	[ST_OLD_ARGV_IN_GROUP] = "SELECT a.words, a.key, a.pathset FROM pathset_argv a"
-				 " LEFT JOIN pathsets p ON p.weak = a.weak AND p.digest = a.pathset"
-				 " WHERE a.weak = ?1 AND a.words = ?2 AND a.key = ?3"
-				 " ORDER BY max(a.last_used, coalesce(p.last_used, 0)) DESC"
-				 " LIMIT -1 OFFSET ?4",
-	[ST_OLD_ARGV_OF_WEAK] = "SELECT a.words, a.key, a.pathset FROM pathset_argv a"
-				" LEFT JOIN pathsets p ON p.weak = a.weak AND p.digest = a.pathset"
-				" WHERE a.weak = ?1"
-				" ORDER BY max(a.last_used, coalesce(p.last_used, 0)) DESC"
-				" LIMIT -1 OFFSET ?2",
-	[ST_DEL_ARGV] = "DELETE FROM pathset_argv"
-			" WHERE weak = ?1 AND words = ?2 AND key = ?3 AND pathset = ?4",
-	[ST_PATHSET_GROUPED] = "SELECT 1 FROM pathset_argv WHERE weak = ?1 AND pathset = ?2 LIMIT 1",
-	[ST_DEL_PATHSET_ARGV] = "DELETE FROM pathset_argv WHERE weak = ?1 AND pathset = ?2",
+    [ST_GET_PATHSETS] = "SELECT digest, body, last_used FROM pathsets WHERE weak = ?1"
+                        " ORDER BY last_used DESC, rowid DESC",
+    [ST_GET_RESULT] = "SELECT body FROM results WHERE strong = ?1",
+    [ST_PUT_STEP] = "INSERT INTO steps(weak, body, created) VALUES(?1, ?2, ?3)"
+                    " ON CONFLICT(weak) DO UPDATE SET body = excluded.body",
+    /* The new path set is the most recent of its weak key even if the clock
+     * went back: the bound below must never drop the one just stored. */
+    [ST_PUT_PATHSET] = "INSERT INTO pathsets(weak, digest, body, last_used)"
+                       " VALUES(?1, ?2, ?3, max(?4, coalesce((SELECT max(last_used) + 1"
+                       " FROM pathsets WHERE weak = ?1), 0)))"
+                       /* The body too: a damaged one (its digest still names the
+                        * right content) is repaired by the next store. */
+                       " ON CONFLICT(weak, digest) DO UPDATE SET body = excluded.body,"
+                       " last_used = excluded.last_used",
+    [ST_OLD_PATHSETS] = "SELECT digest FROM pathsets WHERE weak = ?1"
+                        " ORDER BY last_used DESC, rowid DESC LIMIT -1 OFFSET ?2",
+    [ST_DEL_PATHSET_RESULT_BLOBS] =
+        "DELETE FROM result_blobs WHERE strong IN"
+        " (SELECT strong FROM results WHERE weak = ?1 AND pathset = ?2)",
+    [ST_DEL_PATHSET_RESULTS] = "DELETE FROM results WHERE weak = ?1 AND pathset = ?2",
+    [ST_DEL_PATHSET] = "DELETE FROM pathsets WHERE weak = ?1 AND digest = ?2",
+    [ST_DEL_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong = ?1",
+    [ST_PUT_RESULT] = "INSERT OR REPLACE INTO results(strong, weak, pathset, body, size, created,"
+                      " last_used, hits, duration_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 0, ?7)",
+    [ST_PUT_RESULT_BLOB] = "INSERT OR IGNORE INTO result_blobs(strong, digest) VALUES(?1, ?2)",
+    [ST_PUT_BLOB] = "INSERT OR REPLACE INTO blobs(digest, size, stored_size, form)"
+                    " VALUES(?1, ?2, ?3, ?4)",
+    [ST_TOUCH_PATHSET] = "UPDATE pathsets SET last_used = ?3 WHERE weak = ?1 AND digest = ?2",
+    [ST_TOUCH_RESULT] = "UPDATE results SET last_used = ?2, hits = hits + 1 WHERE strong = ?1",
+    [ST_FP_GET] = "SELECT dev, ino, size, mtime_ns, ctime_ns, mode, digest"
+                  " FROM fingerprints WHERE path = ?1",
+    [ST_FP_PUT] = "INSERT OR REPLACE INTO fingerprints(path, dev, ino, size, mtime_ns, ctime_ns,"
+                  " mode, digest) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_USAGE_RESULTS] = "SELECT count(*) FROM results",
+    [ST_USAGE_PATHSETS] = "SELECT count(*) FROM pathsets",
+    [ST_USAGE_BLOBS] = "SELECT count(*), coalesce(sum(stored_size), 0) FROM blobs",
+    [ST_ARGV_SHAPES] = "SELECT DISTINCT words FROM pathset_argv WHERE weak = ?1",
+    [ST_GET_ARGV_PATHSETS] = "SELECT p.digest, p.body, p.last_used FROM pathset_argv a"
+                             " JOIN pathsets p ON p.weak = a.weak AND p.digest = a.pathset"
+                             " WHERE a.weak = ?1 AND a.words = ?2 AND a.key = ?3",
+    [ST_PUT_ARGV] = "INSERT INTO pathset_argv(weak, words, key, pathset, last_used)"
+                    " VALUES(?1, ?2, ?3, ?4, ?5)"
+                    " ON CONFLICT DO UPDATE SET last_used = excluded.last_used",
+    /* A grouping was used last when it was recorded or its path set hit
+     * (for whichever group: the touch log marks path sets). */
+    [ST_OLD_ARGV_IN_GROUP] = "SELECT a.words, a.key, a.pathset FROM pathset_argv a"
+                             " LEFT JOIN pathsets p ON p.weak = a.weak AND p.digest = a.pathset"
+                             " WHERE a.weak = ?1 AND a.words = ?2 AND a.key = ?3"
+                             " ORDER BY max(a.last_used, coalesce(p.last_used, 0)) DESC"
+                             " LIMIT -1 OFFSET ?4",
+    [ST_OLD_ARGV_OF_WEAK] = "SELECT a.words, a.key, a.pathset FROM pathset_argv a"
+                            " LEFT JOIN pathsets p ON p.weak = a.weak AND p.digest = a.pathset"
+                            " WHERE a.weak = ?1"
+                            " ORDER BY max(a.last_used, coalesce(p.last_used, 0)) DESC"
+                            " LIMIT -1 OFFSET ?2",
+    [ST_DEL_ARGV] = "DELETE FROM pathset_argv"
+                    " WHERE weak = ?1 AND words = ?2 AND key = ?3 AND pathset = ?4",
+    [ST_PATHSET_GROUPED] = "SELECT 1 FROM pathset_argv WHERE weak = ?1 AND pathset = ?2 LIMIT 1",
+    [ST_DEL_PATHSET_ARGV] = "DELETE FROM pathset_argv WHERE weak = ?1 AND pathset = ?2",
 };
 
 /* migrations[v] takes schema version v to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
-	"CREATE TABLE steps("
-	"  weak BLOB PRIMARY KEY NOT NULL,"
-	"  body BLOB NOT NULL,"
-	"  created INTEGER NOT NULL);"
-	"CREATE TABLE pathsets("
-	"  weak BLOB NOT NULL,"
-	"  digest BLOB NOT NULL,"
-	"  body BLOB NOT NULL,"
-	"  last_used INTEGER NOT NULL,"
-	"  PRIMARY KEY(weak, digest));"
-	"CREATE TABLE results("
-	"  strong BLOB PRIMARY KEY NOT NULL,"
-	"  weak BLOB NOT NULL,"
-	"  pathset BLOB NOT NULL,"
-	"  body BLOB NOT NULL,"
-	"  size INTEGER NOT NULL,"       /* uncompressed bytes of the blobs it references */
-	"  created INTEGER NOT NULL,"
-	"  last_used INTEGER NOT NULL,"
-	"  hits INTEGER NOT NULL DEFAULT 0,"
-	"  duration_ms INTEGER NOT NULL);"
-	"CREATE INDEX results_by_pathset ON results(weak, pathset);"
-	"CREATE TABLE blobs("
-	"  digest BLOB PRIMARY KEY NOT NULL,"
-	"  size INTEGER NOT NULL,"
-	"  stored_size INTEGER NOT NULL,"
-	"  form INTEGER NOT NULL) WITHOUT ROWID;"
-	/* The reference set of blobs: eviction (issue 8) deletes a blob file
-	 * only when no row here names it. */
-	"CREATE TABLE result_blobs("
-	"  strong BLOB NOT NULL,"
-	"  digest BLOB NOT NULL,"
-	"  PRIMARY KEY(strong, digest)) WITHOUT ROWID;"
-	"CREATE INDEX result_blobs_by_digest ON result_blobs(digest);"
-	"CREATE TABLE fingerprints("
-	"  path TEXT PRIMARY KEY NOT NULL,"
-	"  dev INTEGER NOT NULL,"
-	"  ino INTEGER NOT NULL,"
-	"  size INTEGER NOT NULL,"
-	"  mtime_ns INTEGER NOT NULL,"
-	"  ctime_ns INTEGER NOT NULL,"
-	"  mode INTEGER NOT NULL,"
-	"  digest BLOB NOT NULL) WITHOUT ROWID;",
-	/* 2: steps found to give different outputs on identical runs. */
-	"CREATE TABLE nondeterministic("
-	"  weak BLOB PRIMARY KEY NOT NULL,"
-	"  count INTEGER NOT NULL,"
-	"  first_seen INTEGER NOT NULL,"
-	"  last_seen INTEGER NOT NULL,"
-	"  summary TEXT NOT NULL) WITHOUT ROWID;",
-	/* 3: the newest weak key of each step identity (step_names.c), so
-	 * that a new step's miss can say what changed. */
-	"CREATE TABLE step_names("
-	"  ident BLOB PRIMARY KEY NOT NULL,"
-	"  weak BLOB NOT NULL) WITHOUT ROWID;",
-	/* 4: the path sets of a weak key grouped by the contents of the files
-	 * its argv names and reads (argv_inputs.h); words 0 with an empty key
-	 * is the group of steps that name none. */
-	"CREATE TABLE pathset_argv("
-	"  weak BLOB NOT NULL,"
-	"  words INTEGER NOT NULL,"
-	"  key BLOB NOT NULL,"
-	"  pathset BLOB NOT NULL,"
-	"  last_used INTEGER NOT NULL,"
-	"  PRIMARY KEY(weak, words, key, pathset)) WITHOUT ROWID;"
-	"INSERT INTO pathset_argv SELECT weak, 0, x'', digest, last_used FROM pathsets;",
+    "CREATE TABLE steps("
+    "  weak BLOB PRIMARY KEY NOT NULL,"
+    "  body BLOB NOT NULL,"
+    "  created INTEGER NOT NULL);"
+    "CREATE TABLE pathsets("
+    "  weak BLOB NOT NULL,"
+    "  digest BLOB NOT NULL,"
+    "  body BLOB NOT NULL,"
+    "  last_used INTEGER NOT NULL,"
+    "  PRIMARY KEY(weak, digest));"
+    "CREATE TABLE results("
+    "  strong BLOB PRIMARY KEY NOT NULL,"
+    "  weak BLOB NOT NULL,"
+    "  pathset BLOB NOT NULL,"
+    "  body BLOB NOT NULL,"
+    "  size INTEGER NOT NULL," /* uncompressed bytes of the blobs it references */
+    "  created INTEGER NOT NULL,"
+    "  last_used INTEGER NOT NULL,"
+    "  hits INTEGER NOT NULL DEFAULT 0,"
+    "  duration_ms INTEGER NOT NULL);"
+    "CREATE INDEX results_by_pathset ON results(weak, pathset);"
+    "CREATE TABLE blobs("
+    "  digest BLOB PRIMARY KEY NOT NULL,"
+    "  size INTEGER NOT NULL,"
+    "  stored_size INTEGER NOT NULL,"
+    "  form INTEGER NOT NULL) WITHOUT ROWID;"
+    /* The reference set of blobs: eviction (issue 8) deletes a blob file
+     * only when no row here names it. */
+    "CREATE TABLE result_blobs("
+    "  strong BLOB NOT NULL,"
+    "  digest BLOB NOT NULL,"
+    "  PRIMARY KEY(strong, digest)) WITHOUT ROWID;"
+    "CREATE INDEX result_blobs_by_digest ON result_blobs(digest);"
+    "CREATE TABLE fingerprints("
+    "  path TEXT PRIMARY KEY NOT NULL,"
+    "  dev INTEGER NOT NULL,"
+    "  ino INTEGER NOT NULL,"
+    "  size INTEGER NOT NULL,"
+    "  mtime_ns INTEGER NOT NULL,"
+    "  ctime_ns INTEGER NOT NULL,"
+    "  mode INTEGER NOT NULL,"
+    "  digest BLOB NOT NULL) WITHOUT ROWID;",
+    /* 2: steps found to give different outputs on identical runs. */
+    "CREATE TABLE nondeterministic("
+    "  weak BLOB PRIMARY KEY NOT NULL,"
+    "  count INTEGER NOT NULL,"
+    "  first_seen INTEGER NOT NULL,"
+    "  last_seen INTEGER NOT NULL,"
+    "  summary TEXT NOT NULL) WITHOUT ROWID;",
+    /* 3: the newest weak key of each step identity (step_names.c), so
+     * that a new step's miss can say what changed. */
+    "CREATE TABLE step_names("
+    "  ident BLOB PRIMARY KEY NOT NULL,"
+    "  weak BLOB NOT NULL) WITHOUT ROWID;",
+    /* 4: the path sets of a weak key grouped by the contents of the files
+     * its argv names and reads (argv_inputs.h); words 0 with an empty key
+     * is the group of steps that name none. */
+    "CREATE TABLE pathset_argv("
+    "  weak BLOB NOT NULL,"
+    "  words INTEGER NOT NULL,"
+    "  key BLOB NOT NULL,"
+    "  pathset BLOB NOT NULL,"
+    "  last_used INTEGER NOT NULL,"
+    "  PRIMARY KEY(weak, words, key, pathset)) WITHOUT ROWID;"
+    "INSERT INTO pathset_argv SELECT weak, 0, x'', digest, last_used FROM pathsets;",
 };
 
 int64_t store_now_ns(void)
@@ -187,8 +188,10 @@ int index_error(struct store *s, int rc, struct error *e, const char *what)
 	case SQLITE_NOTADB:
 		store_count(s, "index_corrupt", 1);
 		mark_for_check(s);
-		error_set(e, "%s: cache index %s is corrupt (%s); it is checked and recreated when "
-			     "the cache is next opened", what, s->index_path, detail);
+		error_set(e,
+		          "%s: cache index %s is corrupt (%s); it is checked and recreated when "
+		          "the cache is next opened",
+		          what, s->index_path, detail);
 		code = EBADMSG;
 		break;
 	case SQLITE_FULL:
@@ -474,9 +477,9 @@ static int schema_text(sqlite3 *db, struct buf *out)
 {
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(db,
-				    "SELECT type, name, tbl_name, sql FROM sqlite_master"
-				    " WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
-				    -1, &st, NULL);
+	                            "SELECT type, name, tbl_name, sql FROM sqlite_master"
+	                            " WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
+	                            -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -518,14 +521,17 @@ int index_setup(struct store *s, struct error *e)
 	if (rc != SQLITE_OK)
 		return rc;
 	if (version > STORE_SCHEMA_VERSION) {
-		error_set(e, "cache index %s has schema version %d; this cachet knows up to %d "
-			     "(written by a newer cachet?)", s->index_path, version, STORE_SCHEMA_VERSION);
+		error_set(e,
+		          "cache index %s has schema version %d; this cachet knows up to %d "
+		          "(written by a newer cachet?)",
+		          s->index_path, version, STORE_SCHEMA_VERSION);
 		return SQLITE_ERROR;
 	}
 	if (s->readonly) {
 		if (version < STORE_SCHEMA_VERSION) {
 			error_set(e, "cache index %s is read-only and %s", s->index_path,
-				  version == 0 ? "empty" : "needs an upgrade this cachet cannot write");
+			          version == 0 ? "empty"
+			                       : "needs an upgrade this cachet cannot write");
 			return SQLITE_READONLY;
 		}
 		return SQLITE_OK;
@@ -534,8 +540,8 @@ int index_setup(struct store *s, struct error *e)
 	 * can lose the last transactions but never corrupts the index. The
 	 * rollback journal needs FULL for the same guarantee. */
 	rc = sqlite3_exec(s->db,
-			  s->network_fs ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
-			  NULL, NULL, NULL);
+	                  s->network_fs ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
+	                  NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(s->db, "PRAGMA journal_size_limit=8388608", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
@@ -553,11 +559,11 @@ int index_setup(struct store *s, struct error *e)
 int index_clear_rows(struct store *s, struct error *e)
 {
 	return index_exec(s,
-			  "DELETE FROM result_blobs; DELETE FROM results; DELETE FROM pathsets;"
-			  " DELETE FROM steps; DELETE FROM blobs; DELETE FROM fingerprints;"
-			  " DELETE FROM nondeterministic; DELETE FROM step_names;"
-			  " DELETE FROM pathset_argv;",
-			  e);
+	                  "DELETE FROM result_blobs; DELETE FROM results; DELETE FROM pathsets;"
+	                  " DELETE FROM steps; DELETE FROM blobs; DELETE FROM fingerprints;"
+	                  " DELETE FROM nondeterministic; DELETE FROM step_names;"
+	                  " DELETE FROM pathset_argv;",
+	                  e);
 }
 
 /* ---- path sets and results ---- */
@@ -565,7 +571,7 @@ int index_clear_rows(struct store *s, struct error *e)
 /* Hits not yet folded into the index are in the touch log: a stable sort
  * by the newer of the two times keeps SQL's order among equals. */
 static void order_by_recent_use(struct store *s, const struct digest *weak,
-				struct store_pathset *ps, int64_t *last, size_t n)
+                                struct store_pathset *ps, int64_t *last, size_t n)
 {
 	struct digest *d = xmalloc(n * sizeof *d);
 	for (size_t i = 0; i < n; i++)
@@ -586,7 +592,7 @@ static void order_by_recent_use(struct store *s, const struct digest *weak,
 }
 
 int store_get_pathsets(struct store *s, const struct digest *weak, struct store_pathset **out,
-		       size_t *n, struct error *e)
+                       size_t *n, struct error *e)
 {
 	*out = NULL;
 	*n = 0;
@@ -625,8 +631,8 @@ int store_get_pathsets(struct store *s, const struct digest *weak, struct store_
 /* The path sets of weak in group (words, key) appended to *ps, less those
  * already there (one path set may be in several groups). */
 static int append_group(struct store *s, const struct digest *weak, uint64_t words,
-			const struct digest *key, struct store_pathset **ps, int64_t **last,
-			size_t *count, size_t *alloc, struct error *e)
+                        const struct digest *key, struct store_pathset **ps, int64_t **last,
+                        size_t *count, size_t *alloc, struct error *e)
 {
 	sqlite3_stmt *st = index_stmt(s, ST_GET_ARGV_PATHSETS, e);
 	if (!st)
@@ -665,9 +671,9 @@ static int append_group(struct store *s, const struct digest *weak, uint64_t wor
  * recorded with more only looks in its first ones. */
 #define MAX_ARGV_SHAPES 16
 
-int store_get_pathsets_argv(struct store *s, const struct digest *weak,
-			    store_argv_key_fn argv_key, void *ctx, struct store_pathset **out,
-			    size_t *n, int *any, struct error *e)
+int store_get_pathsets_argv(struct store *s, const struct digest *weak, store_argv_key_fn argv_key,
+                            void *ctx, struct store_pathset **out, size_t *n, int *any,
+                            struct error *e)
 {
 	*out = NULL;
 	*n = 0;
@@ -694,7 +700,7 @@ int store_get_pathsets_argv(struct store *s, const struct digest *weak,
 		if (shapes[i] && argv_key(ctx, shapes[i], &key) < 0)
 			continue; /* a named file is gone: no path set of the group holds */
 		if (append_group(s, weak, shapes[i], shapes[i] ? &key : NULL, &ps, &last, &count,
-				 &alloc, e) < 0) {
+		                 &alloc, e) < 0) {
 			free(last);
 			store_pathsets_free(ps, count);
 			return -1;
@@ -716,7 +722,7 @@ void store_pathsets_free(struct store_pathset *ps, size_t n)
 }
 
 int store_get_result(struct store *s, const struct digest *strong, void **body, size_t *len,
-		     struct error *e)
+                     struct error *e)
 {
 	*body = NULL;
 	*len = 0;
@@ -741,10 +747,10 @@ int store_get_result(struct store *s, const struct digest *strong, void **body, 
 /* Drops path set `digest` of weak with its results, those results' blob
  * references and its groupings. The blob files stay for eviction. */
 static int drop_pathset(struct store *s, const struct digest *weak, const struct digest *digest,
-			struct error *e)
+                        struct error *e)
 {
 	static const enum stmt_id drops[] = {ST_DEL_PATHSET_RESULT_BLOBS, ST_DEL_PATHSET_RESULTS,
-					     ST_DEL_PATHSET, ST_DEL_PATHSET_ARGV};
+	                                     ST_DEL_PATHSET, ST_DEL_PATHSET_ARGV};
 	for (size_t k = 0; k < sizeof drops / sizeof drops[0]; k++) {
 		sqlite3_stmt *d = index_stmt(s, drops[k], e);
 		if (!d)
@@ -760,7 +766,7 @@ static int drop_pathset(struct store *s, const struct digest *weak, const struct
 /* The digests that query st (weak bound at 1, its other parameters bound
  * by the caller) returns in column col. */
 static struct digest *collect_digests(struct store *s, sqlite3_stmt *st, int col, size_t *n,
-				      struct error *e)
+                                      struct error *e)
 {
 	struct digest *out = NULL;
 	size_t alloc = 0;
@@ -793,7 +799,7 @@ struct grouping {
  * pathset) and drops each path set left in no group: unreachable by a
  * lookup, it would only wait for the bound of its weak key. */
 static int drop_groupings(struct store *s, const struct digest *weak, sqlite3_stmt *st,
-			  struct error *e)
+                          struct error *e)
 {
 	struct grouping *g = NULL;
 	size_t n = 0, alloc = 0;
@@ -851,7 +857,7 @@ static int drop_groupings(struct store *s, const struct digest *weak, sqlite3_st
 #define PATHSET_GROUPS_FACTOR 16
 
 static int drop_old_pathsets(struct store *s, const struct store_entry *en,
-			     const struct digest *key, unsigned max, struct error *e)
+                             const struct digest *key, unsigned max, struct error *e)
 {
 	const struct digest *weak = en->weak;
 	sqlite3_stmt *st = index_stmt(s, ST_OLD_ARGV_IN_GROUP, e);
@@ -893,7 +899,7 @@ static int drop_old_pathsets(struct store *s, const struct store_entry *en,
  * eviction that unlinks blobs under the same lock cannot remove it between
  * this check and the commit: a committed entry's blobs exist. */
 static int put_entry_blob(struct store *s, const struct digest *strong, const struct blob_ref *b,
-			  struct error *e)
+                          struct error *e)
 {
 	enum blob_form form;
 	struct stat stbuf;
@@ -926,7 +932,7 @@ static int put_entry_blob(struct store *s, const struct digest *strong, const st
 }
 
 static int put_entry_rows(struct store *s, const struct store_entry *en, unsigned max_pathsets,
-			  struct error *e)
+                          struct error *e)
 {
 	int64_t now = store_now_ns();
 	sqlite3_stmt *st = index_stmt(s, ST_PUT_STEP, e);
@@ -997,13 +1003,13 @@ static int put_entry_rows(struct store *s, const struct store_entry *en, unsigne
 }
 
 int store_put_entry(struct store *s, const struct store_entry *entry, unsigned max_pathsets,
-		    struct error *e)
+                    struct error *e)
 {
 	return store_put_entries(s, entry, 1, max_pathsets, e);
 }
 
 int store_put_entries(struct store *s, const struct store_entry *entries, size_t n,
-		      unsigned max_pathsets, struct error *e)
+                      unsigned max_pathsets, struct error *e)
 {
 	if (s->readonly)
 		return store_readonly_error(e);
@@ -1027,7 +1033,7 @@ int store_put_entries(struct store *s, const struct store_entry *entries, size_t
 }
 
 int store_touch_hit(struct store *s, const struct digest *weak, const struct digest *pathset,
-		    const struct digest *strong)
+                    const struct digest *strong)
 {
 	if (s->readonly)
 		return 0;

@@ -9,11 +9,9 @@
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
-
-
 /* Runs a query expected to return at most one row with a body in column 0. */
 static int get_one_body(struct store *s, const char *sql, const struct digest *k1,
-			const struct digest *k2, void **body, size_t *len, struct error *e)
+                        const struct digest *k2, void **body, size_t *len, struct error *e)
 {
 	sqlite3_stmt *st;
 	if (index_prepare(s, sql, &st, e) < 0)
@@ -34,26 +32,26 @@ static int get_one_body(struct store *s, const char *sql, const struct digest *k
 }
 
 int store_get_step(struct store *s, const struct digest *weak, void **body, size_t *len,
-		   struct error *e)
+                   struct error *e)
 {
 	return get_one_body(s, "SELECT body FROM steps WHERE weak = ?1", weak, NULL, body, len, e);
 }
 
 int store_get_pathset(struct store *s, const struct digest *weak, const struct digest *pathset,
-		      void **body, size_t *len, struct error *e)
+                      void **body, size_t *len, struct error *e)
 {
 	return get_one_body(s, "SELECT body FROM pathsets WHERE weak = ?1 AND digest = ?2", weak,
-			    pathset, body, len, e);
+	                    pathset, body, len, e);
 }
 
 int store_recent_steps(struct store *s, size_t limit, struct store_step **out, size_t *n,
-		       struct error *e)
+                       struct error *e)
 {
 	sqlite3_stmt *st;
 	*out = NULL;
 	*n = 0;
-	if (index_prepare(s, "SELECT weak, body, created FROM steps ORDER BY created DESC LIMIT ?1", &st,
-		    e) < 0)
+	if (index_prepare(s, "SELECT weak, body, created FROM steps ORDER BY created DESC LIMIT ?1",
+	                  &st, e) < 0)
 		return -1;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)limit);
 	size_t alloc = 0;
@@ -82,8 +80,8 @@ void store_steps_free(struct store_step *steps, size_t n)
 	free(steps);
 }
 
-static int result_rows(struct store *s, sqlite3_stmt *st, struct store_result_row **out,
-		       size_t *n, struct error *e)
+static int result_rows(struct store *s, sqlite3_stmt *st, struct store_result_row **out, size_t *n,
+                       struct error *e)
 {
 	size_t alloc = 0;
 	int rc;
@@ -111,15 +109,19 @@ static int result_rows(struct store *s, sqlite3_stmt *st, struct store_result_ro
 	return 0;
 }
 
-#define RESULT_COLUMNS "r.strong, r.weak, r.pathset, r.body, r.created, r.last_used, r.hits, r.duration_ms"
+#define RESULT_COLUMNS                                                                             \
+	"r.strong, r.weak, r.pathset, r.body, r.created, r.last_used, r.hits, r.duration_ms"
 
 int store_results_for_pathset(struct store *s, const struct digest *weak,
-			      const struct digest *pathset, struct store_result_row **out,
-			      size_t *n, struct error *e)
+                              const struct digest *pathset, struct store_result_row **out,
+                              size_t *n, struct error *e)
 {
 	sqlite3_stmt *st;
-	if (index_prepare(s, "SELECT " RESULT_COLUMNS " FROM results r WHERE r.weak = ?1 AND r.pathset = ?2"
-		       " ORDER BY r.created DESC", &st, e) < 0)
+	if (index_prepare(s,
+	                  "SELECT " RESULT_COLUMNS
+	                  " FROM results r WHERE r.weak = ?1 AND r.pathset = ?2"
+	                  " ORDER BY r.created DESC",
+	                  &st, e) < 0)
 		return -1;
 	sqlite3_bind_blob(st, 1, weak->b, DIGEST_LEN, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 2, pathset->b, DIGEST_LEN, SQLITE_STATIC);
@@ -127,23 +129,27 @@ int store_results_for_pathset(struct store *s, const struct digest *weak,
 }
 
 int store_results_with_blob(struct store *s, const struct digest *blob,
-			    struct store_result_row **out, size_t *n, struct error *e)
+                            struct store_result_row **out, size_t *n, struct error *e)
 {
 	sqlite3_stmt *st;
-	if (index_prepare(s, "SELECT " RESULT_COLUMNS " FROM result_blobs b JOIN results r"
-		       " ON r.strong = b.strong WHERE b.digest = ?1 ORDER BY r.created DESC", &st, e) < 0)
+	if (index_prepare(s,
+	                  "SELECT " RESULT_COLUMNS " FROM result_blobs b JOIN results r"
+	                  " ON r.strong = b.strong WHERE b.digest = ?1 ORDER BY r.created DESC",
+	                  &st, e) < 0)
 		return -1;
 	sqlite3_bind_blob(st, 1, blob->b, DIGEST_LEN, SQLITE_STATIC);
 	return result_rows(s, st, out, n, e);
 }
 
 int store_results_naming(struct store *s, const void *needle, size_t len, size_t limit,
-			 struct store_result_row **out, size_t *n, struct error *e)
+                         struct store_result_row **out, size_t *n, struct error *e)
 {
 	sqlite3_stmt *st;
 	/* instr over a blob searches bytes: a path is stored as its plain text. */
-	if (index_prepare(s, "SELECT " RESULT_COLUMNS " FROM results r WHERE instr(r.body, ?1) > 0"
-		       " ORDER BY r.created DESC LIMIT ?2", &st, e) < 0)
+	if (index_prepare(s,
+	                  "SELECT " RESULT_COLUMNS " FROM results r WHERE instr(r.body, ?1) > 0"
+	                  " ORDER BY r.created DESC LIMIT ?2",
+	                  &st, e) < 0)
 		return -1;
 	sqlite3_bind_blob(st, 1, needle, (int)len, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)limit);
@@ -151,13 +157,15 @@ int store_results_naming(struct store *s, const void *needle, size_t len, size_t
 }
 
 int store_results_with_blob_naming(struct store *s, const struct digest *blob, const void *needle,
-				   size_t len, size_t limit, struct store_result_row **out,
-				   size_t *n, struct error *e)
+                                   size_t len, size_t limit, struct store_result_row **out,
+                                   size_t *n, struct error *e)
 {
 	sqlite3_stmt *st;
-	if (index_prepare(s, "SELECT " RESULT_COLUMNS " FROM result_blobs b JOIN results r"
-		       " ON r.strong = b.strong WHERE b.digest = ?1 AND instr(r.body, ?2) > 0"
-		       " ORDER BY r.created DESC LIMIT ?3", &st, e) < 0)
+	if (index_prepare(s,
+	                  "SELECT " RESULT_COLUMNS " FROM result_blobs b JOIN results r"
+	                  " ON r.strong = b.strong WHERE b.digest = ?1 AND instr(r.body, ?2) > 0"
+	                  " ORDER BY r.created DESC LIMIT ?3",
+	                  &st, e) < 0)
 		return -1;
 	sqlite3_bind_blob(st, 1, blob->b, DIGEST_LEN, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 2, needle, (int)len, SQLITE_STATIC);
@@ -173,16 +181,19 @@ void store_result_rows_free(struct store_result_row *rows, size_t n)
 }
 
 int store_mark_nondeterministic(struct store *s, const struct digest *weak, const char *summary,
-				struct error *e)
+                                struct error *e)
 {
 	if (s->readonly)
 		return store_readonly_error(e);
 	sqlite3_stmt *st;
 	if (index_begin(s, e) < 0)
 		return -1;
-	if (index_prepare(s, "INSERT INTO nondeterministic(weak, count, first_seen, last_seen, summary)"
-		       " VALUES(?1, 1, ?2, ?2, ?3) ON CONFLICT(weak) DO UPDATE SET"
-		       " count = count + 1, last_seen = ?2, summary = ?3", &st, e) < 0) {
+	if (index_prepare(
+	        s,
+	        "INSERT INTO nondeterministic(weak, count, first_seen, last_seen, summary)"
+	        " VALUES(?1, 1, ?2, ?2, ?3) ON CONFLICT(weak) DO UPDATE SET"
+	        " count = count + 1, last_seen = ?2, summary = ?3",
+	        &st, e) < 0) {
 		index_rollback(s);
 		return -1;
 	}
@@ -205,10 +216,11 @@ int store_mark_nondeterministic(struct store *s, const struct digest *weak, cons
 }
 
 int store_nondeterministic(struct store *s, const struct digest *weak, char **summary_out,
-			   int64_t *count_out, struct error *e)
+                           int64_t *count_out, struct error *e)
 {
 	sqlite3_stmt *st;
-	if (index_prepare(s, "SELECT summary, count FROM nondeterministic WHERE weak = ?1", &st, e) < 0)
+	if (index_prepare(s, "SELECT summary, count FROM nondeterministic WHERE weak = ?1", &st,
+	                  e) < 0)
 		return -1;
 	sqlite3_bind_blob(st, 1, weak->b, DIGEST_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(st);

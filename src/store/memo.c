@@ -31,7 +31,7 @@
 #include "cachet/fdio.h"
 #include "store/store_internal.h"
 
-#define MEMO_DIR "memo"
+#define MEMO_DIR   "memo"
 #define MEMO_MAGIC "cachet memo 1\n"
 /* A memo is a path set and a result: far below this. */
 #define MEMO_MAX_BYTES ((size_t)16 << 20)
@@ -120,7 +120,7 @@ int store_memo_decode(const void *bytes, size_t len, struct store_memo *m)
 }
 
 int store_memo_read(struct store *s, const struct digest *name, struct store_memo *out,
-		    struct error *e)
+                    struct error *e)
 {
 	memset(out, 0, sizeof *out);
 	/* There, hits are logged in the index itself (touches.c). */
@@ -173,7 +173,7 @@ out:
 }
 
 int store_memo_write(struct store *s, const struct digest *name, const struct store_memo *m,
-		     struct error *e)
+                     struct error *e)
 {
 	if (s->readonly)
 		return store_readonly_error(e);

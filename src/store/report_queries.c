@@ -11,8 +11,6 @@
 #include "cachet/buf.h"
 #include "store/store_internal.h"
 
-
-
 /* A malloc'd copy of a BLOB column, or NULL when the column is NULL. */
 static void *blob_column(sqlite3_stmt *st, int col, size_t *len)
 {
@@ -22,15 +20,17 @@ static void *blob_column(sqlite3_stmt *st, int col, size_t *len)
 	return index_column_copy(st, col, len);
 }
 
-int store_largest_results(struct store *s, size_t limit, struct store_sized_result **out,
-			  size_t *n, struct error *e)
+int store_largest_results(struct store *s, size_t limit, struct store_sized_result **out, size_t *n,
+                          struct error *e)
 {
 	sqlite3_stmt *st;
 	*out = NULL;
 	*n = 0;
-	if (index_prepare(s, "SELECT r.strong, r.weak, r.size, r.hits, r.duration_ms, r.created,"
-		       " r.last_used, s.body FROM results r LEFT JOIN steps s ON s.weak = r.weak"
-		       " ORDER BY r.size DESC, r.last_used DESC LIMIT ?1", &st, e) < 0)
+	if (index_prepare(s,
+	                  "SELECT r.strong, r.weak, r.size, r.hits, r.duration_ms, r.created,"
+	                  " r.last_used, s.body FROM results r LEFT JOIN steps s ON s.weak = r.weak"
+	                  " ORDER BY r.size DESC, r.last_used DESC LIMIT ?1",
+	                  &st, e) < 0)
 		return -1;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)limit);
 	size_t alloc = 0;
@@ -66,14 +66,16 @@ void store_sized_results_free(struct store_sized_result *rows, size_t n)
 }
 
 int store_nondet_steps(struct store *s, size_t limit, struct store_nondet_step **out, size_t *n,
-		       struct error *e)
+                       struct error *e)
 {
 	sqlite3_stmt *st;
 	*out = NULL;
 	*n = 0;
-	if (index_prepare(s, "SELECT d.weak, d.summary, d.count, d.first_seen, d.last_seen, s.body"
-		       " FROM nondeterministic d LEFT JOIN steps s ON s.weak = d.weak"
-		       " ORDER BY d.last_seen DESC LIMIT ?1", &st, e) < 0)
+	if (index_prepare(s,
+	                  "SELECT d.weak, d.summary, d.count, d.first_seen, d.last_seen, s.body"
+	                  " FROM nondeterministic d LEFT JOIN steps s ON s.weak = d.weak"
+	                  " ORDER BY d.last_seen DESC LIMIT ?1",
+	                  &st, e) < 0)
 		return -1;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)limit);
 	size_t alloc = 0;

@@ -41,7 +41,7 @@ int blob_corrupt(struct store *s, const char *path, struct error *e, const char 
 static int size_mismatch(const char *path, uint64_t want, uint64_t got, struct error *e)
 {
 	error_set(e, "blob %s holds %llu bytes where the entry says %llu", path,
-		  (unsigned long long)got, (unsigned long long)want);
+	          (unsigned long long)got, (unsigned long long)want);
 	if (e)
 		e->code = EBADMSG;
 	return -1;
@@ -49,7 +49,7 @@ static int size_mismatch(const char *path, uint64_t want, uint64_t got, struct e
 
 /* Opens the blob in either form, the entry's form first. */
 static int open_blob(struct store *s, const struct blob_ref *ref, int *fd, enum blob_form *form,
-		     char **path, struct stat *st, struct error *e)
+                     char **path, struct stat *st, struct error *e)
 {
 	enum blob_form order[2] = {ref->form, ref->form == BLOB_ZSTD ? BLOB_RAW : BLOB_ZSTD};
 	for (int i = 0; i < 2; i++) {
@@ -89,7 +89,7 @@ static int open_blob(struct store *s, const struct blob_ref *ref, int *fd, enum 
 /* Checks a raw blob's content against its name. mem, when not NULL, holds
  * the file's bytes already. */
 static int verify_raw(struct store *s, int fd, const char *path, const struct stat *st,
-		      const struct blob_ref *ref, const void *mem, struct error *e)
+                      const struct blob_ref *ref, const void *mem, struct error *e)
 {
 	struct file_id id;
 	struct digest d;
@@ -98,7 +98,7 @@ static int verify_raw(struct store *s, int fd, const char *path, const struct st
 	 * it costs less than opening the index to look up its fingerprint. */
 	int small = (uint64_t)st->st_size < RAW_VERIFY_WITHOUT_INDEX;
 	int known = !(small && !s->db) && store_fp_get(s, path, &id, &d) == 1 &&
-		    digest_equal(&d, &ref->digest);
+	            digest_equal(&d, &ref->digest);
 	if (!known) {
 		if (mem)
 			digest_bytes(mem, (size_t)st->st_size, &d);
@@ -162,7 +162,7 @@ static int content_matches(const void *data, size_t len, const struct blob_ref *
 }
 
 static int decompress_whole(struct store *s, int fd, const char *path, uint64_t csize,
-			    const struct blob_ref *ref, struct sink *k, struct error *e)
+                            const struct blob_ref *ref, struct sink *k, struct error *e)
 {
 	char *in = malloc(csize ? (size_t)csize : 1);
 	char *out = k->mem ? k->mem : malloc(ref->size ? (size_t)ref->size : 1);
@@ -198,7 +198,7 @@ static int decompress_whole(struct store *s, int fd, const char *path, uint64_t 
 }
 
 static int decompress(struct store *s, int fd, const char *path, uint64_t csize,
-		      const struct blob_ref *ref, struct sink *k, struct error *e)
+                      const struct blob_ref *ref, struct sink *k, struct error *e)
 {
 	if (!s->dctx)
 		s->dctx = ZSTD_createDCtx();
@@ -292,9 +292,8 @@ int store_blob_write_to_fd(struct store *s, const struct blob_ref *ref, int out_
 	return rc;
 }
 
-
 int store_blob_read(struct store *s, const struct blob_ref *ref, void **data, size_t *len,
-		    struct error *e)
+                    struct error *e)
 {
 	*data = NULL;
 	*len = 0;

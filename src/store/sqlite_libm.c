@@ -31,19 +31,19 @@ static void *libm_function(const char *name)
 
 /* __wrap_NAME, with NAME's parameters (a parenthesised list) and the
  * arguments it passes on: libm's NAME, looked up on the first call. */
-#define LIBM(name, params, args)                                                \
-	double __wrap_##name params;                                            \
-	double __wrap_##name params                                             \
-	{                                                                       \
-		static double(*fn) params;                                      \
-		double(*f) params = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);     \
-		if (!f) {                                                       \
-			f = (double(*) params)libm_function(#name);             \
-			__atomic_store_n(&fn, f, __ATOMIC_RELEASE);             \
-		}                                                               \
-		return f args;                                                  \
+#define LIBM(name, params, args)                                                                   \
+	double __wrap_##name params;                                                               \
+	double __wrap_##name params                                                                \
+	{                                                                                          \
+		static double(*fn) params;                                                         \
+		double(*f) params = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);                        \
+		if (!f) {                                                                          \
+			f = (double(*) params)libm_function(#name);                                \
+			__atomic_store_n(&fn, f, __ATOMIC_RELEASE);                                \
+		}                                                                                  \
+		return f args;                                                                     \
 	}
-#define LIBM_UNARY(name) LIBM(name, (double x), (x))
+#define LIBM_UNARY(name)  LIBM(name, (double x), (x))
 #define LIBM_BINARY(name) LIBM(name, (double x, double y), (x, y))
 
 /* Keep in step with CACHET_SQLITE_LIBM in CMakeLists.txt. */

@@ -8,14 +8,15 @@
 
 int store_step_name_put(struct store *s, const struct digest *ident, const struct digest *weak)
 {
-	struct error e = { 0 };
+	struct error e = {0};
 	if (s->readonly || store_index_open(s, &e) < 0)
 		return 0;
 	if (index_begin_nowait(s) != 1)
 		return 0;
 	sqlite3_stmt *st;
-	int ok = index_prepare_own(s, "INSERT OR REPLACE INTO step_names(ident, weak) VALUES(?1, ?2)", 0,
-				   &st) == 0;
+	int ok =
+	    index_prepare_own(s, "INSERT OR REPLACE INTO step_names(ident, weak) VALUES(?1, ?2)", 0,
+	                      &st) == 0;
 	if (ok) {
 		sqlite3_bind_blob(st, 1, ident->b, DIGEST_LEN, SQLITE_STATIC);
 		sqlite3_bind_blob(st, 2, weak->b, DIGEST_LEN, SQLITE_STATIC);
@@ -27,7 +28,7 @@ int store_step_name_put(struct store *s, const struct digest *ident, const struc
 
 int store_step_name_get(struct store *s, const struct digest *ident, struct digest *weak)
 {
-	struct error e = { 0 };
+	struct error e = {0};
 	if (store_index_open(s, &e) < 0)
 		return 0;
 	sqlite3_stmt *st;

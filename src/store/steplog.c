@@ -31,7 +31,8 @@ void store_log_append(struct store *s, const struct store_log_entry *en, uint64_
 	buf_add_field(&line, en->command);
 	buf_addch(&line, '\n');
 	char *path = xasprintf("%s/steplog", s->dir);
-	int fd = store_create_mode(s, store_openat(s, path, O_RDWR | O_APPEND | O_CREAT, s->file_mode));
+	int fd =
+	    store_create_mode(s, store_openat(s, path, O_RDWR | O_APPEND | O_CREAT, s->file_mode));
 	if (fd >= 0) {
 		/* A line cut short (a full disk, a crash) must not swallow this
 		 * one: end it first. */
@@ -106,7 +107,7 @@ static void read_file(const char *path, struct buf *out)
 }
 
 int store_log_read(struct store *s, size_t n, struct store_log_entry **out, size_t *count,
-		   struct error *e)
+                   struct error *e)
 {
 	struct buf text;
 	buf_init(&text);

@@ -213,12 +213,14 @@ static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
 static int connect(struct store *s, struct error *e)
 {
 	/* NOFOLLOW: index.db replaced by a symlink in a group cache. */
-	int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW |
-		    (s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+	int flags =
+	    SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW |
+	    (s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 	int rc = sqlite3_open_v2(s->index_path, &s->db, flags, NULL);
 	if (rc != SQLITE_OK) {
 		if (s->readonly && access(s->index_path, F_OK) < 0)
-			error_set(e, "no cache index at %s (and the store is read-only)", s->index_path);
+			error_set(e, "no cache index at %s (and the store is read-only)",
+			          s->index_path);
 		else
 			index_error(s, rc, e, "opening the cache index");
 		return rc;
@@ -247,9 +249,12 @@ static int connect(struct store *s, struct error *e)
 	if ((rc & 0xff) == SQLITE_CANTOPEN && s->readonly) {
 		char *shm = xasprintf("%s-shm", s->index_path);
 		if (access(shm, F_OK) < 0)
-			error_set(e, "cannot read cache index %s read-only: its WAL shared-memory file "
-				     "%s is missing and cannot be created here (open the cache once "
-				     "where it is writable)", s->index_path, shm);
+			error_set(
+			    e,
+			    "cannot read cache index %s read-only: its WAL shared-memory file "
+			    "%s is missing and cannot be created here (open the cache once "
+			    "where it is writable)",
+			    s->index_path, shm);
 		free(shm);
 	}
 	if (rc == SQLITE_OK && !s->readonly)
@@ -300,7 +305,8 @@ static int open_index(struct store *s, struct error *e)
 		if (!is_corrupt(rc) || s->readonly || attempt > 0)
 			return -1;
 		if (set_aside(s, have_seen ? &seen : NULL) < 0)
-			return error_errno(e, "moving the corrupt cache index %s aside", s->index_path);
+			return error_errno(e, "moving the corrupt cache index %s aside",
+			                   s->index_path);
 	}
 }
 

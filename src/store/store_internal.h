@@ -23,7 +23,7 @@
 
 /* Content at or above this size is kept raw: a restore can then reflink or
  * copy_file_range it instead of decompressing it through user space. */
-#define STORE_COMPRESS_LIMIT ((uint64_t)64 << 20)
+#define STORE_COMPRESS_LIMIT     ((uint64_t)64 << 20)
 #define STORE_DEFAULT_ZSTD_LEVEL 3
 
 /* Write transactions wait this long for the write lock. */
@@ -95,7 +95,7 @@ struct store {
 	int shared;       /* STORE_SHARED */
 	mode_t dir_mode;  /* 0700, or 0777 less the shared cache's mask */
 	mode_t file_mode; /* 0600, or 0666 less the shared cache's mask */
-	int network_fs; /* WAL cannot work there: rollback journal instead */
+	int network_fs;   /* WAL cannot work there: rollback journal instead */
 	int zstd_level;
 
 	sqlite3 *db;
@@ -103,7 +103,8 @@ struct store {
 
 	struct fp_queue fpq;
 
-	/* Counters: mapped on first use; counters_state 0 = not tried, 1 = mapped, -1 = unavailable. */
+	/* Counters: mapped on first use; counters_state 0 = not tried, 1 = mapped, -1 =
+	 * unavailable. */
 	int counters_state;
 	int counters_fd;
 	int counters_writable;
@@ -226,7 +227,7 @@ char *blob_path(const struct store *s, const struct digest *d, enum blob_form fo
 /* Finds the blob in either form, preferring `prefer`. Returns 1 with *form,
  * *st and (if path_out) a malloc'd path; 0 when missing; -1 on error. */
 int blob_locate(const struct store *s, const struct digest *d, enum blob_form prefer,
-		enum blob_form *form, struct stat *st, char **path_out, struct error *e);
+                enum blob_form *form, struct stat *st, char **path_out, struct error *e);
 /* Unlinks every blob file (the caller holds the write lock). */
 int blobs_remove_all(struct store *s, struct error *e);
 void blobs_free_contexts(struct store *s);
@@ -240,7 +241,7 @@ int blob_corrupt(struct store *s, const char *path, struct error *e, const char 
 /* Appends one hit to the touch log. 1 when the log has grown long enough
  * that the caller should fold it, 0 otherwise, -1 when it cannot be written. */
 int touches_append(struct store *s, const struct digest *weak, const struct digest *pathset,
-		   const struct digest *strong, int64_t now_ns);
+                   const struct digest *strong, int64_t now_ns);
 /* Applies the log to the index and empties it; inside the caller's write
  * transaction (index_begin and index_begin_nowait call it). Best effort. */
 void touches_fold(struct store *s);
@@ -249,7 +250,7 @@ void touches_fold(struct store *s);
 void touches_transaction_ended(struct store *s, int committed);
 /* Raises last_used[k] to the newest logged use of (weak, pathsets[k]). */
 void touches_merge(struct store *s, const struct digest *weak, const struct digest *pathsets,
-		   int64_t *last_used, size_t count);
+                   int64_t *last_used, size_t count);
 
 /* ---- counters.c ---- */
 void counters_close(struct store *s);

@@ -46,7 +46,8 @@ static char *touch_path(const struct store *s)
 static int append_bytes(const struct store *s, const void *data, size_t len)
 {
 	char *path = touch_path(s);
-	int fd = store_create_mode(s, store_openat(s, path, O_WRONLY | O_APPEND | O_CREAT, s->file_mode));
+	int fd = store_create_mode(
+	    s, store_openat(s, path, O_WRONLY | O_APPEND | O_CREAT, s->file_mode));
 	free(path);
 	if (fd < 0)
 		return -1;
@@ -60,7 +61,7 @@ static int append_bytes(const struct store *s, const void *data, size_t len)
 }
 
 int touches_append(struct store *s, const struct digest *weak, const struct digest *pathset,
-		   const struct digest *strong, int64_t now_ns)
+                   const struct digest *strong, int64_t now_ns)
 {
 	unsigned char rec[TOUCH_RECORD];
 	memcpy(rec, weak->b, DIGEST_LEN);
@@ -171,7 +172,7 @@ void touches_transaction_ended(struct store *s, int committed)
 }
 
 void touches_merge(struct store *s, const struct digest *weak, const struct digest *pathsets,
-		   int64_t *last_used, size_t count)
+                   int64_t *last_used, size_t count)
 {
 	if (s->network_fs || count == 0)
 		return;

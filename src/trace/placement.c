@@ -10,7 +10,7 @@
 /* How often the held step's waiting is read, and the share of a period
  * that, waited two periods in a row, lets it go. A serial step waits only
  * for the tracer, a few percent even in a burst of stops. */
-#define CHECK_NS 20000000
+#define CHECK_NS           20000000
 #define WAIT_SHARE_DIVISOR 5
 /* More tracees than this run side by side, or soon will: each check would
  * read /proc for all of them. */
@@ -44,8 +44,8 @@ const cpu_set_t *placement_init(struct placement *p, int cpu, const cpu_set_t *r
 	if (!p->can_pin || cpu < 0 || cpu >= CPU_SETSIZE)
 		return restrict_to;
 	p->step_affinity = restrict_to ? *restrict_to : p->own_affinity;
-	p->step_held = !restrict_to && CPU_ISSET(cpu, &p->own_affinity) &&
-		       CPU_COUNT(&p->own_affinity) > 1;
+	p->step_held =
+	    !restrict_to && CPU_ISSET(cpu, &p->own_affinity) && CPU_COUNT(&p->own_affinity) > 1;
 	p->step_was_held = p->step_held;
 	CPU_ZERO(&p->one);
 	CPU_SET(cpu, &p->one);
@@ -141,7 +141,7 @@ void placement_follow(struct placement *p, pid_t tid)
 }
 
 void placement_at_syscall(struct placement *p, struct tracee_table *tracees, struct tracee *t,
-			  long nr, pid_t target)
+                          long nr, pid_t target)
 {
 	if (!p->step_was_held || (nr != __NR_sched_getaffinity && nr != __NR_sched_setaffinity))
 		return;

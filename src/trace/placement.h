@@ -43,7 +43,7 @@ struct placement {
 	cpu_set_t one;           /* {cpu}: the step's while it is held there */
 	int step_held, step_was_held;
 	int64_t next_check_ns;
-	int slow_checks;         /* periods in a row with too much waiting */
+	int slow_checks; /* periods in a row with too much waiting */
 	struct sigaction old_alarm;
 	int alarm_installed;
 	timer_t timer;
@@ -65,7 +65,7 @@ void placement_follow(struct placement *p, pid_t tid);
 /* A syscall stop of nr by t, whose first argument is target, before the
  * tracee is resumed. */
 void placement_at_syscall(struct placement *p, struct tracee_table *tracees, struct tracee *t,
-			  long nr, pid_t target);
+                          long nr, pid_t target);
 /* A new tracee, at its parent's fork or clone event (parent) or at its
  * first stop when that came first (parent NULL). */
 void placement_new_tracee(struct placement *p, struct tracee *t, const struct tracee *parent);

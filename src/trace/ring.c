@@ -22,7 +22,7 @@
 #include "trace/tracer.h"
 
 #define PRELOAD_NAME "libcachet-preload.so"
-#define AUDIT_NAME "libcachet-audit.so"
+#define AUDIT_NAME   "libcachet-audit.so"
 
 /* Beside the binary (a build tree), else ../lib/cachet/ (installed), as
  * the remote plugins. NULL when neither has it. */
@@ -35,7 +35,7 @@ static char *find_preload(void)
 	self[n] = '\0';
 	char *dir = path_dirname(self);
 	char *cands[2] = {xasprintf("%s/" PRELOAD_NAME, dir),
-			  xasprintf("%s/../lib/cachet/" PRELOAD_NAME, dir)};
+	                  xasprintf("%s/../lib/cachet/" PRELOAD_NAME, dir)};
 	free(dir);
 	char *found = NULL;
 	for (int i = 0; i < 2; i++) {
@@ -64,8 +64,7 @@ static char *find_audit(const char *lib)
  * by the audit library when there is one, the ring named, and ASan's check
  * that its runtime is the first library turned off (a sanitized program in
  * the step would abort otherwise). */
-static char **step_env(char *const *envp, const char *lib, const char *ours,
-		       const char *ring_path)
+static char **step_env(char *const *envp, const char *lib, const char *ours, const char *ring_path)
 {
 	size_t n = 0;
 	while (envp && envp[n])
@@ -84,15 +83,15 @@ static char **step_env(char *const *envp, const char *lib, const char *ours,
 			out[k++] = xstrdup(envp[i]);
 	}
 	out[k++] = preload && *preload ? xasprintf("LD_PRELOAD=%s:%s", lib, preload)
-				       : xasprintf("LD_PRELOAD=%s", lib);
+	                               : xasprintf("LD_PRELOAD=%s", lib);
 	if (ours)
 		out[k++] = audit && *audit ? xasprintf("LD_AUDIT=%s:%s", ours, audit)
-					   : xasprintf("LD_AUDIT=%s", ours);
+		                           : xasprintf("LD_AUDIT=%s", ours);
 	else if (audit)
 		out[k++] = xasprintf("LD_AUDIT=%s", audit);
 	out[k++] = xasprintf(RING_ENV "=%s", ring_path);
 	out[k++] = asan && *asan ? xasprintf("ASAN_OPTIONS=%s:verify_asan_link_order=0", asan)
-				 : xstrdup("ASAN_OPTIONS=verify_asan_link_order=0");
+	                         : xstrdup("ASAN_OPTIONS=verify_asan_link_order=0");
 	out[k] = NULL;
 	return out;
 }

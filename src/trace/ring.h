@@ -39,7 +39,7 @@
 /* The page with the one syscall instruction the filter trusts. Chosen far
  * from where the kernel places programs, libraries and stacks; a process
  * where it is taken simply goes without the fast path. */
-#define RING_SAFE_PAGE 0x3afe00000000ULL
+#define RING_SAFE_PAGE      0x3afe00000000ULL
 #define RING_SAFE_PAGE_SIZE 4096ULL
 /* A byte of the trusted page that is always 0: the empty path, which every
  * open fails with ENOENT. The audit library hands it to the loader for a
@@ -61,7 +61,7 @@
  * one stop per 512 records: the call that finds it full takes the ordinary
  * path, whose stop drains it. */
 #define RING_SLOTS 512u
-#define RING_STR 384u
+#define RING_STR   384u
 
 /* A record that is no call: the audit library's report that the loader of
  * its thread is about to search for the soname in `str` (la_objsearch,
@@ -78,12 +78,12 @@
  * tracer's own, made whenever the record happens to be drained, may find a
  * file that a sibling changed since (ring.c has the details). */
 struct ring_result {
-	int64_t rv;          /* the raw return value: -errno on failure */
-	uint32_t flags;      /* RING_RES_* */
-	uint32_t mode;       /* RING_RES_STAT: st_mode */
+	int64_t rv;     /* the raw return value: -errno on failure */
+	uint32_t flags; /* RING_RES_* */
+	uint32_t mode;  /* RING_RES_STAT: st_mode */
 	uint64_t dev, ino, size;
 	int64_t mtime_ns, ctime_ns;
-	uint64_t hash;       /* readlink: ring_hash of the rv bytes it returned */
+	uint64_t hash; /* readlink: ring_hash of the rv bytes it returned */
 };
 
 enum {
@@ -96,7 +96,7 @@ struct ring_slot {
 	uint32_t ready; /* (uint32_t)(seq + 1) once the record is complete */
 	int32_t tid;
 	int32_t nr;
-	uint32_t done;  /* (uint32_t)(seq + 1) once `res` holds the call's result */
+	uint32_t done; /* (uint32_t)(seq + 1) once `res` holds the call's result */
 	uint64_t args[6];
 	struct ring_result res;
 	char str[RING_STR]; /* the path argument, NUL-terminated */

@@ -29,45 +29,110 @@
  * affinity, which the tracer may be holding for the step (placement.h);
  * or reads a fact of the process (below). */
 static const int always_traced[] = {
-    __NR_open,           __NR_openat,      __NR_openat2,      __NR_creat,
-    __NR_stat,           __NR_lstat,       __NR_access,       __NR_faccessat,
-    __NR_faccessat2,     __NR_readlink,    __NR_readlinkat,   __NR_execve,
-    __NR_execveat,       __NR_getdents,    __NR_getdents64,   __NR_chdir,
-    __NR_fchdir,         __NR_rename,      __NR_renameat,     __NR_renameat2,
-    __NR_link,           __NR_linkat,      __NR_symlink,      __NR_symlinkat,
-    __NR_unlink,         __NR_unlinkat,    __NR_rmdir,        __NR_mkdir,
-    __NR_mkdirat,        __NR_mknod,       __NR_mknodat,      __NR_truncate,
-    __NR_ftruncate,      __NR_chmod,       __NR_fchmod,       __NR_fchmodat,
-    __NR_fchmodat2,      __NR_utime,       __NR_utimes,       __NR_futimesat,
-    __NR_utimensat,      __NR_setxattr,    __NR_lsetxattr,    __NR_fsetxattr,
-    __NR_setxattrat,     __NR_removexattr, __NR_lremovexattr, __NR_fremovexattr,
-    __NR_removexattrat,  __NR_connect,     __NR_setns,        __NR_chroot,
-    __NR_mount,          __NR_umount2,     __NR_pivot_root,   __NR_open_tree,
-    __NR_move_mount,     __NR_fsmount,     __NR_fspick,       __NR_mount_setattr,
-    __NR_open_tree_attr, __NR_ptrace,      __NR_clone3,       __NR_open_by_handle_at,
-    __NR_sched_getaffinity, __NR_sched_setaffinity,
+    __NR_open,
+    __NR_openat,
+    __NR_openat2,
+    __NR_creat,
+    __NR_stat,
+    __NR_lstat,
+    __NR_access,
+    __NR_faccessat,
+    __NR_faccessat2,
+    __NR_readlink,
+    __NR_readlinkat,
+    __NR_execve,
+    __NR_execveat,
+    __NR_getdents,
+    __NR_getdents64,
+    __NR_chdir,
+    __NR_fchdir,
+    __NR_rename,
+    __NR_renameat,
+    __NR_renameat2,
+    __NR_link,
+    __NR_linkat,
+    __NR_symlink,
+    __NR_symlinkat,
+    __NR_unlink,
+    __NR_unlinkat,
+    __NR_rmdir,
+    __NR_mkdir,
+    __NR_mkdirat,
+    __NR_mknod,
+    __NR_mknodat,
+    __NR_truncate,
+    __NR_ftruncate,
+    __NR_chmod,
+    __NR_fchmod,
+    __NR_fchmodat,
+    __NR_fchmodat2,
+    __NR_utime,
+    __NR_utimes,
+    __NR_futimesat,
+    __NR_utimensat,
+    __NR_setxattr,
+    __NR_lsetxattr,
+    __NR_fsetxattr,
+    __NR_setxattrat,
+    __NR_removexattr,
+    __NR_lremovexattr,
+    __NR_fremovexattr,
+    __NR_removexattrat,
+    __NR_connect,
+    __NR_setns,
+    __NR_chroot,
+    __NR_mount,
+    __NR_umount2,
+    __NR_pivot_root,
+    __NR_open_tree,
+    __NR_move_mount,
+    __NR_fsmount,
+    __NR_fspick,
+    __NR_mount_setattr,
+    __NR_open_tree_attr,
+    __NR_ptrace,
+    __NR_clone3,
+    __NR_open_by_handle_at,
+    __NR_sched_getaffinity,
+    __NR_sched_setaffinity,
     /* extended attributes read: inputs (OBS_XATTR) */
-    __NR_getxattr,       __NR_lgetxattr,   __NR_fgetxattr,    __NR_listxattr,
-    __NR_llistxattr,     __NR_flistxattr,  __NR_getxattrat,   __NR_listxattrat,
-    __NR_chown,          __NR_fchown,      __NR_lchown,       __NR_fchownat,
+    __NR_getxattr,
+    __NR_lgetxattr,
+    __NR_fgetxattr,
+    __NR_listxattr,
+    __NR_llistxattr,
+    __NR_flistxattr,
+    __NR_getxattrat,
+    __NR_listxattrat,
+    __NR_chown,
+    __NR_fchown,
+    __NR_lchown,
+    __NR_fchownat,
     /* Facts of the process that a step may put into its outputs (uname
      * -n, id -u, getconf ARG_MAX): keyed where the step asks for them. */
-    __NR_uname,          __NR_getuid,      __NR_geteuid,      __NR_getgid,
-    __NR_getegid,        __NR_getresuid,   __NR_getresgid,    __NR_getgroups,
-    __NR_getrlimit,      __NR_prlimit64,
+    __NR_uname,
+    __NR_getuid,
+    __NR_geteuid,
+    __NR_getgid,
+    __NR_getegid,
+    __NR_getresuid,
+    __NR_getresgid,
+    __NR_getgroups,
+    __NR_getrlimit,
+    __NR_prlimit64,
 };
 
 /* sendto is not here: its own block below stops it when it names a
  * destination, and a descriptor given to the step is hardly a socket. */
 const struct fd_use fd_uses[] = {
-    {__NR_read, 0, -1, 0},     {__NR_readv, 0, -1, 0},     {__NR_pread64, 0, -1, 0},
-    {__NR_preadv, 0, -1, 0},   {__NR_preadv2, 0, -1, 0},   {__NR_recvfrom, 0, -1, 0},
-    {__NR_recvmsg, 0, -1, 0},  {__NR_recvmmsg, 0, -1, 0},  {__NR_write, -1, 0, 0},
-    {__NR_writev, -1, 0, 0},   {__NR_pwrite64, -1, 0, 0},  {__NR_pwritev, -1, 0, 0},
-    {__NR_pwritev2, -1, 0, 0}, {__NR_sendmsg, -1, 0, 0},   {__NR_sendmmsg, -1, 0, 0},
-    {__NR_splice, 0, 2, 0},    {__NR_tee, 0, 1, 0},        {__NR_sendfile, 1, 0, 0},
-    {__NR_copy_file_range, 0, 2, 0}, {__NR_dup, 0, -1, 1}, {__NR_dup2, 0, -1, 1},
-    {__NR_dup3, 0, -1, 1},     {__NR_fcntl, 0, -1, 1},     {__NR_vmsplice, -1, 0, 0},
+    {__NR_read, 0, -1, 0},           {__NR_readv, 0, -1, 0},    {__NR_pread64, 0, -1, 0},
+    {__NR_preadv, 0, -1, 0},         {__NR_preadv2, 0, -1, 0},  {__NR_recvfrom, 0, -1, 0},
+    {__NR_recvmsg, 0, -1, 0},        {__NR_recvmmsg, 0, -1, 0}, {__NR_write, -1, 0, 0},
+    {__NR_writev, -1, 0, 0},         {__NR_pwrite64, -1, 0, 0}, {__NR_pwritev, -1, 0, 0},
+    {__NR_pwritev2, -1, 0, 0},       {__NR_sendmsg, -1, 0, 0},  {__NR_sendmmsg, -1, 0, 0},
+    {__NR_splice, 0, 2, 0},          {__NR_tee, 0, 1, 0},       {__NR_sendfile, 1, 0, 0},
+    {__NR_copy_file_range, 0, 2, 0}, {__NR_dup, 0, -1, 1},      {__NR_dup2, 0, -1, 1},
+    {__NR_dup3, 0, -1, 1},           {__NR_fcntl, 0, -1, 1},    {__NR_vmsplice, -1, 0, 0},
 };
 const size_t nfd_uses = sizeof fd_uses / sizeof fd_uses[0];
 
@@ -231,12 +296,13 @@ static void block_fast(struct seccomp_program *p, int nr, int flags_arg, int sta
 		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
 		                                    (unsigned)(RING_EMPTY_NAME >> 32), 0, 5));
 		ld(p, ARG_LO(path_arg));
-		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-		                                    (unsigned)(RING_EMPTY_NAME & 0xffffffffu), 0, 3));
+		put(p,
+		    (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+		                                 (unsigned)(RING_EMPTY_NAME & 0xffffffffu), 0, 3));
 		ld(p, ARG_LO(flags_arg));
-		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
-		                                    O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE,
-		                                    1, 0));
+		put(p, (struct sock_filter)BPF_JUMP(
+		           BPF_JMP | BPF_JSET | BPF_K,
+		           O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE, 1, 0));
 		ret(p, SECCOMP_RET_ALLOW);
 	}
 	ld(p, IP_HI);
@@ -244,16 +310,15 @@ static void block_fast(struct seccomp_program *p, int nr, int flags_arg, int sta
 	                                    (unsigned)(RING_SAFE_PAGE >> 32), 0, 0));
 	to_normal[n++] = (unsigned short)(p->len - 1); /* jf */
 	ld(p, IP_LO);
-	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K,
-	                                    (unsigned)(RING_SAFE_PAGE & 0xffffffffu) +
-	                                        (unsigned)RING_SAFE_PAGE_SIZE,
-	                                    0, 0));
+	put(p, (struct sock_filter)BPF_JUMP(
+	           BPF_JMP | BPF_JGE | BPF_K,
+	           (unsigned)(RING_SAFE_PAGE & 0xffffffffu) + (unsigned)RING_SAFE_PAGE_SIZE, 0, 0));
 	to_normal[n++] = (unsigned short)(p->len - 1 + 0x8000); /* jt */
 	if (flags_arg >= 0) {
 		ld(p, ARG_LO(flags_arg));
-		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
-		                                    O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE,
-		                                    0, 0));
+		put(p, (struct sock_filter)BPF_JUMP(
+		           BPF_JMP | BPF_JSET | BPF_K,
+		           O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE, 0, 0));
 		to_normal[n++] = (unsigned short)(p->len - 1 + 0x8000); /* jt */
 	}
 	ret(p, SECCOMP_RET_ALLOW);
@@ -271,7 +336,8 @@ static void block_fast(struct seccomp_program *p, int nr, int flags_arg, int sta
 	if (stat_path_arg >= 0) {
 		/* block_stat's body */
 		ld(p, ARG_LO(stat_flags_arg));
-		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, AT_EMPTY_PATH, 0, 4));
+		put(p,
+		    (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, AT_EMPTY_PATH, 0, 4));
 		ld(p, ARG_LO(stat_path_arg));
 		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
 		ld(p, ARG_HI(stat_path_arg));

@@ -516,8 +516,8 @@ void tracer_mark_uncacheable(struct tracer *tr, const char *reason)
 
 /* ---- entry handlers ------------------------------------------------- */
 
-static enum resume outcome_probe(struct tracer *tr, struct tracee *t, int follow,
-                                 int access_mode, int access_flags);
+static enum resume outcome_probe(struct tracer *tr, struct tracee *t, int follow, int access_mode,
+                                 int access_flags);
 static enum resume outcome_open_read(struct tracer *tr, struct tracee *t,
                                      const struct open_class *c);
 
@@ -537,7 +537,7 @@ static const char *special_input(const struct stat *st)
 	if (S_ISCHR(st->st_mode)) {
 		unsigned minor_no = minor(st->st_rdev);
 		if (major(st->st_rdev) == 1 && (minor_no == 3 || minor_no == 5 || minor_no == 7 ||
-		                                 minor_no == 8 || minor_no == 9))
+		                                minor_no == 8 || minor_no == 9))
 			return NULL; /* null, zero, full, random, urandom */
 		return "reads a device";
 	}
@@ -576,7 +576,8 @@ static void open_unrecorded(struct tracer *tr, struct tracee *t, const struct op
 	const char *reason = NULL;
 	/* A preload record: what the step's open got (its fstat); the
 	 * descriptor named may be gone by the time the record is drained. */
-	int reported = t->rec_res && !rv_errno(t->rec_res->rv) && reported_stat(t->rec_res, &st) == 0;
+	int reported =
+	    t->rec_res && !rv_errno(t->rec_res->rv) && reported_stat(t->rec_res, &st) == 0;
 	if (resolved == 0) {
 		/* Ignored roots (the private TMPDIR, ignore_paths) are none of
 		 * the key's business; /dev is ignored by name, not by type. */
@@ -665,8 +666,8 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
 	case OPEN_KIND_WRITE:
 		strcpy(tr->path2, p->path);
 		if (!c.follow_last || follow_final(tr, t, tr->path2) > 0)
-			touch_flags(tr, t, tr->path2, c.kind == OPEN_KIND_WRITE && c.keeps_content, 0,
-			            c.exclusive ? TRACE_F_EXCLUSIVE : 0);
+			touch_flags(tr, t, tr->path2, c.kind == OPEN_KIND_WRITE && c.keeps_content,
+			            0, c.exclusive ? TRACE_F_EXCLUSIVE : 0);
 		p->what = PEND_OPEN_WRITE;
 		break;
 	}
@@ -807,14 +808,14 @@ static enum resume outcome_open_read(struct tracer *tr, struct tracee *t,
 		return RESUME_CONT;
 	/* A preload record: the file the step's open got (its fstat). */
 	const char *special;
-	if (t->rec_res && ((err = rv_errno(t->rec_res->rv)) ||
-	                   reported_stat(t->rec_res, &st) == 0)) {
+	if (t->rec_res &&
+	    ((err = rv_errno(t->rec_res->rv)) || reported_stat(t->rec_res, &st) == 0)) {
 		if (err)
 			emit(tr, t, TRACE_PROBE, p->flags, err, p->path, NULL);
 		else if (S_ISREG(st.st_mode))
 			emit(tr, t, TRACE_READ, p->flags, 0, p->path, &st);
 		else if ((special = with_rdev(p->path, c->follow_last, &st) ? "reads a device"
-		                                                              : special_input(&st)))
+		                                                            : special_input(&st)))
 			tracer_mark_uncacheable(tr, special);
 		else
 			emit_found(tr, t, p->flags, p->path, &st);
@@ -897,8 +898,7 @@ static enum resume entry_readlink(struct tracer *tr, struct tracee *t, int dirfd
 		/* The step got rv bytes (all of the target, or its first bufsiz
 		 * bytes when its buffer was that small). */
 		uint64_t got = (uint64_t)t->rec_res->rv;
-		int same = n >= 0 &&
-		           ((uint64_t)n == got || ((uint64_t)n > got && got == bufsiz)) &&
+		int same = n >= 0 && ((uint64_t)n == got || ((uint64_t)n > got && got == bufsiz)) &&
 		           ring_hash(tr->tmp, (size_t)got) == t->rec_res->hash;
 		if (!same)
 			ev.seen_unknown = 1;
@@ -1479,8 +1479,8 @@ static int asks_a_directory(const char *str)
  * middle of a stopped call whose pending exit must survive. The calls the
  * preload library makes without a stop name absolute paths, need no exit
  * stop and no cwd. */
-void syscall_record(struct tracer *tr, pid_t tid, int nr, const uint64_t args[6],
-                    const char *str, const struct ring_result *res)
+void syscall_record(struct tracer *tr, pid_t tid, int nr, const uint64_t args[6], const char *str,
+                    const struct ring_result *res)
 {
 	struct tracee *scratch = &tr->rec_tracee;
 	scratch->tid = tid;

@@ -101,7 +101,7 @@ int tracee_read_string(pid_t tid, uint64_t addr, char *out, size_t cap);
  * TRACEE_FD_CWD or any other negative, /proc/<tid>/root when
  * TRACEE_FD_ROOT) into out. 0, or -1 (closed descriptor, gone process,
  * too long). */
-#define TRACEE_FD_CWD (-1)
+#define TRACEE_FD_CWD  (-1)
 #define TRACEE_FD_ROOT (-2)
 int tracee_fd_path(pid_t tid, int fd, char *out, size_t cap);
 /* stat of /proc/<tid>/fd/<fd>: the file behind the descriptor. */

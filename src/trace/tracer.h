@@ -33,7 +33,7 @@ struct tracer {
 	int have_stdin_id;
 	dev_t stdin_dev;
 	ino_t stdin_ino;
-	int stdin_is_null; /* it is /dev/null */
+	int stdin_is_null;   /* it is /dev/null */
 	int stdin_fact_made; /* its TRACE_FACT_STDIN is in the log */
 	/* The inherited descriptors watched (trace_spec.inherited_fds), with
 	 * the files they referred to at the start. */
@@ -96,8 +96,8 @@ void tracer_mark_uncacheable(struct tracer *tr, const char *reason);
  * its outcome from res, what the step's call returned (NULL: unknown, the
  * tracer looks the path up itself). */
 struct ring_result;
-void syscall_record(struct tracer *tr, pid_t tid, int nr, const uint64_t args[6],
-                    const char *str, const struct ring_result *res);
+void syscall_record(struct tracer *tr, pid_t tid, int nr, const uint64_t args[6], const char *str,
+                    const struct ring_result *res);
 /* The audit library's report (ring.h RING_NR_SONAME_SEARCH) that the
  * loader of thread tid searches for soname. */
 void syscall_soname_search(struct tracer *tr, pid_t tid, const char *soname);

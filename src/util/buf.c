@@ -219,7 +219,8 @@ void buf_add_json_string(struct buf *b, const char *s, size_t len)
 				buf_add(b, p + i, n);
 				i += n;
 			} else {
-				/* Not UTF-8 (paths are bytes): keep the byte visible and the JSON valid. */
+				/* Not UTF-8 (paths are bytes): keep the byte visible and the JSON
+				 * valid. */
 				buf_addf(b, "\\u%04x", c);
 				i++;
 			}

@@ -69,8 +69,8 @@ int digest_fd(int fd, struct digest *out, uint64_t *size_out, struct error *e)
  * cache (measured: 256 KiB reads cost 1.5 times the CPU time for a 1 GB
  * file). */
 static int hash_serial(int fd, struct hasher *h, uint64_t *size_out,
-		       void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
-		       struct error *e)
+                       void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
+                       struct error *e)
 {
 	size_t cap = 64 * 1024;
 	unsigned char *chunk = malloc(cap);
@@ -104,8 +104,8 @@ static int hash_serial(int fd, struct hasher *h, uint64_t *size_out,
  * chunks too (a file that shrank under the mapping is read again from the
  * start, and a caller's pass could not be). */
 #define PIPE_MIN_SIZE (16 << 20)
-#define PIPE_SLOTS 16
-#define PIPE_CHUNK (128 * 1024)
+#define PIPE_SLOTS    16
+#define PIPE_CHUNK    (128 * 1024)
 
 struct read_pipe {
 	int fd;
@@ -152,8 +152,8 @@ static void *pipe_reader(void *arg)
 /* 1 when hashed here, 0 when the pipeline cannot be set up (the caller
  * hashes serially), -1 on a read error. */
 static int hash_pipelined(int fd, struct hasher *h, uint64_t *size_out,
-			  void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
-			  struct error *e)
+                          void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
+                          struct error *e)
 {
 	struct read_pipe p = {.fd = fd};
 	p.buf = malloc((size_t)PIPE_SLOTS * PIPE_CHUNK);
@@ -232,8 +232,8 @@ static int hash_mapped(int fd, uint64_t size, struct hasher *h)
 }
 
 int digest_fd_each(int fd, struct digest *out, uint64_t *size_out,
-		   void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
-		   struct error *e)
+                   void (*each)(void *ctx, const void *chunk, size_t len), void *ctx,
+                   struct error *e)
 {
 	struct hasher h;
 	if (hasher_init(&h, e) < 0)

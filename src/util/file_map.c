@@ -29,9 +29,9 @@
 
 /* Faulted in and unmapped a window at a time, at most WINDOWS_AHEAD of
  * them before the reader: a few MB mapped at once, whatever the size. */
-#define WINDOW ((uint64_t)4 << 20)
+#define WINDOW        ((uint64_t)4 << 20)
 #define WINDOWS_AHEAD 2
-#define CHUNK ((uint64_t)1 << 20)
+#define CHUNK         ((uint64_t)1 << 20)
 
 struct guard {
 	sigjmp_buf jump;
@@ -137,7 +137,7 @@ static void moved_to(struct map_run *m, uint64_t done)
 
 /* 1, or 0 when an access past the file's end was caught. */
 static int hand_over(struct map_run *m, void (*fn)(void *ctx, const void *chunk, size_t len),
-		     void *ctx)
+                     void *ctx)
 {
 	struct guard g;
 	g.lo = m->base;
@@ -159,7 +159,7 @@ static int hand_over(struct map_run *m, void (*fn)(void *ctx, const void *chunk,
 }
 
 int file_map_each(int fd, uint64_t size, void (*fn)(void *ctx, const void *chunk, size_t len),
-		  void *ctx)
+                  void *ctx)
 {
 	if (size == 0 || size > SIZE_MAX || !sigbus_guarded())
 		return 0;

@@ -18,6 +18,6 @@
  * fn must keep no state that a jump out of it would leave half-changed
  * beyond what the caller then discards. */
 int file_map_each(int fd, uint64_t size, void (*fn)(void *ctx, const void *chunk, size_t len),
-		  void *ctx);
+                  void *ctx);
 
 #endif

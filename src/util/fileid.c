@@ -3,10 +3,10 @@
 #include <sys/statfs.h>
 
 /* statfs f_type of the read-only image file systems (linux/magic.h). */
-#define FS_SQUASHFS 0x73717368
-#define FS_EROFS 0xE0F5E1E2
-#define FS_ISO9660 0x9660
-#define FS_CRAMFS 0x28cd3d45
+#define FS_SQUASHFS    0x73717368
+#define FS_EROFS       0xE0F5E1E2
+#define FS_ISO9660     0x9660
+#define FS_CRAMFS      0x28cd3d45
 #define FS_CRAMFS_WEND 0x453dcd28
 
 void file_id_from_stat(const struct stat *st, struct file_id *out)

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *a = malloc(half ? half : 1), *b = malloc(size - half ? size - half : 1);
 	memcpy(a, data, half);
 	memcpy(b, data + half, size - half);
-	struct compare_options opt = { .max_diff_lines = 50, .list_limit = 5 };
+	struct compare_options opt = {.max_diff_lines = 50, .list_limit = 5};
 	struct compare_report rep;
 	compare_buffers(a, half, b, size - half, "fuzz", &opt, &rep);
 	if (rep.differ != (rep.nentries > 0))

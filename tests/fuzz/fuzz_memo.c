@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	buf_free(&again);
 
 	struct pathset ps;
-	struct error e = { 0 };
+	struct error e = {0};
 	struct dirfp_set dirs;
 	if (pathset_decode(m.pathset_body, m.pathset_len, &ps, &e) == 0) {
 		if (dirfp_decode(m.dirs, m.dirs_len, ps.nobs, &dirs) == 0) {

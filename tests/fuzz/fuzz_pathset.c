@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pathset ps;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (pathset_decode(data, size, &ps, &e) < 0)
 		return 0;
 	for (size_t i = 0; i < ps.nobs; i++) {

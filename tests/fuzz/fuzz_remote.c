@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void pathsets(const uint8_t *data, size_t size)
 {
 	struct remote_pathsets p;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (remote_pathsets_decode(data, size, &p, &e) < 0)
 		return;
 	for (size_t i = 0; i < p.n; i++) {
@@ -43,7 +43,7 @@ static void pathsets(const uint8_t *data, size_t size)
 static void entry(const uint8_t *data, size_t size)
 {
 	struct remote_entry en;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (remote_entry_decode(data, size, &en, &e) < 0)
 		return;
 	struct digest msg;

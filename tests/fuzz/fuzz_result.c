@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct result r;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (result_decode(data, size, &r, &e) == 0)
 		result_free(&r);
 	uint8_t *body = malloc(size + DIGEST_LEN);

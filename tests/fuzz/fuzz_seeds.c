@@ -31,7 +31,7 @@ static void pathsets(const char *dir)
 {
 	struct pathset ps;
 	pathset_init(&ps);
-	const char *const excluded[] = { "__pycache__", "x.o", NULL };
+	const char *const excluded[] = {"__pycache__", "x.o", NULL};
 	pathset_add(&ps, OBS_READ, 0, "/usr/include/stdio.h", NULL);
 	pathset_add(&ps, OBS_EXEC, 0, "/usr/bin/gcc", NULL);
 	pathset_add(&ps, OBS_STAT, OBS_F_NOFOLLOW, "/w/missing.h", NULL);
@@ -97,10 +97,10 @@ static void results(const char *dir)
 
 static void steps(const char *dir)
 {
-	char *argv[] = { "/usr/bin/gcc", "-O2", "-c", "a.c", "-o", "a.o", NULL };
-	char *env[] = { "PATH=/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8", NULL };
+	char *argv[] = {"/usr/bin/gcc", "-O2", "-c", "a.c", "-o", "a.o", NULL};
+	char *env[] = {"PATH=/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8", NULL};
 	struct step st;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (step_init(&st, argv, "/bin/sh", env, NULL, NULL, NULL, NULL, NULL, &e) < 0) {
 		fprintf(stderr, "fuzz_seeds: %s\n", e.msg);
 		exit(1);
@@ -118,7 +118,7 @@ static void remotes(const char *dir)
 {
 	/* Built by hand, one signed and one not: remote_pathsets_add has its
 	 * own policy about which sets it keeps. */
-	static const char *const bodies[] = { "CTPS first body", "CTPS second body, longer" };
+	static const char *const bodies[] = {"CTPS first body", "CTPS second body, longer"};
 	struct remote_pathset sets[2];
 	memset(sets, 0, sizeof sets);
 	for (int i = 0; i < 2; i++) {
@@ -129,7 +129,7 @@ static void remotes(const char *dir)
 	sets[1].is_signed = 1;
 	memset(sets[1].pubkey, 6, sizeof sets[1].pubkey);
 	memset(sets[1].sig, 7, sizeof sets[1].sig);
-	struct remote_pathsets p = { sets, 2 };
+	struct remote_pathsets p = {sets, 2};
 	struct buf b;
 	buf_init(&b);
 	buf_put_u8(&b, 0);
@@ -173,17 +173,23 @@ static void memos(const char *dir)
 	buf_init(&dirs);
 	buf_init(&b);
 	pathset_encode(&ps, &body);
-	struct dirfp fp = { .dir = "/usr/include", .id = { 1, 2, 4096, 5, 6, 040755 } };
-	uint32_t obs_dir[3] = { 1, 0, 0 };
-	struct dirfp_set set = { .dirs = &fp, .ndirs = 1, .obs_dir = obs_dir, .nobs = 3 };
+	struct dirfp fp = {.dir = "/usr/include", .id = {1, 2, 4096, 5, 6, 040755}};
+	uint32_t obs_dir[3] = {1, 0, 0};
+	struct dirfp_set set = {.dirs = &fp, .ndirs = 1, .obs_dir = obs_dir, .nobs = 3};
 	dirfp_encode(&set, &dirs);
-	struct store_memo_fp f = { .path = "/usr/include/stdio.h", .id = { 1, 3, 100, 7, 8, 0100644 } };
+	struct store_memo_fp f = {.path = "/usr/include/stdio.h", .id = {1, 3, 100, 7, 8, 0100644}};
 	struct store_memo m = {
-		.weak = { { 1 } }, .pathset = { { 2 } }, .strong = { { 3 } },
-		.pathset_body = body.data, .pathset_len = body.len,
-		.result_body = "result", .result_len = 6,
-		.dirs = dirs.data, .dirs_len = dirs.len,
-		.fps = &f, .nfps = 1,
+	    .weak = {{1}},
+	    .pathset = {{2}},
+	    .strong = {{3}},
+	    .pathset_body = body.data,
+	    .pathset_len = body.len,
+	    .result_body = "result",
+	    .result_len = 6,
+	    .dirs = dirs.data,
+	    .dirs_len = dirs.len,
+	    .fps = &f,
+	    .nfps = 1,
 	};
 	store_memo_encode(&m, &b);
 	save(dir, "memo", "one", &b);

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct step st;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (step_decode(data, size, &st, &e) < 0)
 		return 0;
 	struct buf once, twice;

@@ -23,7 +23,7 @@ static void setup(void)
 	/* In the working directory, which run.sh empties before each run. */
 	char tmpl[] = "steplog-store.XXXXXX";
 	char *dir = mkdtemp(tmpl);
-	struct error e = { 0 };
+	struct error e = {0};
 	if (!dir || store_open(dir, 0, &store, &e) < 0)
 		abort();
 	log_path = xasprintf("%s/steplog", dir);
@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	close(fd);
 	struct store_log_entry *entries = NULL;
 	size_t n = 0;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (store_log_read(store, 50, &entries, &n, &e) == 0) {
 		if (n > 50)
 			abort();
@@ -50,8 +50,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		store_log_free(entries, n);
 	}
 	/* An append after whatever the file holds must stay readable. */
-	struct store_log_entry en = { .time_ms = 1, .result = "hit", .reason = "a\tb\nc\\",
-				      .duration_ms = 2, .cwd = "/w", .command = "cc -c x.c" };
+	struct store_log_entry en = {.time_ms = 1,
+	                             .result = "hit",
+	                             .reason = "a\tb\nc\\",
+	                             .duration_ms = 2,
+	                             .cwd = "/w",
+	                             .command = "cc -c x.c"};
 	store_log_append(store, &en, 1 << 20);
 	if (store_log_read(store, 1, &entries, &n, &e) == 0) {
 		if (n != 1 || strcmp(entries[0].reason, en.reason) != 0)

@@ -56,10 +56,10 @@ static int die(const char *msg)
 /* A hostile writer's path-set record: each path set changed as `how` says,
  * re-digested and unsigned. */
 static int rewrite_pathsets(const char *how, const char *file, const struct buf *in,
-			    const char *arg)
+                            const char *arg)
 {
 	struct remote_pathsets list;
-	struct error e = { 0 };
+	struct error e = {0};
 	if (remote_pathsets_decode(in->data, in->len, &list, &e) < 0)
 		return die("not a path-set record");
 	for (size_t i = 0; i < list.n; i++) {
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 	buf_init(&in);
 	if (slurp(file, &in) < 0)
 		return die("cannot read the file");
-	struct error e = { 0 };
+	struct error e = {0};
 	struct remote_entry en;
 	int is_entry = remote_entry_decode(in.data, in.len, &en, &e) == 0;
 	if (!strcmp(cmd, "kind")) {
@@ -151,7 +151,8 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "set-target") && argc == 5) {
 		int found = 0;
 		for (size_t i = 0; i < res.noutputs; i++)
-			if (res.outputs[i].kind == OUT_SYMLINK && !strcmp(res.outputs[i].path, argv[3])) {
+			if (res.outputs[i].kind == OUT_SYMLINK &&
+			    !strcmp(res.outputs[i].path, argv[3])) {
 				free(res.outputs[i].target);
 				res.outputs[i].target = strdup(argv[4]);
 				found = 1;

@@ -10,8 +10,8 @@
 /* src compiled with gcc -O1 and options as dir/name (the source beside it,
  * as name.c); the program's path goes to out. 0, or -1. */
 static __attribute__((unused)) int compile_program(const char *dir, const char *name,
-                                                   const char *src, const char *options,
-                                                   char *out, size_t cap)
+                                                   const char *src, const char *options, char *out,
+                                                   size_t cap)
 {
 	char cmd[4096];
 	snprintf(cmd, sizeof cmd, "cd '%s' && cat > '%s.c' && gcc -O1 %s -o '%s' '%s.c'", dir, name,

@@ -67,7 +67,7 @@ static void build(struct pathset *ps)
 	pathset_canonicalise(ps, NULL);
 }
 
-static const struct digest weak = { { 1 } }, psd = { { 2 } };
+static const struct digest weak = {{1}}, psd = {{2}};
 
 static void recorded(const struct pathset *ps, struct buf *values, struct digest *strong)
 {
@@ -101,9 +101,8 @@ static void unchanged_directories_skip_their_lookups_with_the_same_key(void **st
 	dirfp_encode(&set, &enc);
 	dirfp_free(&set);
 	assert_int_equal(dirfp_decode(enc.data, enc.len, ps.nobs, &set), 0);
-	assert_int_equal(dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len,
-					  &got),
-			 5);
+	assert_int_equal(
+	    dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len, &got), 5);
 	assert_memory_equal(got.b, strong.b, DIGEST_LEN);
 	dirfp_free(&set);
 	buf_free(&enc);
@@ -132,8 +131,8 @@ static void check_change_is_seen(const char *what)
 		assert_int_equal(unlink(at("d/l")) | symlink("absent.h", at("d/l")), 0);
 	else
 		fail_msg("unknown change %s", what);
-	size_t saved = dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len,
-					&after);
+	size_t saved =
+	    dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len, &after);
 	assert_int_equal(saved, 0);
 	pathset_strong_key(&ps, NULL, &weak, &psd, NULL, NULL, &full);
 	assert_memory_equal(after.b, full.b, DIGEST_LEN);
@@ -205,12 +204,12 @@ static void damaged_encodings_are_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(unchanged_directories_skip_their_lookups_with_the_same_key),
-		cmocka_unit_test(a_created_file_is_seen),
-		cmocka_unit_test(a_created_directory_on_an_absent_path_is_seen),
-		cmocka_unit_test(a_retargeted_symlink_is_seen),
-		cmocka_unit_test(a_directory_changed_just_now_is_not_fingerprinted),
-		cmocka_unit_test(damaged_encodings_are_refused),
+	    cmocka_unit_test(unchanged_directories_skip_their_lookups_with_the_same_key),
+	    cmocka_unit_test(a_created_file_is_seen),
+	    cmocka_unit_test(a_created_directory_on_an_absent_path_is_seen),
+	    cmocka_unit_test(a_retargeted_symlink_is_seen),
+	    cmocka_unit_test(a_directory_changed_just_now_is_not_fingerprinted),
+	    cmocka_unit_test(damaged_encodings_are_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

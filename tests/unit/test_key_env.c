@@ -36,7 +36,7 @@ static void per_run_and_make_variables_are_keyed_by_effect(void **state)
 	assert_false(env_keyed_by_effect("CI", 2, NULL));
 	assert_false(env_keyed_by_effect("CFLAGS", 6, NULL));
 	assert_false(env_keyed_by_effect("CPATH", 5, NULL));
-	const char *extra[] = { "BUILDKITE_*", NULL };
+	const char *extra[] = {"BUILDKITE_*", NULL};
 	assert_true(env_keyed_by_effect("BUILDKITE_JOB_ID", 16, extra));
 	assert_true(env_is_make_var("MFLAGS", 6));
 	assert_false(env_is_make_var("CARGO_MAKEFLAGS", 15));
@@ -45,8 +45,8 @@ static void per_run_and_make_variables_are_keyed_by_effect(void **state)
 static void values_are_found_whole_or_as_lines(void **state)
 {
 	(void)state;
-	const char *env[] = { "GITHUB_RUN_ID=1234567890", "MAKEFLAGS=s", "PATH=/opt/x/bin:/usr/bin:/bin",
-			      NULL };
+	const char *env[] = {"GITHUB_RUN_ID=1234567890", "MAKEFLAGS=s",
+	                     "PATH=/opt/x/bin:/usr/bin:/bin", NULL};
 	assert_int_equal(held_in(env, "object bytes: s, k, /usr/lib, 12345"), 0);
 	assert_int_equal(held_in(env, "built by run 1234567890\n"), 1);
 	/* A short value only as a line of its own, or as NAME=value. */
@@ -68,7 +68,7 @@ static void too_many_values_count_as_found(void **state)
 	buf_addstr(&path, "PATH=");
 	for (int i = 0; i < 80; i++)
 		buf_addf(&path, "%s/opt/tool%02d/bin", i ? ":" : "", i);
-	const char *env[] = { "A_ID=12345678901", path.data, NULL };
+	const char *env[] = {"A_ID=12345678901", path.data, NULL};
 	assert_int_equal(held_in(env, "nothing here"), 2);
 	buf_free(&path);
 }
@@ -91,8 +91,8 @@ static void free_names(char **names)
 static void facts_follow_what_the_step_did(void **state)
 {
 	(void)state;
-	char *env[] = { "MAKEFLAGS=s", "OLDPWD=/home/u/other", "PATH=/home/u/bin:/usr/bin",
-			"XDG_SESSION_ID=3", NULL };
+	char *env[] = {"MAKEFLAGS=s", "OLDPWD=/home/u/other", "PATH=/home/u/bin:/usr/bin",
+	               "XDG_SESSION_ID=3", NULL};
 	struct pathset ps;
 	pathset_init(&ps);
 	pathset_add(&ps, OBS_STAT, 0, "/home/u/bin/gcc", NULL);
@@ -120,7 +120,7 @@ static void facts_follow_what_the_step_did(void **state)
 	assert_true(has(names, "which:make"));
 	free_names(names);
 	/* Without PATH, its absence is keyed. */
-	char *no_path[] = { NULL };
+	char *no_path[] = {NULL};
 	names = env_effect_facts(&ps, no_path, 0, "/w");
 	assert_true(has(names, "env:PATH"));
 	free_names(names);
@@ -160,11 +160,11 @@ static void fact_names_from_untrusted_path_sets_are_checked(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(per_run_and_make_variables_are_keyed_by_effect),
-		cmocka_unit_test(values_are_found_whole_or_as_lines),
-		cmocka_unit_test(too_many_values_count_as_found),
-		cmocka_unit_test(facts_follow_what_the_step_did),
-		cmocka_unit_test(fact_names_from_untrusted_path_sets_are_checked),
+	    cmocka_unit_test(per_run_and_make_variables_are_keyed_by_effect),
+	    cmocka_unit_test(values_are_found_whole_or_as_lines),
+	    cmocka_unit_test(too_many_values_count_as_found),
+	    cmocka_unit_test(facts_follow_what_the_step_did),
+	    cmocka_unit_test(fact_names_from_untrusted_path_sets_are_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

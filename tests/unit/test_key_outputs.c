@@ -85,7 +85,7 @@ static void record(const struct trace_result *r, struct record *rec)
 }
 
 static const struct output *output(const struct record *rec, enum output_kind kind,
-				   const char *path)
+                                   const char *path)
 {
 	for (size_t i = 0; i < rec->result.noutputs; i++)
 		if (rec->result.outputs[i].kind == kind &&
@@ -173,8 +173,7 @@ static void a_removal_stays_the_steps_output_when_the_name_comes_back(void **sta
  * captured a sibling's temporary beside its own output; a hit of that entry
  * later put the (then empty) temporary back while the sibling was about to
  * rename it into place, and the sibling's cachet stored the empty file. */
-static void a_file_another_process_put_in_a_directory_the_step_made_is_not_its_output(
-    void **state)
+static void a_file_another_process_put_in_a_directory_the_step_made_is_not_its_output(void **state)
 {
 	struct trace_result r;
 	trace_sh("mkdir out && echo mine > out/mine.txt", &r);
@@ -223,8 +222,7 @@ static void a_directory_renamed_over_an_empty_one_brings_its_contents(void **sta
 	trace_result_free(&r);
 }
 
-static void a_file_added_to_a_directory_moved_into_place_after_the_step_is_not_stored(
-    void **state)
+static void a_file_added_to_a_directory_moved_into_place_after_the_step_is_not_stored(void **state)
 {
 	struct trace_result r;
 	trace_sh("mkdir t && echo a > t/a && mv t out", &r);
@@ -322,17 +320,17 @@ static void a_results_stream_order_survives_encoding_and_is_checked(void **state
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		CASE(an_output_replaced_after_the_step_ended_is_not_stored),
-		CASE(an_output_truncated_after_the_step_ended_is_not_stored),
-		CASE(an_output_removed_after_the_step_ended_is_not_stored),
-		CASE(an_output_that_stayed_as_the_step_left_it_is_stored),
-		CASE(a_removal_stays_the_steps_output_when_the_name_comes_back),
-		CASE(a_file_another_process_put_in_a_directory_the_step_made_is_not_its_output),
-		CASE(a_directory_renamed_into_place_brings_its_contents),
-		CASE(a_directory_renamed_over_an_empty_one_brings_its_contents),
-		CASE(a_file_added_to_a_directory_moved_into_place_after_the_step_is_not_stored),
-		cmocka_unit_test(a_results_stdin_advance_and_pin_survive_encoding),
-		cmocka_unit_test(a_results_stream_order_survives_encoding_and_is_checked),
+	    CASE(an_output_replaced_after_the_step_ended_is_not_stored),
+	    CASE(an_output_truncated_after_the_step_ended_is_not_stored),
+	    CASE(an_output_removed_after_the_step_ended_is_not_stored),
+	    CASE(an_output_that_stayed_as_the_step_left_it_is_stored),
+	    CASE(a_removal_stays_the_steps_output_when_the_name_comes_back),
+	    CASE(a_file_another_process_put_in_a_directory_the_step_made_is_not_its_output),
+	    CASE(a_directory_renamed_into_place_brings_its_contents),
+	    CASE(a_directory_renamed_over_an_empty_one_brings_its_contents),
+	    CASE(a_file_added_to_a_directory_moved_into_place_after_the_step_is_not_stored),
+	    cmocka_unit_test(a_results_stdin_advance_and_pin_survive_encoding),
+	    cmocka_unit_test(a_results_stream_order_survives_encoding_and_is_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

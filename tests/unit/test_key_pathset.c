@@ -15,7 +15,7 @@
 
 static void build(struct pathset *ps, int reversed)
 {
-	const char *excl[] = { "out.o", "gen.c", NULL };
+	const char *excl[] = {"out.o", "gen.c", NULL};
 	pathset_init(ps);
 	if (!reversed) {
 		pathset_add(ps, OBS_READ, 0, "/src/a.c", NULL);
@@ -23,7 +23,7 @@ static void build(struct pathset *ps, int reversed)
 		pathset_add(ps, OBS_LIST, 0, "/src", excl);
 		pathset_add(ps, OBS_READ, 0, "/src/a.c", NULL);
 	} else {
-		const char *excl2[] = { "gen.c", "out.o", NULL };
+		const char *excl2[] = {"gen.c", "out.o", NULL};
 		pathset_add(ps, OBS_LIST, 0, "/src", excl2);
 		pathset_add(ps, OBS_STAT, OBS_F_NOFOLLOW, "/src/b.h", NULL);
 		pathset_add(ps, OBS_READ, 0, "/src/a.c", NULL);
@@ -53,7 +53,7 @@ static void lookup_order_does_not_change_the_path_set(void **state)
 static void encoding_round_trips(void **state)
 {
 	struct pathset a, b;
-	struct error e = { 0 };
+	struct error e = {0};
 	build(&a, 0);
 	struct buf enc;
 	buf_init(&enc);
@@ -83,7 +83,7 @@ static void encoding_round_trips(void **state)
 static void truncated_or_flipped_encodings_are_rejected_without_crashing(void **state)
 {
 	struct pathset a, b;
-	struct error e = { 0 };
+	struct error e = {0};
 	build(&a, 0);
 	struct buf enc;
 	buf_init(&enc);
@@ -165,7 +165,7 @@ static void neutral_environment_and_make_jobs(void **state)
 	assert_false(env_is_neutral("PWD", 3, NULL));
 	assert_false(env_is_neutral("TERMINAL", 8, NULL));
 	assert_false(env_is_neutral("CFLAGS", 6, NULL));
-	const char *extra[] = { "MY_BUILD_ID", "CI_*", NULL };
+	const char *extra[] = {"MY_BUILD_ID", "CI_*", NULL};
 	assert_true(env_is_neutral("MY_BUILD_ID", 11, extra));
 	assert_true(env_is_neutral("CI_JOB", 6, extra));
 	char *s = env_strip_make_jobs("ks -j4 --jobserver-auth=3,4 -- CC=gcc -jx=1");
@@ -179,12 +179,12 @@ static void neutral_environment_and_make_jobs(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(lookup_order_does_not_change_the_path_set),
-		cmocka_unit_test(encoding_round_trips),
-		cmocka_unit_test(truncated_or_flipped_encodings_are_rejected_without_crashing),
-		cmocka_unit_test(strong_key_depends_on_the_path_set_not_only_the_values),
-		cmocka_unit_test(evaluating_now_matches_recorded_values),
-		cmocka_unit_test(neutral_environment_and_make_jobs),
+	    cmocka_unit_test(lookup_order_does_not_change_the_path_set),
+	    cmocka_unit_test(encoding_round_trips),
+	    cmocka_unit_test(truncated_or_flipped_encodings_are_rejected_without_crashing),
+	    cmocka_unit_test(strong_key_depends_on_the_path_set_not_only_the_values),
+	    cmocka_unit_test(evaluating_now_matches_recorded_values),
+	    cmocka_unit_test(neutral_environment_and_make_jobs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

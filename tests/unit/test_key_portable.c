@@ -19,10 +19,10 @@
 
 static void portable_paths_name_their_base(void **state)
 {
-	struct step_bases b = { { "/srv/base", "/home/alice" } };
+	struct step_bases b = {{"/srv/base", "/home/alice"}};
 	char *p = portable_path("/home/alice/src/x.c", &b);
 	assert_string_equal(p, "/@cachet-base1/src/x.c");
-	struct step_bases other = { { "/srv/base", "/home/bob" } };
+	struct step_bases other = {{"/srv/base", "/home/bob"}};
 	char *l = portable_local_path(p, &other);
 	assert_string_equal(l, "/home/bob/src/x.c");
 	free(p);
@@ -35,7 +35,7 @@ static void portable_paths_name_their_base(void **state)
 	assert_string_equal(p, "/@cachet-base0/build/../../etc/x");
 	free(p);
 	assert_null(portable_path("/@cachet-base0/evil", &b));
-	struct step_bases none = { { NULL, NULL } };
+	struct step_bases none = {{NULL, NULL}};
 	assert_null(portable_local_path("/@cachet-base1/x", &none));
 	assert_null(portable_local_path("/@cachet-base1/x", NULL));
 	char *t = portable_text("-I/home/alice/inc:/home/alice -DX=/x/home/alice", &b);
@@ -50,8 +50,8 @@ static void portable_paths_name_their_base(void **state)
  * to the cwd, alike for checkouts at different depths. */
 static void paths_under_a_parent_base_dir_are_relative_to_the_cwd(void **state)
 {
-	struct step_bases a = { { "/builds", NULL, "/builds/ws1/proj/build" } };
-	struct step_bases b = { { "/builds", NULL, "/builds/ws2/deep/er/proj/build" } };
+	struct step_bases a = {{"/builds", NULL, "/builds/ws1/proj/build"}};
+	struct step_bases b = {{"/builds", NULL, "/builds/ws2/deep/er/proj/build"}};
 	char *pa = portable_path("/builds/ws1/proj/src/x.c", &a);
 	char *pb = portable_path("/builds/ws2/deep/er/proj/src/x.c", &b);
 	assert_string_equal(pa, "/@cachet-base2/../src/x.c");
@@ -87,7 +87,7 @@ static void paths_under_a_parent_base_dir_are_relative_to_the_cwd(void **state)
 static void nested_bases_take_the_deepest(void **state)
 {
 	/* base_dir inside HOME: a checkout path goes by base_dir. */
-	struct step_bases b = { { "/home/alice/proj", "/home/alice" } };
+	struct step_bases b = {{"/home/alice/proj", "/home/alice"}};
 	char *p = portable_path("/home/alice/proj/x.c", &b);
 	assert_string_equal(p, "/@cachet-base0/x.c");
 	free(p);
@@ -98,7 +98,7 @@ static void nested_bases_take_the_deepest(void **state)
 
 static void readlink_targets_under_a_base_are_portable(void **state)
 {
-	struct step_bases b = { { "/w/a", NULL } };
+	struct step_bases b = {{"/w/a", NULL}};
 	struct buf out;
 	buf_init(&out);
 	assert_int_equal(portable_value("R/w/a/real/x.h", 14, &b, &out), 0);
@@ -124,7 +124,7 @@ static void readlink_targets_under_a_base_are_portable(void **state)
 
 static void base_dir_must_be_a_real_directory_other_than_root(void **state)
 {
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_null(portable_base("relative/dir", "base_dir", &e));
 	assert_non_null(strstr(e.msg, "absolute"));
 	char *missing = scratch_path("missing");
@@ -157,8 +157,8 @@ static void base_dir_must_be_a_real_directory_other_than_root(void **state)
 
 /* ---- the weak key ---- */
 
-static char *gcc_argv_a[] = { "/usr/bin/gcc", "-c", "/src/proj/x.c", "-o", "x.o", NULL };
-static char *gcc_env_a[] = { "LANG=C", "PATH=/usr/bin:/bin", "PWD=/src/proj", NULL };
+static char *gcc_argv_a[] = {"/usr/bin/gcc", "-c", "/src/proj/x.c", "-o", "x.o", NULL};
+static char *gcc_env_a[] = {"LANG=C", "PATH=/usr/bin:/bin", "PWD=/src/proj", NULL};
 
 static void fake_step(struct step *s, char **argv, const char *cwd, char **env)
 {
@@ -188,7 +188,7 @@ static void weak_key_without_bases_is_the_format_1_key(void **state)
 	assert_int_equal(step_weak_key(&s, NULL, &w), 0);
 	digest_to_hex(&w, hex);
 	assert_string_equal(hex, FORMAT_1_KEY_A);
-	struct step_bases none = { { NULL, NULL } };
+	struct step_bases none = {{NULL, NULL}};
 	assert_int_equal(step_weak_key(&s, &none, &w), 0);
 	digest_to_hex(&w, hex);
 	assert_string_equal(hex, FORMAT_1_KEY_A);
@@ -201,21 +201,21 @@ static void weak_key_without_bases_is_the_format_1_key(void **state)
 	digest_to_hex(&w, hex);
 	assert_string_equal(hex, FORMAT_1_KEY_B);
 	/* Without bases, the reserved prefix is just text. */
-	char *odd[] = { "/usr/bin/gcc", "-I/@cachet-base0", NULL };
+	char *odd[] = {"/usr/bin/gcc", "-I/@cachet-base0", NULL};
 	s.argv = odd;
 	assert_int_equal(step_weak_key(&s, NULL, &w), 0);
 }
 
 static void two_checkouts_key_alike_under_their_bases(void **state)
 {
-	char *argv_a[] = { "/usr/bin/gcc", "-I/w/a/proj/inc", "-c", "x.c", NULL };
-	char *env_a[] = { "PATH=/usr/bin", "PWD=/w/a/proj/src", NULL };
-	char *argv_b[] = { "/usr/bin/gcc", "-I/w/b/proj/inc", "-c", "x.c", NULL };
-	char *env_b[] = { "PATH=/usr/bin", "PWD=/w/b/proj/src", NULL };
+	char *argv_a[] = {"/usr/bin/gcc", "-I/w/a/proj/inc", "-c", "x.c", NULL};
+	char *env_a[] = {"PATH=/usr/bin", "PWD=/w/a/proj/src", NULL};
+	char *argv_b[] = {"/usr/bin/gcc", "-I/w/b/proj/inc", "-c", "x.c", NULL};
+	char *env_b[] = {"PATH=/usr/bin", "PWD=/w/b/proj/src", NULL};
 	struct step a, b;
 	fake_step(&a, argv_a, "/w/a/proj/src", env_a);
 	fake_step(&b, argv_b, "/w/b/proj/src", env_b);
-	struct step_bases ba = { { "/w/a/proj", NULL } }, bb = { { "/w/b/proj", NULL } };
+	struct step_bases ba = {{"/w/a/proj", NULL}}, bb = {{"/w/b/proj", NULL}};
 	struct digest wa, wb, plain_a, plain_b;
 	assert_int_equal(step_weak_key(&a, &ba, &wa), 0);
 	assert_int_equal(step_weak_key(&b, &bb, &wb), 0);
@@ -225,12 +225,12 @@ static void two_checkouts_key_alike_under_their_bases(void **state)
 	assert_false(digest_equal(&plain_a, &plain_b));
 	assert_false(digest_equal(&wa, &plain_a));
 	/* A path outside the base is the same path in both: not rewritten. */
-	char *argv_c[] = { "/usr/bin/gcc", "-I/opt/inc", "-c", "x.c", NULL };
+	char *argv_c[] = {"/usr/bin/gcc", "-I/opt/inc", "-c", "x.c", NULL};
 	b.argv = argv_c;
 	assert_int_equal(step_weak_key(&b, &bb, &wb), 0);
 	assert_false(digest_equal(&wa, &wb));
 	/* With bases set, the reserved prefix cannot be keyed. */
-	char *odd[] = { "/usr/bin/gcc", "-I/@cachet-base0", NULL };
+	char *odd[] = {"/usr/bin/gcc", "-I/@cachet-base0", NULL};
 	b.argv = odd;
 	assert_int_equal(step_weak_key(&b, &bb, &wb), -1);
 }
@@ -239,7 +239,7 @@ static void two_checkouts_key_alike_under_their_bases(void **state)
 
 /* A record of real paths, in canonical order, as record_run leaves it. */
 static void add_obs(struct record *rec, enum obs_kind kind, const char *path,
-		    const char *const *excluded, const char *value, size_t len)
+                    const char *const *excluded, const char *value, size_t len)
 {
 	pathset_add(&rec->ps, kind, 0, path, excluded);
 	buf_put_bytes(&rec->values, value, len);
@@ -259,7 +259,7 @@ static void paths_values_listings_and_outputs_become_portable(void **state)
 {
 	struct record rec;
 	init_record(&rec);
-	const char *excluded[] = { "x.o", NULL };
+	const char *excluded[] = {"x.o", NULL};
 	/* Sorted as real paths; "/@" sorts before "/u" once portable. */
 	add_obs(&rec, OBS_STAT, "/usr/include/stdio.h", NULL, "E\2\0\0\0", 5);
 	add_obs(&rec, OBS_READLINK, "/w/a/proj/link", NULL, "R/w/a/proj/real", 15);
@@ -274,7 +274,7 @@ static void paths_values_listings_and_outputs_become_portable(void **state)
 	o->target = xstrdup("/w/a/proj/src/x.o");
 	result_add_output(&rec.result, OUT_FILE, "/tmp/elsewhere.log");
 
-	struct step_bases a = { { "/w/a/proj", NULL } };
+	struct step_bases a = {{"/w/a/proj", NULL}};
 	assert_int_equal(portable_record(&rec, &a), 0);
 	assert_int_equal(rec.ps.nobs, 4);
 	assert_string_equal(rec.ps.paths[rec.ps.obs[0].path], "/@cachet-base0/link");
@@ -315,9 +315,9 @@ static void paths_values_listings_and_outputs_become_portable(void **state)
 	assert_null(rec.result.pinned);
 
 	/* Another checkout reads them as its own paths. */
-	struct step_bases b = { { "/w/b/proj", NULL } };
+	struct step_bases b = {{"/w/b/proj", NULL}};
 	struct pathset ps;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(pathset_decode(rec.ps_body.data, rec.ps_body.len, &ps, &e), 0);
 	assert_int_equal(portable_localise_pathset(&ps, &b), 0);
 	assert_string_equal(ps.paths[ps.obs[2].path], "/w/b/proj/src/x.c");
@@ -342,7 +342,7 @@ static void a_run_naming_the_reserved_prefix_is_not_shared(void **state)
 	add_obs(&rec, OBS_STAT, "/@cachet-base0/x", NULL, "E\2\0\0\0", 5);
 	pathset_canonicalise(&rec.ps, NULL);
 	pathset_encode(&rec.ps, &rec.ps_body);
-	struct step_bases a = { { "/w/a/proj", NULL } };
+	struct step_bases a = {{"/w/a/proj", NULL}};
 	assert_int_equal(portable_record(&rec, &a), -1);
 	/* Left as it was. */
 	assert_string_equal(rec.ps.paths[0], "/@cachet-base0/x");
@@ -364,20 +364,21 @@ static void lookups_above_the_checkout_are_relative_or_pin_it(void **state)
 	add_obs(&rec, OBS_STAT, "/x.cfg", NULL, "E\2\0\0\0", 5);
 	pathset_canonicalise(&rec.ps, NULL);
 	pathset_encode(&rec.ps, &rec.ps_body);
-	struct step_bases a = { { "/w/a/proj", NULL } };
+	struct step_bases a = {{"/w/a/proj", NULL}};
 	assert_int_equal(portable_record(&rec, &a), 0);
 	/* The directories above the checkout, as levels above it; "/" and
 	 * what lies beside it are the same for every checkout. */
-	const char *want[] = { "/", "/@cachet-base0/..", "/@cachet-base0/../..",
-			       "/@cachet-base0/src", "/usr", "/x.cfg" };
+	const char *want[] = {
+	    "/",     "/@cachet-base0/..", "/@cachet-base0/../..", "/@cachet-base0/src", "/usr",
+	    "/x.cfg"};
 	assert_int_equal(rec.ps.nobs, 6);
 	for (size_t i = 0; i < 6; i++)
 		assert_string_equal(rec.ps.paths[rec.ps.obs[i].path], want[i]);
 	assert_int_equal(rec.pinned, 0);
 	assert_null(rec.result.pinned);
 	struct pathset ps;
-	struct error e = { 0 };
-	struct step_bases b = { { "/w/ci/b/proj", NULL } };
+	struct error e = {0};
+	struct step_bases b = {{"/w/ci/b/proj", NULL}};
 	assert_int_equal(pathset_decode(rec.ps_body.data, rec.ps_body.len, &ps, &e), 0);
 	assert_int_equal(portable_localise_pathset(&ps, &b), 0);
 	assert_string_equal(ps.paths[ps.obs[2].path], "/w/ci/b/proj/../..");
@@ -437,7 +438,7 @@ static char *make_checkout(const char *name, const char *source)
 /* A recorded read of <base>/src/x.c, pinned to the base or not, in stored
  * form; *strong gets the strong key it is stored under. */
 static void record_read(struct record *rec, const struct step_bases *b, int pinned,
-			const struct digest *weak, struct digest *strong)
+                        const struct digest *weak, struct digest *strong)
 {
 	init_record(rec);
 	char *path = xasprintf("%s/src/x.c", b->dir[0]);
@@ -450,21 +451,21 @@ static void record_read(struct record *rec, const struct step_bases *b, int pinn
 	if (pinned) {
 		rec->pinned = 1u << STEP_BASE_DIR;
 		rec->pinned_by[0] =
-			xasprintf("output %s/src/x.d contains %s", b->dir[0], b->dir[0]);
+		    xasprintf("output %s/src/x.d contains %s", b->dir[0], b->dir[0]);
 	}
 	assert_int_equal(portable_record(rec, b), 0);
 	pathset_strong_key_from_values(weak, &rec->ps_digest, rec->values.data, rec->values.len,
-				       strong);
+	                               strong);
 	buf_free(&v);
 	free(path);
 }
 
 /* The strong key the stored path set evaluates to in a checkout. */
 static void evaluate(const struct record *rec, const struct step_bases *b,
-		     const struct digest *weak, struct digest *strong)
+                     const struct digest *weak, struct digest *strong)
 {
 	struct pathset ps;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(pathset_decode(rec->ps_body.data, rec->ps_body.len, &ps, &e), 0);
 	assert_int_equal(portable_localise_pathset(&ps, b), 0);
 	pathset_strong_key(&ps, b, weak, &rec->ps_digest, NULL, NULL, strong);
@@ -475,7 +476,7 @@ static void checkouts_share_until_a_file_differs(void **state)
 {
 	char *a = make_checkout("a", "int x;\n");
 	char *b = make_checkout("b", "int x;\n");
-	struct step_bases ba = { { a, NULL } }, bb = { { b, NULL } };
+	struct step_bases ba = {{a, NULL}}, bb = {{b, NULL}};
 	struct digest weak = key_digest("weak", 1), recorded, now;
 	struct record rec;
 	record_read(&rec, &ba, 0, &weak, &recorded);
@@ -497,7 +498,7 @@ static void a_run_whose_outputs_name_its_checkout_holds_only_there(void **state)
 {
 	char *a = make_checkout("a", "int x;\n");
 	char *b = make_checkout("b", "int x;\n");
-	struct step_bases ba = { { a, NULL } }, bb = { { b, NULL } };
+	struct step_bases ba = {{a, NULL}}, bb = {{b, NULL}};
 	struct digest weak = key_digest("weak", 1), recorded, now;
 	struct record rec;
 	record_read(&rec, &ba, 1, &weak, &recorded);
@@ -517,7 +518,7 @@ static void a_run_whose_outputs_name_its_checkout_holds_only_there(void **state)
 	assert_false(digest_equal(&now, &recorded)); /* the other one misses */
 	/* Decoding checks that a BASE observation names a base. */
 	struct pathset ps;
-	struct error e = { 0 };
+	struct error e = {0};
 	pathset_init(&ps);
 	pathset_add(&ps, OBS_BASE, 0, "/etc", NULL);
 	struct buf enc;
@@ -536,7 +537,7 @@ static void a_run_whose_outputs_name_its_checkout_holds_only_there(void **state)
 static void an_output_that_names_the_base_pins_the_run(void **state)
 {
 	char *a = make_checkout("a", "int x;\n");
-	struct step_bases ba = { { a, NULL } };
+	struct step_bases ba = {{a, NULL}};
 	char *dep = xasprintf("%s/src/x.d", a);
 	char *obj = xasprintf("%s/src/x.o", a);
 	char *depfile = xasprintf("x.o: %s/src/x.c\n", a);
@@ -547,7 +548,7 @@ static void an_output_that_names_the_base_pins_the_run(void **state)
 	 * are the object's, all four both files'. */
 	struct trace_event events[4];
 	memset(events, 0, sizeof events);
-	const char *paths[2] = { obj, dep };
+	const char *paths[2] = {obj, dep};
 	for (int i = 0; i < 2; i++) {
 		struct stat st;
 		assert_int_equal(lstat(paths[i], &st), 0);
@@ -559,7 +560,7 @@ static void an_output_that_names_the_base_pins_the_run(void **state)
 	}
 	struct store *s = open_cache();
 	struct record rec;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(record_run(events, 2, NULL, &ba, s, NULL, &rec, &e), 0);
 	assert_int_equal(rec.pinned, 0); /* the object names no path */
 	record_scan_stream(&rec, "stdout", "compiling x.c\n", 14, &ba);
@@ -592,24 +593,23 @@ static void an_output_that_names_the_base_pins_the_run(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(portable_paths_name_their_base),
-		cmocka_unit_test(paths_under_a_parent_base_dir_are_relative_to_the_cwd),
-		cmocka_unit_test(nested_bases_take_the_deepest),
-		cmocka_unit_test(readlink_targets_under_a_base_are_portable),
-		cmocka_unit_test_setup_teardown(base_dir_must_be_a_real_directory_other_than_root,
-						scratch_setup, scratch_teardown),
-		cmocka_unit_test(weak_key_without_bases_is_the_format_1_key),
-		cmocka_unit_test(two_checkouts_key_alike_under_their_bases),
-		cmocka_unit_test(paths_values_listings_and_outputs_become_portable),
-		cmocka_unit_test(a_run_naming_the_reserved_prefix_is_not_shared),
-		cmocka_unit_test(lookups_above_the_checkout_are_relative_or_pin_it),
-		cmocka_unit_test_setup_teardown(checkouts_share_until_a_file_differs, scratch_setup,
-						scratch_teardown),
-		cmocka_unit_test_setup_teardown(
-			a_run_whose_outputs_name_its_checkout_holds_only_there, scratch_setup,
-			scratch_teardown),
-		cmocka_unit_test_setup_teardown(an_output_that_names_the_base_pins_the_run,
-						scratch_setup, scratch_teardown),
+	    cmocka_unit_test(portable_paths_name_their_base),
+	    cmocka_unit_test(paths_under_a_parent_base_dir_are_relative_to_the_cwd),
+	    cmocka_unit_test(nested_bases_take_the_deepest),
+	    cmocka_unit_test(readlink_targets_under_a_base_are_portable),
+	    cmocka_unit_test_setup_teardown(base_dir_must_be_a_real_directory_other_than_root,
+	                                    scratch_setup, scratch_teardown),
+	    cmocka_unit_test(weak_key_without_bases_is_the_format_1_key),
+	    cmocka_unit_test(two_checkouts_key_alike_under_their_bases),
+	    cmocka_unit_test(paths_values_listings_and_outputs_become_portable),
+	    cmocka_unit_test(a_run_naming_the_reserved_prefix_is_not_shared),
+	    cmocka_unit_test(lookups_above_the_checkout_are_relative_or_pin_it),
+	    cmocka_unit_test_setup_teardown(checkouts_share_until_a_file_differs, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(a_run_whose_outputs_name_its_checkout_holds_only_there,
+	                                    scratch_setup, scratch_teardown),
+	    cmocka_unit_test_setup_teardown(an_output_that_names_the_base_pins_the_run,
+	                                    scratch_setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,7 +84,8 @@ static int setup(void **state)
 		memset(block, 'a' + i, sizeof block);
 		snprintf(paths[i], sizeof paths[i], "%s/input-%d", root, i);
 		int fd = open(paths[i], O_CREAT | O_WRONLY | O_TRUNC, 0644);
-		if (fd < 0 || write(fd, block, sizeof block) != (ssize_t)sizeof block || close(fd) < 0)
+		if (fd < 0 || write(fd, block, sizeof block) != (ssize_t)sizeof block ||
+		    close(fd) < 0)
 			return -1;
 	}
 	struct timespec settle = {1, 200 * 1000 * 1000};
@@ -126,7 +127,7 @@ static void leaves_the_digests_in_the_cache(void **state)
 	assert_non_null(p);
 	prefetch_add(p, paths[0], 1 << 20);
 	prefetch_add(p, paths[1], 1 << 20);
-	prefetch_add(p, paths[0], 1 << 20); /* named once */
+	prefetch_add(p, paths[0], 1 << 20);               /* named once */
 	prefetch_add(p, paths[3], PREFETCH_MAX_SIZE + 1); /* too big to wait for */
 	assert_int_equal(prefetch_finish(p, 1), 2);
 	assert_int_equal(c.gets, 2);
@@ -210,7 +211,8 @@ static void one_cpu_means_no_prefetcher(void **state)
 		CPU_SET(sched_getcpu(), &one);
 		struct counting_cache c = {0};
 		struct digest_cache dc = cache_of(&c);
-		_exit(sched_setaffinity(0, sizeof one, &one) == 0 && prefetch_new(&dc) == NULL ? 0 : 1);
+		_exit(sched_setaffinity(0, sizeof one, &one) == 0 && prefetch_new(&dc) == NULL ? 0
+		                                                                               : 1);
 	}
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
@@ -220,11 +222,11 @@ static void one_cpu_means_no_prefetcher(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(leaves_the_digests_in_the_cache),
-		cmocka_unit_test(a_warm_cache_is_only_asked),
-		cmocka_unit_test(a_run_not_recorded_leaves_the_queue),
-		cmocka_unit_test(works_off_the_callers_cpu),
-		cmocka_unit_test(one_cpu_means_no_prefetcher),
+	    cmocka_unit_test(leaves_the_digests_in_the_cache),
+	    cmocka_unit_test(a_warm_cache_is_only_asked),
+	    cmocka_unit_test(a_run_not_recorded_leaves_the_queue),
+	    cmocka_unit_test(works_off_the_callers_cpu),
+	    cmocka_unit_test(one_cpu_means_no_prefetcher),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

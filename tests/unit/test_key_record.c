@@ -78,7 +78,7 @@ static void probes_of_the_steps_own_outputs_are_dropped(void **state)
 	events[4] = ev(TRACE_LIST, dir);
 	write_file(out, "object"); /* what the step wrote */
 	struct record rec;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(record_run(events, 5, NULL, NULL, NULL, NULL, &rec, &e), 0);
 	assert_null(rec.not_storable);
 	assert_true(find_obs(&rec.ps, OBS_READ, src) >= 0);
@@ -107,7 +107,7 @@ static void a_probe_of_the_steps_output_under_another_spelling_is_its_own(void *
 	events[1] = ev(TRACE_TOUCH, dotdot);
 	write_file(out, "object");
 	struct record rec;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(record_run(events, 2, NULL, NULL, NULL, NULL, &rec, &e), 0);
 	assert_null(rec.not_storable);
 	assert_int_equal(find_obs(&rec.ps, OBS_READLINK, out), -1);
@@ -127,9 +127,9 @@ static void a_read_before_the_steps_own_rewrite_keeps_the_old_content(void **sta
 	events[1].has_pre_digest = 1;
 	digest_bytes("before", 6, &events[1].pre_digest);
 	events[2] = ev(TRACE_READ, f); /* reading back its own write: ignored */
-	write_file(f, "after!"); /* sed -i */
+	write_file(f, "after!");       /* sed -i */
 	struct record rec;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(record_run(events, 3, NULL, NULL, NULL, NULL, &rec, &e), 0);
 	assert_null(rec.not_storable);
 	/* The file by its old content, and its directory, which must exist
@@ -160,7 +160,7 @@ static void an_input_changed_by_someone_else_during_the_run_is_not_stored(void *
 	sleep(0); /* same tick is possible: change size so the fingerprint moves */
 	write_file(f, "v2 longer");
 	struct record rec;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(record_run(events, 1, NULL, NULL, NULL, NULL, &rec, &e), 0);
 	assert_non_null(rec.not_storable);
 	assert_string_equal(rec.not_storable, "input modified during run");
@@ -176,7 +176,7 @@ static void a_path_found_absent_that_appeared_during_the_run_is_not_stored(void 
 	events[0].err = ENOENT;
 	write_file(f, "appeared");
 	struct record rec;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(record_run(events, 1, NULL, NULL, NULL, NULL, &rec, &e), 0);
 	assert_non_null(rec.not_storable);
 	record_free(&rec);
@@ -190,9 +190,9 @@ static void ignored_roots_leave_no_observation(void **state)
 	write_file(f, "x");
 	struct trace_event events[1];
 	events[0] = ev(TRACE_READ, f);
-	const char *ignore[] = { dir, NULL };
+	const char *ignore[] = {dir, NULL};
 	struct record rec;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(record_run(events, 1, ignore, NULL, NULL, NULL, &rec, &e), 0);
 	assert_int_equal(rec.ps.nobs, 0);
 	record_free(&rec);
@@ -202,12 +202,17 @@ static void ignored_roots_leave_no_observation(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(probes_of_the_steps_own_outputs_are_dropped, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_probe_of_the_steps_output_under_another_spelling_is_its_own, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_read_before_the_steps_own_rewrite_keeps_the_old_content, setup, teardown),
-		cmocka_unit_test_setup_teardown(an_input_changed_by_someone_else_during_the_run_is_not_stored, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_path_found_absent_that_appeared_during_the_run_is_not_stored, setup, teardown),
-		cmocka_unit_test_setup_teardown(ignored_roots_leave_no_observation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(probes_of_the_steps_own_outputs_are_dropped, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(
+	        a_probe_of_the_steps_output_under_another_spelling_is_its_own, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        a_read_before_the_steps_own_rewrite_keeps_the_old_content, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        an_input_changed_by_someone_else_during_the_run_is_not_stored, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        a_path_found_absent_that_appeared_during_the_run_is_not_stored, setup, teardown),
+	    cmocka_unit_test_setup_teardown(ignored_roots_leave_no_observation, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

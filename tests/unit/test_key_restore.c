@@ -103,7 +103,7 @@ static void restores_into_an_empty_place_both_forms_and_sizes(void **state)
 			add_file(c, data, sizes[i], 0640);
 			if (sizes[i] >= 36000)
 				assert_int_equal(c->res.outputs[0].blob.form,
-						 random ? BLOB_RAW : BLOB_ZSTD);
+				                 random ? BLOB_RAW : BLOB_ZSTD);
 			unlink(c->path);
 			restore(c);
 			expect_file(c->path, data, sizes[i], 0640);
@@ -145,7 +145,7 @@ static void a_file_with_the_content_already_is_kept_with_new_times(void **state)
 	restore(c);
 	assert_int_equal(lstat(c->path, &after), 0);
 	assert_int_equal(after.st_ino, before.st_ino); /* left in place */
-	expect_file(c->path, text, 36000, 0755);      /* with the entry's mode */
+	expect_file(c->path, text, 36000, 0755);       /* with the entry's mode */
 	/* and the times of a file just restored: a make that compares them
 	 * with the inputs' must see it as new. */
 	assert_true(after.st_mtime >= now);
@@ -297,15 +297,15 @@ static void a_failed_restore_puts_back_what_it_replaced(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		CASE(restores_into_an_empty_place_both_forms_and_sizes),
-		CASE(an_older_file_is_replaced_by_a_new_one),
-		CASE(a_file_with_the_content_already_is_kept_with_new_times),
-		CASE(a_file_of_the_same_size_with_other_bytes_is_replaced),
-		CASE(a_file_with_two_names_is_never_changed_in_place),
-		CASE(a_directory_in_the_way_is_an_error_and_stays),
-		CASE(links_attributes_and_owners_survive_encoding),
-		CASE(a_hard_link_of_the_entry_comes_back_as_a_link),
-		CASE(a_failed_restore_puts_back_what_it_replaced),
+	    CASE(restores_into_an_empty_place_both_forms_and_sizes),
+	    CASE(an_older_file_is_replaced_by_a_new_one),
+	    CASE(a_file_with_the_content_already_is_kept_with_new_times),
+	    CASE(a_file_of_the_same_size_with_other_bytes_is_replaced),
+	    CASE(a_file_with_two_names_is_never_changed_in_place),
+	    CASE(a_directory_in_the_way_is_an_error_and_stays),
+	    CASE(links_attributes_and_owners_survive_encoding),
+	    CASE(a_hard_link_of_the_entry_comes_back_as_a_link),
+	    CASE(a_failed_restore_puts_back_what_it_replaced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

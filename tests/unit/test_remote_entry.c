@@ -15,11 +15,11 @@
 
 static void credentials_leave_the_url_and_never_show(void **state)
 {
-	char *items[] = { "https://alice:s%40cret@cache.example:8443/team/ read-only timeout=250ms "
-			  "op-timeout=3s",
-			  NULL };
+	char *items[] = {"https://alice:s%40cret@cache.example:8443/team/ read-only timeout=250ms "
+	                 "op-timeout=3s",
+	                 NULL};
 	struct remote_config c;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(remote_config_parse(items, &c, &e), 0);
 	assert_int_equal(c.n, 1);
 	struct remote_spec *s = &c.specs[0];
@@ -38,10 +38,10 @@ static void credentials_leave_the_url_and_never_show(void **state)
 
 static void redis_urls_take_password_db_and_socket(void **state)
 {
-	char *items[] = { "redis://pw@10.0.0.1:7000/3", "redis://bob:pw2@host",
-			  "redis+unix:///run/redis.sock?db=2 prefix=team", NULL };
+	char *items[] = {"redis://pw@10.0.0.1:7000/3", "redis://bob:pw2@host",
+	                 "redis+unix:///run/redis.sock?db=2 prefix=team", NULL};
 	struct remote_config c;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(remote_config_parse(items, &c, &e), 0);
 	assert_int_equal(c.n, 3);
 	assert_null(c.specs[0].user);
@@ -55,7 +55,7 @@ static void redis_urls_take_password_db_and_socket(void **state)
 	assert_int_equal(c.specs[2].db, 2);
 	assert_string_equal(c.specs[2].prefix, "team");
 	/* Shard identity must not depend on credentials. */
-	char *again[] = { "redis://other@10.0.0.1:7000/3", NULL };
+	char *again[] = {"redis://other@10.0.0.1:7000/3", NULL};
 	struct remote_config c2;
 	assert_int_equal(remote_config_parse(again, &c2, &e), 0);
 	assert_string_equal(c.specs[0].id, c2.specs[0].id);
@@ -65,13 +65,13 @@ static void redis_urls_take_password_db_and_socket(void **state)
 
 static void bad_items_are_errors_without_secrets(void **state)
 {
-	char *items[] = { "http://u:topsecret@h/x frobnicate", NULL };
+	char *items[] = {"http://u:topsecret@h/x frobnicate", NULL};
 	struct remote_config c;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(remote_config_parse(items, &c, &e), -1);
 	assert_non_null(strstr(e.msg, "frobnicate"));
 	assert_null(strstr(e.msg, "topsecret"));
-	char *scheme[] = { "ftp://h/x", NULL };
+	char *scheme[] = {"ftp://h/x", NULL};
 	assert_int_equal(remote_config_parse(scheme, &c, &e), -1);
 }
 
@@ -86,11 +86,11 @@ static void redaction_hides_userinfo_and_tokens(void **state)
 
 static void pathset_lists_round_trip_dedupe_and_cap(void **state)
 {
-	struct remote_pathsets p = { 0 };
+	struct remote_pathsets p = {0};
 	for (int i = 0; i < REMOTE_MAX_PATHSETS + 3; i++) {
 		char body[32];
 		snprintf(body, sizeof body, "pathset %d", i);
-		struct remote_pathset set = { .body = body, .len = strlen(body) };
+		struct remote_pathset set = {.body = body, .len = strlen(body)};
 		digest_bytes(body, strlen(body), &set.digest);
 		assert_int_equal(remote_pathsets_add(&p, &set), 1);
 		assert_int_equal(remote_pathsets_add(&p, &set), 0);
@@ -101,7 +101,7 @@ static void pathset_lists_round_trip_dedupe_and_cap(void **state)
 	buf_init(&b);
 	remote_pathsets_encode(&p, &b);
 	struct remote_pathsets q;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(remote_pathsets_decode(b.data, b.len, &q, &e), 0);
 	assert_int_equal(q.n, p.n);
 	assert_true(digest_equal(&q.sets[5].digest, &p.sets[5].digest));
@@ -133,7 +133,7 @@ static void signatures_bind_keys_and_result(void **state)
 {
 	char *key = scratch_path("k");
 	char hex[65];
-	struct error e = { 0 };
+	struct error e = {0};
 	/* Without the plugin: a clear error, and nothing verifies. */
 	sign_set_plugin_dir("/nonexistent");
 	assert_int_equal(sign_keygen(key, hex, &e), -1);
@@ -148,8 +148,8 @@ static void signatures_bind_keys_and_result(void **state)
 	assert_non_null(signer);
 
 	char *pub = xasprintf("%s.pub", key);
-	char *from_file[] = { pub, NULL };
-	char *inline_key[] = { hex, NULL };
+	char *from_file[] = {pub, NULL};
+	char *inline_key[] = {hex, NULL};
 	struct trusted_keys tf, ti;
 	assert_int_equal(trusted_keys_load(from_file, &tf, &e), 0);
 	assert_int_equal(trusted_keys_load(inline_key, &ti, &e), 0);
@@ -187,13 +187,13 @@ static void signatures_bind_keys_and_result(void **state)
 	assert_false(trusted_keys_verify(&tf, &en2));
 
 	/* Path sets: signed for their weak key only. */
-	struct remote_pathset set = { .body = "ps", .len = 2 };
+	struct remote_pathset set = {.body = "ps", .len = 2};
 	digest_bytes("ps", 2, &set.digest);
 	assert_false(trusted_keys_verify_pathset(&tf, &en.weak, &set));
 	assert_int_equal(sign_pathset(signer, &en.weak, &set, &e), 0);
 	assert_true(trusted_keys_verify_pathset(&tf, &en.weak, &set));
 	assert_false(trusted_keys_verify_pathset(&tf, &en.strong, &set));
-	struct remote_pathsets list = { 0 };
+	struct remote_pathsets list = {0};
 	struct remote_pathset unsigned_set = set;
 	unsigned_set.is_signed = 0;
 	assert_int_equal(remote_pathsets_add(&list, &unsigned_set), 1);
@@ -229,20 +229,20 @@ static void signatures_bind_keys_and_result(void **state)
 static struct store *store_with(const char *content, struct blob_ref *ref)
 {
 	struct store *s = open_cache();
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(store_put_blob_mem(s, content, strlen(content), ref, &e), 0);
 	return s;
 }
 
 static int restore_one(struct store *s, const struct blob_ref *ref, const char *path,
-		       const char *root, struct error *e)
+                       const char *root, struct error *e)
 {
 	struct result r;
 	result_init(&r);
 	struct output *o = result_add_output(&r, OUT_FILE, path);
 	o->mode = 04755;
 	o->blob = *ref;
-	const char *roots[] = { root, NULL };
+	const char *roots[] = {root, NULL};
 	int rc = result_restore_beneath(&r, s, roots, e);
 	result_free(&r);
 	return rc;
@@ -256,7 +256,7 @@ static void remote_outputs_stay_beneath_their_roots(void **state)
 	char *outside = scratch_path("outside");
 	mkdir(root, 0755);
 	mkdir(outside, 0755);
-	struct error e = { 0 };
+	struct error e = {0};
 
 	char *good = xasprintf("%s/sub/dir/out.o", root);
 	assert_int_equal(restore_one(s, &ref, good, root, &e), 0);
@@ -264,7 +264,7 @@ static void remote_outputs_stay_beneath_their_roots(void **state)
 	assert_int_equal(stat(good, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0755); /* no setuid from a remote */
 
-	const char *bad[] = { "%s/../outside/x", "%s/./x", "%s//x", NULL };
+	const char *bad[] = {"%s/../outside/x", "%s/./x", "%s//x", NULL};
 	for (const char *const *f = bad; *f; f++) {
 		char *p = xasprintf(*f, root);
 		assert_int_equal(restore_one(s, &ref, p, root, &e), -1);
@@ -292,7 +292,7 @@ static void remote_outputs_stay_beneath_their_roots(void **state)
 	char *lp = xasprintf("%s/mylink", root);
 	struct output *o = result_add_output(&r, OUT_SYMLINK, lp);
 	o->target = xstrdup("../outside");
-	const char *roots[] = { root, NULL };
+	const char *roots[] = {root, NULL};
 	assert_int_equal(result_restore_beneath(&r, s, roots, &e), -1);
 	assert_int_equal(e.code, EPERM);
 	free(o->target);
@@ -319,15 +319,15 @@ static void remote_outputs_stay_beneath_their_roots(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(credentials_leave_the_url_and_never_show),
-		cmocka_unit_test(redis_urls_take_password_db_and_socket),
-		cmocka_unit_test(bad_items_are_errors_without_secrets),
-		cmocka_unit_test(redaction_hides_userinfo_and_tokens),
-		cmocka_unit_test(pathset_lists_round_trip_dedupe_and_cap),
-		cmocka_unit_test_setup_teardown(signatures_bind_keys_and_result, scratch_setup,
-						scratch_teardown),
-		cmocka_unit_test_setup_teardown(remote_outputs_stay_beneath_their_roots, scratch_setup,
-						scratch_teardown),
+	    cmocka_unit_test(credentials_leave_the_url_and_never_show),
+	    cmocka_unit_test(redis_urls_take_password_db_and_socket),
+	    cmocka_unit_test(bad_items_are_errors_without_secrets),
+	    cmocka_unit_test(redaction_hides_userinfo_and_tokens),
+	    cmocka_unit_test(pathset_lists_round_trip_dedupe_and_cap),
+	    cmocka_unit_test_setup_teardown(signatures_bind_keys_and_result, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(remote_outputs_stay_beneath_their_roots, scratch_setup,
+	                                    scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,7 @@
 
 /* Restores ref into a new scratch file and returns its content. */
 static void *restore(struct store *s, const struct blob_ref *ref, size_t *len, struct error *e,
-		     int *rc)
+                     int *rc)
 {
 	char *path = scratch_path("restored");
 	unlink(path);
@@ -35,7 +35,7 @@ static void *restore(struct store *s, const struct blob_ref *ref, size_t *len, s
 }
 
 static void assert_restores(struct store *s, const struct blob_ref *ref, const void *data,
-			    size_t len)
+                            size_t len)
 {
 	struct error e = {0, ""};
 	int rc;
@@ -185,7 +185,8 @@ static void blobs_are_stored_with_and_without_proc(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 		    umount2("/proc", MNT_DETACH) < 0)
 			_exit(77);
 		if (access("/proc/self/fd", F_OK) == 0)
@@ -496,21 +497,21 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, scratch_setup, scratch_teardown)
-		T(compressible_text_is_stored_compressed_and_restores),
-		T(incompressible_data_is_stored_raw_and_restores),
-		T(content_of_64_mib_or_more_stays_raw),
-		T(blobs_are_stored_with_and_without_proc),
-		T(blobs_from_memory_take_both_forms),
-		T(an_existing_blob_is_reused_in_its_form),
-		T(a_damaged_zstd_blob_is_detected_and_removed),
-		T(a_zstd_blob_that_is_not_one_whole_frame_is_removed),
-		T(a_damaged_raw_blob_is_detected_once_its_fingerprint_changed),
-		T(a_raw_blob_is_recorded_as_verified_when_stored),
-		T(content_that_changed_since_it_was_hashed_is_not_stored),
-		T(a_raw_blob_restores_onto_another_file_system),
-		T(a_missing_blob_is_reported_as_missing),
-		T(a_wrong_size_in_the_entry_fails_without_removing_the_blob),
-		T(compression_level_is_checked),
+	    T(compressible_text_is_stored_compressed_and_restores),
+	    T(incompressible_data_is_stored_raw_and_restores),
+	    T(content_of_64_mib_or_more_stays_raw),
+	    T(blobs_are_stored_with_and_without_proc),
+	    T(blobs_from_memory_take_both_forms),
+	    T(an_existing_blob_is_reused_in_its_form),
+	    T(a_damaged_zstd_blob_is_detected_and_removed),
+	    T(a_zstd_blob_that_is_not_one_whole_frame_is_removed),
+	    T(a_damaged_raw_blob_is_detected_once_its_fingerprint_changed),
+	    T(a_raw_blob_is_recorded_as_verified_when_stored),
+	    T(content_that_changed_since_it_was_hashed_is_not_stored),
+	    T(a_raw_blob_restores_onto_another_file_system),
+	    T(a_missing_blob_is_reported_as_missing),
+	    T(a_wrong_size_in_the_entry_fails_without_removing_the_blob),
+	    T(compression_level_is_checked),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

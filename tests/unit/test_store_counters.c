@@ -117,10 +117,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, scratch_setup, scratch_teardown)
-		T(adds_from_two_processes_all_count),
-		T(names_claimed_at_once_by_many_processes_get_one_slot_each),
-		T(zeroing_keeps_names_and_clears_values),
-		T(bad_names_and_a_full_table_are_ignored),
+	    T(adds_from_two_processes_all_count),
+	    T(names_claimed_at_once_by_many_processes_get_one_slot_each),
+	    T(zeroing_keeps_names_and_clears_values),
+	    T(bad_names_and_a_full_table_are_ignored),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,7 +19,7 @@
  * bytes made from seed, incompressible so that it is stored raw at its
  * size. Returns the blob. */
 static struct blob_ref put_entry(struct store *s, unsigned w, unsigned k, unsigned seed,
-				 unsigned max_pathsets)
+                                 unsigned max_pathsets)
 {
 	unsigned char *data = xmalloc(BLOB_SIZE);
 	uint64_t x = 0x9e3779b97f4a7c15ULL * (seed + 1);
@@ -35,12 +35,20 @@ static struct blob_ref put_entry(struct store *s, unsigned w, unsigned k, unsign
 	free(data);
 	assert_int_equal(blob.form, BLOB_RAW);
 	struct digest weak = key_digest("weak", w), ps = key_digest("pathset", k),
-		      strong = key_digest("strong", k);
+	              strong = key_digest("strong", k);
 	struct store_entry en = {
-		.weak = &weak, .step_body = "argv", .step_len = 4,
-		.pathset = &ps, .pathset_body = "p", .pathset_len = 1,
-		.strong = &strong, .result_body = "r", .result_len = 1,
-		.blobs = &blob, .nblobs = 1, .duration_ms = 1,
+	    .weak = &weak,
+	    .step_body = "argv",
+	    .step_len = 4,
+	    .pathset = &ps,
+	    .pathset_body = "p",
+	    .pathset_len = 1,
+	    .strong = &strong,
+	    .result_body = "r",
+	    .result_len = 1,
+	    .blobs = &blob,
+	    .nblobs = 1,
+	    .duration_ms = 1,
 	};
 	int rc = store_put_entry(s, &en, max_pathsets, &e);
 	if (rc < 0)
@@ -65,7 +73,7 @@ static int has_result(struct store *s, unsigned k)
 static void touch(struct store *s, unsigned w, unsigned k)
 {
 	struct digest weak = key_digest("weak", w), ps = key_digest("pathset", k),
-		      strong = key_digest("strong", k);
+	              strong = key_digest("strong", k);
 	assert_int_equal(store_touch_hit(s, &weak, &ps, &strong), 0);
 }
 
@@ -85,7 +93,7 @@ static int64_t count_rows(struct store *s, const char *sql)
 }
 
 static void evict_ok(struct store *s, uint64_t max, int64_t age, unsigned flags,
-		     struct store_evict_report *rep)
+                     struct store_evict_report *rep)
 {
 	struct error e = {0, ""};
 	int rc = store_evict(s, max, age, flags, rep, &e);
@@ -180,7 +188,7 @@ static void a_blob_two_entries_share_stays_until_both_are_gone(void **state)
 	evict_ok(s, 0, 0, 0, &rep);
 	assert_int_equal(rep.entries, 0);
 	exec_sql(s, "UPDATE results SET last_used = 0 WHERE strong IN (SELECT strong FROM"
-		    " results ORDER BY rowid DESC LIMIT 1)"); /* entry 5 only */
+	            " results ORDER BY rowid DESC LIMIT 1)"); /* entry 5 only */
 	evict_ok(s, 0, 3600, 0, &rep);
 	assert_int_equal(rep.entries, 1);
 	assert_int_equal(rep.blobs, 0);
@@ -202,8 +210,10 @@ static void entries_unused_for_max_age_go_whatever_the_size(void **state)
 	char h1[DIGEST_HEX_LEN + 1], h3[DIGEST_HEX_LEN + 1];
 	digest_to_hex(&s1, h1);
 	digest_to_hex(&s3, h3);
-	snprintf(sql, sizeof sql, "UPDATE results SET last_used = %lld WHERE hex(strong) IN"
-		 " (upper('%s'), upper('%s'))", (long long)old, h1, h3);
+	snprintf(sql, sizeof sql,
+	         "UPDATE results SET last_used = %lld WHERE hex(strong) IN"
+	         " (upper('%s'), upper('%s'))",
+	         (long long)old, h1, h3);
 	exec_sql(s, sql);
 	struct store_evict_report rep;
 	evict_ok(s, 0, 3 * 3600, 0, &rep);
@@ -326,12 +336,19 @@ static void a_store_racing_an_eviction_fails_cleanly(void **state)
 	evict_ok(s, 1, 0, 0, &rep);
 	assert_int_equal(rep.entries, 1);
 	struct digest weak = key_digest("weak", 2), ps = key_digest("pathset", 2),
-		      strong = key_digest("strong", 2);
+	              strong = key_digest("strong", 2);
 	struct store_entry en = {
-		.weak = &weak, .step_body = "a", .step_len = 1,
-		.pathset = &ps, .pathset_body = "p", .pathset_len = 1,
-		.strong = &strong, .result_body = "r", .result_len = 1,
-		.blobs = &b, .nblobs = 1,
+	    .weak = &weak,
+	    .step_body = "a",
+	    .step_len = 1,
+	    .pathset = &ps,
+	    .pathset_body = "p",
+	    .pathset_len = 1,
+	    .strong = &strong,
+	    .result_body = "r",
+	    .result_len = 1,
+	    .blobs = &b,
+	    .nblobs = 1,
 	};
 	struct error e = {0, ""};
 	assert_int_equal(store_put_entry(s, &en, 8, &e), -1);
@@ -437,18 +454,18 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, scratch_setup, scratch_teardown)
-		T(the_least_recently_used_entries_go_first),
-		T(an_evicted_entry_takes_its_path_set_and_step_along),
-		T(a_blob_two_entries_share_stays_until_both_are_gone),
-		T(entries_unused_for_max_age_go_whatever_the_size),
-		T(blobs_of_dropped_path_sets_are_collected_first),
-		T(a_dry_run_reports_the_same_and_removes_nothing),
-		T(the_sweep_removes_abandoned_files_but_not_young_ones),
-		T(fingerprints_of_removed_blobs_go_with_them),
-		T(a_store_racing_an_eviction_fails_cleanly),
-		T(another_process_evicting_makes_nowait_skip),
-		T(the_size_estimate_says_when_eviction_is_due),
-		T(eviction_works_in_batches_larger_than_one_transaction),
+	    T(the_least_recently_used_entries_go_first),
+	    T(an_evicted_entry_takes_its_path_set_and_step_along),
+	    T(a_blob_two_entries_share_stays_until_both_are_gone),
+	    T(entries_unused_for_max_age_go_whatever_the_size),
+	    T(blobs_of_dropped_path_sets_are_collected_first),
+	    T(a_dry_run_reports_the_same_and_removes_nothing),
+	    T(the_sweep_removes_abandoned_files_but_not_young_ones),
+	    T(fingerprints_of_removed_blobs_go_with_them),
+	    T(a_store_racing_an_eviction_fails_cleanly),
+	    T(another_process_evicting_makes_nowait_skip),
+	    T(the_size_estimate_says_when_eviction_is_due),
+	    T(eviction_works_in_batches_larger_than_one_transaction),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,10 +15,10 @@
  * else words 2 and key g) whose result references one fresh blob. Returns
  * the store_put_entry result. */
 static int put_grouped(struct store *s, unsigned w, unsigned g, unsigned p, unsigned k,
-		       unsigned max, struct error *e)
+                       unsigned max, struct error *e)
 {
 	struct digest weak = key_digest("weak", w), ps = key_digest("pathset", p),
-		      strong = key_digest("strong", k);
+	              strong = key_digest("strong", k);
 	char pbody[64], rbody[64], content[64];
 	snprintf(pbody, sizeof pbody, "pathset body %u", p);
 	snprintf(rbody, sizeof rbody, "result body %u", k);
@@ -27,14 +27,18 @@ static int put_grouped(struct store *s, unsigned w, unsigned g, unsigned p, unsi
 	if (store_put_blob_mem(s, content, strlen(content), &blob, e) < 0)
 		return -1;
 	struct store_entry en = {
-		.weak = &weak,
-		.step_body = "argv", .step_len = 4,
-		.pathset = &ps,
-		.pathset_body = pbody, .pathset_len = strlen(pbody),
-		.strong = &strong,
-		.result_body = rbody, .result_len = strlen(rbody),
-		.blobs = &blob, .nblobs = 1,
-		.duration_ms = 12,
+	    .weak = &weak,
+	    .step_body = "argv",
+	    .step_len = 4,
+	    .pathset = &ps,
+	    .pathset_body = pbody,
+	    .pathset_len = strlen(pbody),
+	    .strong = &strong,
+	    .result_body = rbody,
+	    .result_len = strlen(rbody),
+	    .blobs = &blob,
+	    .nblobs = 1,
+	    .duration_ms = 12,
 	};
 	struct digest group = key_digest("argv group", g);
 	if (g) {
@@ -44,8 +48,7 @@ static int put_grouped(struct store *s, unsigned w, unsigned g, unsigned p, unsi
 	return store_put_entry(s, &en, max, e);
 }
 
-static int put(struct store *s, unsigned w, unsigned p, unsigned k, unsigned max,
-	       struct error *e)
+static int put(struct store *s, unsigned w, unsigned p, unsigned k, unsigned max, struct error *e)
 {
 	return put_grouped(s, w, 0, p, k, max, e);
 }
@@ -128,7 +131,7 @@ static void path_sets_come_most_recently_used_first(void **state)
 	put_ok(s, 2, 9, 9, 8); /* another weak key's */
 	assert_pathsets(s, 1, (unsigned[]){3, 2, 1}, 3);
 	struct digest weak = key_digest("weak", 1), p1 = key_digest("pathset", 1),
-		      k1 = key_digest("strong", 1);
+	              k1 = key_digest("strong", 1);
 	assert_int_equal(store_touch_hit(s, &weak, &p1, &k1), 0);
 	assert_pathsets(s, 1, (unsigned[]){1, 3, 2}, 3);
 	assert_pathsets(s, 2, (unsigned[]){9}, 1);
@@ -141,7 +144,7 @@ static void the_least_recently_used_path_sets_beyond_the_bound_are_dropped(void 
 	put_ok(s, 1, 1, 1, 2);
 	put_ok(s, 1, 2, 2, 2);
 	struct digest weak = key_digest("weak", 1), p1 = key_digest("pathset", 1),
-		      k1 = key_digest("strong", 1);
+	              k1 = key_digest("strong", 1);
 	store_touch_hit(s, &weak, &p1, &k1); /* 1 is now more recent than 2 */
 	put_ok(s, 1, 3, 3, 2);
 	assert_pathsets(s, 1, (unsigned[]){3, 1}, 2);
@@ -156,8 +159,9 @@ static void the_least_recently_used_path_sets_beyond_the_bound_are_dropped(void 
 	assert_int_equal(u.blobs, 3); /* blob files stay for eviction */
 	/* The dropped result's blob references went with it. */
 	sqlite3_stmt *st;
-	assert_int_equal(sqlite3_prepare_v2(s->db, "SELECT count(*) FROM result_blobs", -1, &st,
-					    NULL), SQLITE_OK);
+	assert_int_equal(
+	    sqlite3_prepare_v2(s->db, "SELECT count(*) FROM result_blobs", -1, &st, NULL),
+	    SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_int_equal(sqlite3_column_int(st, 0), 2);
 	sqlite3_finalize(st);
@@ -244,13 +248,20 @@ static void an_entry_whose_blob_is_missing_is_not_stored(void **state)
 {
 	struct store *s = open_cache();
 	struct digest weak = key_digest("weak", 1), ps = key_digest("pathset", 1),
-		      strong = key_digest("strong", 1);
+	              strong = key_digest("strong", 1);
 	struct blob_ref blob = {digest_of("never stored", 12), 12, BLOB_RAW};
 	struct store_entry en = {
-		.weak = &weak, .step_body = "a", .step_len = 1,
-		.pathset = &ps, .pathset_body = "p", .pathset_len = 1,
-		.strong = &strong, .result_body = "r", .result_len = 1,
-		.blobs = &blob, .nblobs = 1,
+	    .weak = &weak,
+	    .step_body = "a",
+	    .step_len = 1,
+	    .pathset = &ps,
+	    .pathset_body = "p",
+	    .pathset_len = 1,
+	    .strong = &strong,
+	    .result_body = "r",
+	    .result_len = 1,
+	    .blobs = &blob,
+	    .nblobs = 1,
 	};
 	struct error e = {0, ""};
 	assert_int_equal(store_put_entry(s, &en, 8, &e), -1);
@@ -361,7 +372,7 @@ static void hits_and_fingerprint_flushes_never_wait_for_a_writer(void **state)
 	put_ok(s, 1, 1, 1, 8);
 	sqlite3 *db = hold_write_lock();
 	struct digest weak = key_digest("weak", 1), p1 = key_digest("pathset", 1),
-		      k1 = key_digest("strong", 1);
+	              k1 = key_digest("strong", 1);
 	struct file_id id = {1, 2, 3, 4, 5, 0100644};
 	struct digest d = digest_of("x", 1), got;
 	store_fp_put(s, "/a", &id, &d);
@@ -385,7 +396,7 @@ static void hits_and_fingerprint_flushes_never_wait_for_a_writer(void **state)
 	assert_int_equal(store_fp_get(s, "/a", &id, &got), 1);
 	sqlite3_stmt *st;
 	assert_int_equal(sqlite3_prepare_v2(s->db, "SELECT hits FROM results", -1, &st, NULL),
-			 SQLITE_OK);
+	                 SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_int_equal(sqlite3_column_int(st, 0), 1); /* the skipped hit is not counted */
 	sqlite3_finalize(st);
@@ -399,7 +410,7 @@ static void a_corrupt_index_is_set_aside_and_recreated(void **state)
 	/* Closing does not checkpoint: the pages would still be read from the
 	 * WAL, over the damage below. */
 	assert_int_equal(sqlite3_exec(s->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL),
-			 SQLITE_OK);
+	                 SQLITE_OK);
 	store_close(s);
 	char *index = scratch_path("cache/index.db");
 	char garbage[8192];
@@ -482,12 +493,13 @@ static void a_damaged_schema_is_found_and_the_index_recreated(void **state)
 	char *index = scratch_path("cache/index.db");
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(index, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db,
-				      "PRAGMA writable_schema=ON;"
-				      " UPDATE sqlite_master SET sql = replace(sql, 'strong BLOB PRIMARY',"
-				      " 'strond BLOB PRIMARY') WHERE name = 'results';",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
+	assert_int_equal(
+	    sqlite3_exec(db,
+	                 "PRAGMA writable_schema=ON;"
+	                 " UPDATE sqlite_master SET sql = replace(sql, 'strong BLOB PRIMARY',"
+	                 " 'strond BLOB PRIMARY') WHERE name = 'results';",
+	                 NULL, NULL, NULL),
+	    SQLITE_OK);
 	sqlite3_close(db);
 	store_close(found_corrupt_then_recreated());
 	/* An intact index is left alone by the check. */
@@ -520,7 +532,7 @@ static void a_read_only_store_reads_and_refuses_every_write(void **state)
 	assert_int_equal(store_put_blob_mem(s, "x", 1, &ref, &e), -1);
 	assert_int_equal(store_clear(s, &e), -1);
 	struct digest weak = key_digest("weak", 1), p1 = key_digest("pathset", 1),
-		      k1 = key_digest("strong", 1);
+	              k1 = key_digest("strong", 1);
 	assert_int_equal(store_touch_hit(s, &weak, &p1, &k1), 0);
 	struct file_id id = {1, 2, 3, 4, 5, 6};
 	store_fp_put(s, "/x", &id, &weak);
@@ -607,7 +619,7 @@ static void a_read_only_mount_opens_read_only(void **state)
 	free(wal);
 }
 
-#define WRITERS 8
+#define WRITERS    8
 #define PER_WRITER 50
 
 static void concurrent_writers_all_succeed(void **state)
@@ -658,10 +670,10 @@ static void concurrent_writers_all_succeed(void **state)
 
 static void network_file_systems_are_recognised(void **state)
 {
-	assert_true(store_fs_is_network(0x6969));     /* NFS */
-	assert_true(store_fs_is_network(0xFE534D42)); /* SMB2 */
-	assert_true(store_fs_is_network(0x65735546)); /* FUSE */
-	assert_false(store_fs_is_network(0xEF53));    /* ext4 */
+	assert_true(store_fs_is_network(0x6969));      /* NFS */
+	assert_true(store_fs_is_network(0xFE534D42));  /* SMB2 */
+	assert_true(store_fs_is_network(0x65735546));  /* FUSE */
+	assert_false(store_fs_is_network(0xEF53));     /* ext4 */
 	assert_false(store_fs_is_network(0x01021994)); /* tmpfs */
 }
 
@@ -669,7 +681,8 @@ static void the_index_is_private_to_its_owner(void **state)
 {
 	struct store *s = open_cache();
 	put_ok(s, 1, 1, 1, 8);
-	const char *names[] = {"cache", "cache/index.db", "cache/index.db-wal", "cache/index.db-shm"};
+	const char *names[] = {"cache", "cache/index.db", "cache/index.db-wal",
+	                       "cache/index.db-shm"};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		char *p = scratch_path("%s", names[i]);
 		struct stat st;
@@ -701,7 +714,7 @@ static void a_hit_writes_nothing_to_the_index(void **state)
 	s = open_cache();
 	off_t wal = file_size("cache/index.db-wal");
 	struct digest weak = key_digest("weak", 1), p1 = key_digest("pathset", 1),
-		      k1 = key_digest("strong", 1);
+	              k1 = key_digest("strong", 1);
 	assert_int_equal(store_touch_hit(s, &weak, &p1, &k1), 0);
 	assert_int_equal(file_size("cache/index.db-wal"), wal);
 	assert_true(file_size("cache/touches") > 0);
@@ -741,25 +754,25 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, scratch_setup, scratch_teardown)
-		T(a_stored_result_is_found_and_others_are_not),
-		T(path_sets_come_most_recently_used_first),
-		T(the_least_recently_used_path_sets_beyond_the_bound_are_dropped),
-		T(path_sets_are_found_and_bounded_per_argv_group),
-		T(an_equal_strong_key_replaces_the_result),
-		T(an_entry_whose_blob_is_missing_is_not_stored),
-		T(usage_counts_and_clear_empties_the_cache),
-		T(fingerprints_round_trip_through_the_queue_and_the_index),
-		T(hits_and_fingerprint_flushes_never_wait_for_a_writer),
-		T(a_corrupt_index_is_set_aside_and_recreated),
-		T(a_corrupt_page_found_by_a_query_is_checked_at_the_next_open),
-		T(a_damaged_schema_is_found_and_the_index_recreated),
-		T(a_read_only_store_reads_and_refuses_every_write),
-		T(a_read_only_mount_opens_read_only),
-		T(concurrent_writers_all_succeed),
-		T(network_file_systems_are_recognised),
-		T(the_index_is_private_to_its_owner),
-		T(a_hit_writes_nothing_to_the_index),
-		T(serial_stores_keep_the_wal_small),
+	    T(a_stored_result_is_found_and_others_are_not),
+	    T(path_sets_come_most_recently_used_first),
+	    T(the_least_recently_used_path_sets_beyond_the_bound_are_dropped),
+	    T(path_sets_are_found_and_bounded_per_argv_group),
+	    T(an_equal_strong_key_replaces_the_result),
+	    T(an_entry_whose_blob_is_missing_is_not_stored),
+	    T(usage_counts_and_clear_empties_the_cache),
+	    T(fingerprints_round_trip_through_the_queue_and_the_index),
+	    T(hits_and_fingerprint_flushes_never_wait_for_a_writer),
+	    T(a_corrupt_index_is_set_aside_and_recreated),
+	    T(a_corrupt_page_found_by_a_query_is_checked_at_the_next_open),
+	    T(a_damaged_schema_is_found_and_the_index_recreated),
+	    T(a_read_only_store_reads_and_refuses_every_write),
+	    T(a_read_only_mount_opens_read_only),
+	    T(concurrent_writers_all_succeed),
+	    T(network_file_systems_are_recognised),
+	    T(the_index_is_private_to_its_owner),
+	    T(a_hit_writes_nothing_to_the_index),
+	    T(serial_stores_keep_the_wal_small),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

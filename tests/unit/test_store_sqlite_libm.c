@@ -64,9 +64,9 @@ static void test_math_functions_answer_as_libm(void **state)
 	(void)state;
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "CREATE TABLE t (x); INSERT INTO t VALUES (1)", NULL, NULL,
-				      NULL),
-			 SQLITE_OK);
+	assert_int_equal(
+	    sqlite3_exec(db, "CREATE TABLE t (x); INSERT INTO t VALUES (1)", NULL, NULL, NULL),
+	    SQLITE_OK);
 	/* Else SQLite calls a math function that src/store/sqlite_libm.c
 	 * does not wrap: add it there and to CACHET_SQLITE_LIBM. */
 	assert_false(program_needs_libm());
@@ -76,17 +76,27 @@ static void test_math_functions_answer_as_libm(void **state)
 		const char *expr;
 		double want;
 	} cases[] = {
-		{ "acos(0.5)", 1.0471975511965979 },   { "acosh(2.0)", 1.3169578969248166 },
-		{ "asin(0.5)", 0.5235987755982989 },   { "asinh(1.0)", 0.881373587019543 },
-		{ "atan(1.0)", 0.7853981633974483 },   { "atan2(1.0, 2.0)", 0.4636476090008061 },
-		{ "atanh(0.5)", 0.5493061443340549 },  { "cos(1.0)", 0.5403023058681398 },
-		{ "cosh(1.0)", 1.5430806348152437 },   { "exp(1.0)", 2.718281828459045 },
-		{ "mod(7.5, 2.0)", 1.5 },              { "ln(10.0)", 2.302585092994046 },
-		{ "log10(1000.0)", 3.0 },              { "pow(2.0, 0.5)", 1.4142135623730951 },
-		{ "sin(1.0)", 0.8414709848078965 },    { "sinh(1.0)", 1.1752011936438014 },
-		{ "sqrt(2.0)", 1.4142135623730951 },   { "tan(1.0)", 1.5574077246549023 },
-		{ "tanh(1.0)", 0.7615941559557649 },   { "trunc(-2.7)", -2.0 },
-		{ "exp(x) FROM t", 2.718281828459045 },
+	    {"acos(0.5)", 1.0471975511965979},
+	    {"acosh(2.0)", 1.3169578969248166},
+	    {"asin(0.5)", 0.5235987755982989},
+	    {"asinh(1.0)", 0.881373587019543},
+	    {"atan(1.0)", 0.7853981633974483},
+	    {"atan2(1.0, 2.0)", 0.4636476090008061},
+	    {"atanh(0.5)", 0.5493061443340549},
+	    {"cos(1.0)", 0.5403023058681398},
+	    {"cosh(1.0)", 1.5430806348152437},
+	    {"exp(1.0)", 2.718281828459045},
+	    {"mod(7.5, 2.0)", 1.5},
+	    {"ln(10.0)", 2.302585092994046},
+	    {"log10(1000.0)", 3.0},
+	    {"pow(2.0, 0.5)", 1.4142135623730951},
+	    {"sin(1.0)", 0.8414709848078965},
+	    {"sinh(1.0)", 1.1752011936438014},
+	    {"sqrt(2.0)", 1.4142135623730951},
+	    {"tan(1.0)", 1.5574077246549023},
+	    {"tanh(1.0)", 0.7615941559557649},
+	    {"trunc(-2.7)", -2.0},
+	    {"exp(x) FROM t", 2.718281828459045},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		double got = sql_number(db, cases[i].expr), want = cases[i].want;
@@ -101,7 +111,7 @@ static void test_math_functions_answer_as_libm(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_math_functions_answer_as_libm),
+	    cmocka_unit_test(test_math_functions_answer_as_libm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,15 +49,19 @@ static const char probe_src[] =
     "int main(int argc, char **argv) {\n"
     "  for (int i = 1; i < argc; i++) {\n"
     "    cpu_set_t s; CPU_ZERO(&s);\n"
-    "    if (!strcmp(argv[i], \"mask\")) { sched_getaffinity(0, sizeof s, &s); printf(\"mask %d\\n\", CPU_COUNT(&s)); }\n"
+    "    if (!strcmp(argv[i], \"mask\")) { sched_getaffinity(0, sizeof s, &s); printf(\"mask "
+    "%d\\n\", CPU_COUNT(&s)); }\n"
     "    else if (!strcmp(argv[i], \"status\")) printf(\"status %d\\n\", status_count());\n"
-    "    else if (!strcmp(argv[i], \"spin\")) { struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a);\n"
+    "    else if (!strcmp(argv[i], \"spin\")) { struct timespec a, b; "
+    "clock_gettime(CLOCK_MONOTONIC, &a);\n"
     "      long ms = atol(argv[++i]); volatile unsigned long x = 0;\n"
     "      do { for (int k = 0; k < 100000; k++) x++; clock_gettime(CLOCK_MONOTONIC, &b); }\n"
     "      while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms); }\n"
     "    else if (!strcmp(argv[i], \"pin\")) { sched_getaffinity(0, sizeof s, &s); int c = 0;\n"
-    "      while (!CPU_ISSET(c, &s)) c++; CPU_ZERO(&s); CPU_SET(c, &s); sched_setaffinity(0, sizeof s, &s);\n"
-    "      CPU_ZERO(&s); sched_getaffinity(0, sizeof s, &s); printf(\"pinned %d %d\\n\", CPU_COUNT(&s), CPU_ISSET(c, &s)); }\n"
+    "      while (!CPU_ISSET(c, &s)) c++; CPU_ZERO(&s); CPU_SET(c, &s); sched_setaffinity(0, "
+    "sizeof s, &s);\n"
+    "      CPU_ZERO(&s); sched_getaffinity(0, sizeof s, &s); printf(\"pinned %d %d\\n\", "
+    "CPU_COUNT(&s), CPU_ISSET(c, &s)); }\n"
     "    else if (!strcmp(argv[i], \"fork\")) { fflush(stdout); pid_t p = fork();\n"
     "      if (p == 0) { argv[i] = argv[0]; execv(argv[0], argv + i); _exit(127); }\n"
     "      int st; waitpid(p, &st, 0); return 0; }\n"
@@ -126,8 +130,8 @@ static void a_serial_step_is_held_and_reads_its_own_mask(void **state)
 	char *argv[] = {probe, "status", "mask", "status", "fork", "status", NULL};
 	char *out = traced(argv);
 	char want[64];
-	snprintf(want, sizeof want, "status %d\nmask %d\nstatus %d\nstatus %d\n", ncpus > 1 ? 1 : ncpus,
-		 ncpus, ncpus, ncpus);
+	snprintf(want, sizeof want, "status %d\nmask %d\nstatus %d\nstatus %d\n",
+	         ncpus > 1 ? 1 : ncpus, ncpus, ncpus, ncpus);
 	assert_string_equal(out, want);
 	free(out);
 }

@@ -42,19 +42,25 @@ static const char probe_src[] =
     "    if (!strncmp(p, \"@cd=\", 4)) { printf(\"[%s] %d\\n\", p, chdir(p + 4)); continue; }\n"
     "    strcpy(buf, \"untouched\"); errno = 0;\n"
     "    char *r = realpath(p, buf);\n"
-    "    printf(\"[%s] realpath %s errno=%d buf=%s\\n\", p, r ? r : \"NULL\", r ? 0 : errno, buf);\n"
+    "    printf(\"[%s] realpath %s errno=%d buf=%s\\n\", p, r ? r : \"NULL\", r ? 0 : errno, "
+    "buf);\n"
     "    errno = 0; char *m = canonicalize_file_name(p);\n"
     "    printf(\"  canonical %s errno=%d\\n\", m ? m : \"NULL\", m ? 0 : errno); free(m);\n"
     "    errno = 0; int rc = stat(p, &st);\n"
-    "    printf(\"  stat %d errno=%d mode=%o\\n\", rc, rc ? errno : 0, rc ? 0 : st.st_mode & S_IFMT);\n"
+    "    printf(\"  stat %d errno=%d mode=%o\\n\", rc, rc ? errno : 0, rc ? 0 : st.st_mode & "
+    "S_IFMT);\n"
     "    errno = 0; rc = lstat(p, &st);\n"
-    "    printf(\"  lstat %d errno=%d mode=%o\\n\", rc, rc ? errno : 0, rc ? 0 : st.st_mode & S_IFMT);\n"
-    "    errno = 0; rc = access(p, R_OK); printf(\"  access %d errno=%d\\n\", rc, rc ? errno : 0);\n"
+    "    printf(\"  lstat %d errno=%d mode=%o\\n\", rc, rc ? errno : 0, rc ? 0 : st.st_mode & "
+    "S_IFMT);\n"
+    "    errno = 0; rc = access(p, R_OK); printf(\"  access %d errno=%d\\n\", rc, rc ? errno : "
+    "0);\n"
     "    char lb[PATH_MAX]; errno = 0; ssize_t n = readlink(p, lb, sizeof lb);\n"
-    "    printf(\"  readlink %zd errno=%d %.*s\\n\", n, n < 0 ? errno : 0, n > 0 ? (int)n : 0, lb);\n"
+    "    printf(\"  readlink %zd errno=%d %.*s\\n\", n, n < 0 ? errno : 0, n > 0 ? (int)n : 0, "
+    "lb);\n"
     "    errno = 0; int fd = open(p, O_RDONLY);\n"
     "    printf(\"  open errno=%d\\n\", fd < 0 ? errno : 0);\n"
-    "    if (fd >= 0) { rc = fstat(fd, &st); printf(\"  fstat %d mode=%o\\n\", rc, st.st_mode & S_IFMT); close(fd); }\n"
+    "    if (fd >= 0) { rc = fstat(fd, &st); printf(\"  fstat %d mode=%o\\n\", rc, st.st_mode & "
+    "S_IFMT); close(fd); }\n"
     "  }\n"
     "  return 0;\n"
     "}\n";
@@ -98,10 +104,26 @@ static char **probe_argv(void)
 	    "@cd=abs_link", "sub", "up", "../file", "rel_dir/..", "nonexistent", "@cd=..", "file",
 	};
 	static const char *const rel[] = {
-	    "file",           "file/",          "dir/.",        "dir/..",          "dir/sub/../../file",
-	    "link_file",      "abs_link/sub",   "dir/up",       "dangling",        "loop1",
-	    "nonexistent",    "nonexistent/x",  "file/x",       "abs_link/../file", "dir/rel_dir/",
-	    "dir/rel_dir/..", "dir//sub///",    "link_file/",   "abs_link/.",      "dir/up/..",
+	    "file",
+	    "file/",
+	    "dir/.",
+	    "dir/..",
+	    "dir/sub/../../file",
+	    "link_file",
+	    "abs_link/sub",
+	    "dir/up",
+	    "dangling",
+	    "loop1",
+	    "nonexistent",
+	    "nonexistent/x",
+	    "file/x",
+	    "abs_link/../file",
+	    "dir/rel_dir/",
+	    "dir/rel_dir/..",
+	    "dir//sub///",
+	    "link_file/",
+	    "abs_link/.",
+	    "dir/up/..",
 	};
 	size_t n = sizeof rel / sizeof rel[0];
 	size_t ncd = sizeof after_cd / sizeof after_cd[0];
@@ -196,8 +218,8 @@ static char *run_traced(char **argv, const char *lib, struct trace_result *r, ch
 		if (!strncmp(ev->path, "ldcache:", 8) || !strcmp(ev->path, "/etc/ld.so.cache"))
 			lines[i] = xstrdup("the loader's cache");
 		else
-			lines[i] = xasprintf("%d %u %d %s", (int)ev->kind, ev->flags, ev->err,
-					     ev->path);
+			lines[i] =
+			    xasprintf("%d %u %d %s", (int)ev->kind, ev->flags, ev->err, ev->path);
 	}
 	qsort(lines, r->nevents, sizeof *lines, cmp_line);
 	struct buf b;
@@ -264,7 +286,7 @@ static void the_tracer_records_the_same_events_and_spares_the_stops(void **state
 	int mapped = 0, read = 0;
 	for (size_t i = 0; i < r.fast.nevents; i++) {
 		mapped |= r.fast.events[i].kind == TRACE_FACT &&
-			  !strcmp(r.fast.events[i].path, "ldcache:libc.so.6");
+		          !strcmp(r.fast.events[i].path, "ldcache:libc.so.6");
 		read |= !strcmp(r.fast.events[i].path, "/etc/ld.so.cache");
 	}
 	assert_true(mapped && !read);
@@ -279,7 +301,8 @@ static void the_tracer_records_the_same_events_and_spares_the_stops(void **state
  * relative names stops no more than the same run of absolute names. */
 static void relative_names_spare_their_stops_too(void **state)
 {
-	static const char *const names[] = {"file", "link_file", "dir/up", "nonexistent", "dir/sub"};
+	static const char *const names[] = {"file", "link_file", "dir/up", "nonexistent",
+	                                    "dir/sub"};
 	size_t n = sizeof names / sizeof names[0];
 	char *rel[8], *abs[8];
 	rel[0] = abs[0] = probe;
@@ -314,9 +337,10 @@ static void relative_names_spare_their_stops_too(void **state)
  * without a stop, and still recorded, as the loader's failed opens were. */
 static void the_loader_search_is_recorded_without_its_stops(void **state)
 {
-	static const char uses_src[] = "#include <stdio.h>\n"
-				       "int answer(void);\n"
-				       "int main(void) { printf(\"%d\\n\", answer()); return 0; }\n";
+	static const char uses_src[] =
+	    "#include <stdio.h>\n"
+	    "int answer(void);\n"
+	    "int main(void) { printf(\"%d\\n\", answer()); return 0; }\n";
 	char *src = xasprintf("%s/uses.c", dir);
 	FILE *f = fopen(src, "w");
 	assert_non_null(f);
@@ -344,7 +368,8 @@ static void the_loader_search_is_recorded_without_its_stops(void **state)
 	assert_string_equal(woo, "42\n");
 	/* Each directory before l3, under each capability subdirectory. */
 	for (int d = 1; d <= 2; d++) {
-		char *probe_line = xasprintf("%d 0 2 %s/l%d/libanswer.so\n", (int)TRACE_PROBE, dir, d);
+		char *probe_line =
+		    xasprintf("%d 0 2 %s/l%d/libanswer.so\n", (int)TRACE_PROBE, dir, d);
 		if (!strstr(we, probe_line))
 			fail_msg("with the audit library, no %s", probe_line);
 		free(probe_line);
@@ -439,7 +464,8 @@ static void the_search_of_path_is_recorded_without_its_stops(void **state)
 		int p2_in_path = runs[i] != ee;
 		if (!has_failed_lookup(runs[i], ENOENT, p1) ||
 		    (p2_in_path && !has_failed_lookup(runs[i], ENOTDIR, p2)))
-			fail_msg("run %zu: the absent candidates are not recorded:\n%s", i, runs[i]);
+			fail_msg("run %zu: the absent candidates are not recorded:\n%s", i,
+			         runs[i]);
 		if (!strstr(runs[i], exec_line))
 			fail_msg("run %zu: no exec of %s", i, p3);
 	}
@@ -491,8 +517,10 @@ static void a_write_from_the_trusted_page_still_stops(void **state)
 	    "int main(int argc, char **argv) {\n"
 	    "  long r; register long r10 __asm__(\"r10\") = 0644;\n"
 	    "  /* wait until the library has mapped the page, then call through it */\n"
-	    "  __asm__ volatile(\"call *%[p]\" : \"=a\"(r) : \"a\"(257L), \"D\"(-100L), \"S\"(argv[1]),\n"
-	    "      \"d\"((long)(O_WRONLY | O_CREAT | O_TRUNC)), \"r\"(r10), [p] \"r\"(0x3afe00000000L)\n"
+	    "  __asm__ volatile(\"call *%[p]\" : \"=a\"(r) : \"a\"(257L), \"D\"(-100L), "
+	    "\"S\"(argv[1]),\n"
+	    "      \"d\"((long)(O_WRONLY | O_CREAT | O_TRUNC)), \"r\"(r10), [p] "
+	    "\"r\"(0x3afe00000000L)\n"
 	    "      : \"rcx\", \"r11\", \"memory\");\n"
 	    "  return r >= 0 ? 0 : 1;\n"
 	    "}\n";
@@ -521,7 +549,7 @@ static void a_lookup_repeated_after_a_change_is_recorded_again(void **state)
 	unlink(made);
 	/* The script removes what the first run made. */
 	char *script = xasprintf("test -e %s; test -e %s; : > %s; test -e %s; rm %s", made, made,
-				 made, made, made);
+	                         made, made, made);
 	char *argv[] = {"/bin/sh", "-c", script, NULL};
 	struct slow_and_fast r;
 	run_slow_and_fast(argv, &r);
@@ -590,13 +618,14 @@ static void the_stat_functions_of_older_programs_spare_their_stops(void **state)
 	    "    struct stat a, b, c;\n"
 	    "    int ra = __xstat(1, argv[i], &a), rb = __lxstat(1, argv[i], &b);\n"
 	    "    int rc = __fxstatat(1, -100, argv[i], &c, 0x100);\n"
-	    "    printf(\"%s %d %o %d %o %d %o\\n\", argv[i], ra, ra ? 0 : a.st_mode & S_IFMT, rb,\n"
+	    "    printf(\"%s %d %o %d %o %d %o\\n\", argv[i], ra, ra ? 0 : a.st_mode & S_IFMT, "
+	    "rb,\n"
 	    "           rb ? 0 : b.st_mode & S_IFMT, rc, rc ? 0 : c.st_mode & S_IFMT);\n"
 	    "  }\n"
 	    "  return 0;\n"
 	    "}\n";
-	static const char *const names[] = {"file", "link_file", "dangling", "nonexistent",
-	                                    "dir/sub", "abs_link/sub", "loop1", "file/x"};
+	static const char *const names[] = {"file",    "link_file",    "dangling", "nonexistent",
+	                                    "dir/sub", "abs_link/sub", "loop1",    "file/x"};
 	enum { N = sizeof names / sizeof names[0] };
 	char *argv[N + 2];
 	argv[0] = compile_here("old_stat", src, "");

@@ -650,7 +650,9 @@ static void big_inputs_are_named_as_the_step_reads_them(void **state)
 	snprintf(script, sizeof script, "cat %s %s %s > /dev/null", big, small, big);
 	char *argv[] = {"/bin/sh", "-c", script, NULL};
 	struct named_inputs in = {0};
-	struct run_opts o = {.stdin_fd = -1, .on_input = note_input, .on_input_ctx = &in,
+	struct run_opts o = {.stdin_fd = -1,
+	                     .on_input = note_input,
+	                     .on_input_ctx = &in,
 	                     .on_input_min_size = 256 * 1024};
 	struct trace_result r;
 	run_with(argv, &o, &r);

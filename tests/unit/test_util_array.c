@@ -64,9 +64,9 @@ static void a_capacity_that_would_wrap_is_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(grows_by_doubling_and_keeps_elements),
-		cmocka_unit_test(reserve_within_capacity_leaves_the_array_alone),
-		cmocka_unit_test(a_capacity_that_would_wrap_is_refused),
+	    cmocka_unit_test(grows_by_doubling_and_keeps_elements),
+	    cmocka_unit_test(reserve_within_capacity_leaves_the_array_alone),
+	    cmocka_unit_test(a_capacity_that_would_wrap_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

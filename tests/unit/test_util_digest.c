@@ -29,16 +29,20 @@ static void check_vectors(void)
 {
 	char hex[DIGEST_HEX_LEN + 1];
 	hex_of("", 0, hex);
-	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	assert_string_equal(hex,
+	                    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	hex_of("abc", 3, hex);
-	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_string_equal(hex,
+	                    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
 	hex_of(two, strlen(two), hex);
-	assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	assert_string_equal(hex,
+	                    "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 	const char *four = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
-			   "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
+	                   "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
 	hex_of(four, strlen(four), hex);
-	assert_string_equal(hex, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+	assert_string_equal(hex,
+	                    "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
 	/* A million 'a', fed in uneven pieces through the hasher. */
 	char chunk[1000];
 	memset(chunk, 'a', sizeof chunk);
@@ -53,7 +57,8 @@ static void check_vectors(void)
 	struct digest d;
 	hasher_final(&h, &d);
 	digest_to_hex(&d, hex);
-	assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	assert_string_equal(hex,
+	                    "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 static void digests_match_the_published_vectors(void **state)
@@ -207,11 +212,11 @@ static void a_large_unreadable_file_is_an_error(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(digests_match_the_published_vectors),
-		cmocka_unit_test(incremental_and_one_shot_agree_for_every_length_and_split),
-		cmocka_unit_test(large_files_hash_as_their_bytes),
-		cmocka_unit_test(a_caller_on_one_cpu_reads_in_its_own_thread),
-		cmocka_unit_test(a_large_unreadable_file_is_an_error),
+	    cmocka_unit_test(digests_match_the_published_vectors),
+	    cmocka_unit_test(incremental_and_one_shot_agree_for_every_length_and_split),
+	    cmocka_unit_test(large_files_hash_as_their_bytes),
+	    cmocka_unit_test(a_caller_on_one_cpu_reads_in_its_own_thread),
+	    cmocka_unit_test(a_large_unreadable_file_is_an_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

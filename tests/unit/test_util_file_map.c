@@ -53,7 +53,7 @@ static void digest_of_pattern(uint64_t size, struct digest *out)
 struct fed {
 	struct hasher h;
 	uint64_t bytes, mismatches;
-	int shrink_fd;        /* >= 0: truncated to shrink_to at the first chunk */
+	int shrink_fd; /* >= 0: truncated to shrink_to at the first chunk */
 	uint64_t shrink_to;
 };
 
@@ -77,8 +77,8 @@ static void feed(void *ctx, const void *chunk, size_t len)
 static void every_byte_is_handed_over_in_order(void **state)
 {
 	(void)state;
-	const uint64_t sizes[] = {1, 4096, (1u << 20) + 1, 4u << 20, (16u << 20) + 12345,
-				  (21u << 20) - 1};
+	const uint64_t sizes[] = {
+	    1, 4096, (1u << 20) + 1, 4u << 20, (16u << 20) + 12345, (21u << 20) - 1};
 	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
 		int fd = file_of(sizes[k]);
 		struct fed f = {.shrink_fd = -1};
@@ -175,9 +175,9 @@ static void any_other_sigbus_goes_where_it_went_before(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(every_byte_is_handed_over_in_order),
-		cmocka_unit_test(a_file_that_shrinks_under_the_mapping_is_a_return_not_a_crash),
-		cmocka_unit_test(any_other_sigbus_goes_where_it_went_before),
+	    cmocka_unit_test(every_byte_is_handed_over_in_order),
+	    cmocka_unit_test(a_file_that_shrinks_under_the_mapping_is_a_return_not_a_crash),
+	    cmocka_unit_test(any_other_sigbus_goes_where_it_went_before),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,7 +19,7 @@
 static void finder_finds_needles_across_chunk_boundaries(void **state)
 {
 	const char *text = "depfile: /work/a/proj/src/x.c /usr/include/stdio.h /home/u/x";
-	const char *needles[] = { "/work/a/proj", NULL, "/home/u", "/nowhere" };
+	const char *needles[] = {"/work/a/proj", NULL, "/home/u", "/nowhere"};
 	size_t n = strlen(text);
 	for (size_t chunk = 1; chunk <= n; chunk++) {
 		struct finder f;
@@ -31,7 +31,7 @@ static void finder_finds_needles_across_chunk_boundaries(void **state)
 	}
 	/* A needle cut by every boundary but present nowhere whole. */
 	struct finder f;
-	const char *one[] = { "/work/a/proj" };
+	const char *one[] = {"/work/a/proj"};
 	finder_init(&f, one, 1);
 	finder_feed(&f, "/work/a/pr", 10);
 	finder_feed(&f, "x/work/a/pro", 12);
@@ -48,7 +48,7 @@ static void finder_finds_needles_across_chunk_boundaries(void **state)
 static void a_needle_amid_bytes_dense_with_its_first_byte_is_found(void **state)
 {
 	struct finder f;
-	const char *one[] = { "/work/a/proj" };
+	const char *one[] = {"/work/a/proj"};
 	/* Bytes dense with '/' and near misses, the needle only at the end. */
 	size_t big = 1 << 20;
 	char *dense = xmalloc(big + 1);
@@ -64,7 +64,6 @@ static void a_needle_amid_bytes_dense_with_its_first_byte_is_found(void **state)
 	finder_free(&f);
 	free(dense);
 }
-
 
 static void collect(void *ctx, const void *chunk, size_t len)
 {
@@ -86,7 +85,7 @@ static void digest_fd_each_hands_over_every_byte_it_hashes(void **state)
 	buf_init(&seen);
 	struct digest a, b;
 	uint64_t size = 0;
-	struct error e = { 0 };
+	struct error e = {0};
 	assert_int_equal(digest_fd_each(fd, &a, &size, collect, &seen, &e), 0);
 	assert_int_equal(digest_fd(fd, &b, NULL, &e), 0);
 	assert_true(digest_equal(&a, &b));
@@ -101,9 +100,9 @@ static void digest_fd_each_hands_over_every_byte_it_hashes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(finder_finds_needles_across_chunk_boundaries),
-		cmocka_unit_test(a_needle_amid_bytes_dense_with_its_first_byte_is_found),
-		cmocka_unit_test(digest_fd_each_hands_over_every_byte_it_hashes),
+	    cmocka_unit_test(finder_finds_needles_across_chunk_boundaries),
+	    cmocka_unit_test(a_needle_amid_bytes_dense_with_its_first_byte_is_found),
+	    cmocka_unit_test(digest_fd_each_hands_over_every_byte_it_hashes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,10 +135,10 @@ static void says_enoent_when_the_directory_is_missing(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(replaces_a_file_and_leaves_no_temporary),
-		cmocka_unit_test(puts_a_file_where_none_is_whatever_the_hint),
-		cmocka_unit_test(refuses_a_directory_and_leaves_both),
-		cmocka_unit_test(says_enoent_when_the_directory_is_missing),
+	    cmocka_unit_test(replaces_a_file_and_leaves_no_temporary),
+	    cmocka_unit_test(puts_a_file_where_none_is_whatever_the_hint),
+	    cmocka_unit_test(refuses_a_directory_and_leaves_both),
+	    cmocka_unit_test(says_enoent_when_the_directory_is_missing),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -61,9 +61,9 @@ static void a_program_that_cannot_run_says_why(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(the_wait_status_is_the_programs),
-		cmocka_unit_test(output_goes_to_the_descriptors_given),
-		cmocka_unit_test(a_program_that_cannot_run_says_why),
+	    cmocka_unit_test(the_wait_status_is_the_programs),
+	    cmocka_unit_test(output_goes_to_the_descriptors_given),
+	    cmocka_unit_test(a_program_that_cannot_run_says_why),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

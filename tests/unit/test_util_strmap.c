@@ -33,13 +33,15 @@ static void keys_of_every_length_are_told_apart(void **state)
 	for (size_t n = 0; n < 70; n++)
 		for (char c = 'x'; c <= 'z'; c++) {
 			key_of(key, n, c);
-			assert_null(strmap_put(&m, key, (void *)(uintptr_t)(n * 4 + (size_t)(c - 'x') + 1)));
+			assert_null(strmap_put(&m, key,
+			                       (void *)(uintptr_t)(n * 4 + (size_t)(c - 'x') + 1)));
 		}
 	assert_int_equal(m.count, 70 * 3);
 	for (size_t n = 0; n < 70; n++)
 		for (char c = 'x'; c <= 'z'; c++) {
 			key_of(key, n, c);
-			assert_ptr_equal(strmap_get(&m, key), (void *)(uintptr_t)(n * 4 + (size_t)(c - 'x') + 1));
+			assert_ptr_equal(strmap_get(&m, key),
+			                 (void *)(uintptr_t)(n * 4 + (size_t)(c - 'x') + 1));
 		}
 	key_of(key, 70, 'x');
 	assert_null(strmap_get(&m, key));
@@ -126,10 +128,10 @@ static void get_or_new_adds_once_zeroed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(keys_of_every_length_are_told_apart),
-		cmocka_unit_test(put_replaces_and_returns_the_previous_value),
-		cmocka_unit_test(reserve_keeps_entries_and_room),
-		cmocka_unit_test(get_or_new_adds_once_zeroed),
+	    cmocka_unit_test(keys_of_every_length_are_told_apart),
+	    cmocka_unit_test(put_replaces_and_returns_the_previous_value),
+	    cmocka_unit_test(reserve_keeps_entries_and_room),
+	    cmocka_unit_test(get_or_new_adds_once_zeroed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

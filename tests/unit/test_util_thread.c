@@ -52,7 +52,7 @@ static void note_thread(void *arg)
 {
 	struct job_seen *seen = arg;
 	/* Long enough that a wait that did not wait would see done == 0. */
-	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	struct timespec pause = {0, 20 * 1000 * 1000};
 	nanosleep(&pause, NULL);
 	seen->tid = (pid_t)syscall(SYS_gettid);
 	__atomic_store_n(&seen->done, 1, __ATOMIC_RELEASE);
@@ -65,7 +65,7 @@ static void a_side_job_runs_beside_the_caller_and_is_waited_for(void **state)
 	assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
 	if (CPU_COUNT(&mine) < 2)
 		skip();
-	struct job_seen seen = { 0, 0 };
+	struct job_seen seen = {0, 0};
 	struct side_job job;
 	side_job_start(&job, note_thread, &seen);
 	assert_int_equal(job.started, 1);
@@ -88,7 +88,7 @@ static void a_side_job_on_one_cpu_runs_in_the_caller(void **state)
 			break;
 		}
 	assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
-	struct job_seen seen = { 0, 0 };
+	struct job_seen seen = {0, 0};
 	struct side_job job;
 	side_job_start(&job, note_thread, &seen);
 	/* Done before side_job_start returned, in this thread. */
@@ -102,9 +102,9 @@ static void a_side_job_on_one_cpu_runs_in_the_caller(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(the_thread_takes_no_signal_and_the_caller_keeps_its_mask),
-		cmocka_unit_test(a_side_job_runs_beside_the_caller_and_is_waited_for),
-		cmocka_unit_test(a_side_job_on_one_cpu_runs_in_the_caller),
+	    cmocka_unit_test(the_thread_takes_no_signal_and_the_caller_keeps_its_mask),
+	    cmocka_unit_test(a_side_job_runs_beside_the_caller_and_is_waited_for),
+	    cmocka_unit_test(a_side_job_on_one_cpu_runs_in_the_caller),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

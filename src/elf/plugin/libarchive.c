@@ -120,7 +120,8 @@ static struct archive_listing *listing_try(const void *data, size_t len, size_t 
 	struct archive_entry *en;
 	int r = ARCHIVE_OK;
 	while (ok && (r = archive_read_next_header(a, &en)) == ARCHIVE_OK) {
-		struct archive_member *grown = array_grow_try(l->members, &alloc, l->n + 1, sizeof *grown, 16);
+		struct archive_member *grown =
+		    array_grow_try(l->members, &alloc, l->n + 1, sizeof *grown, 16);
 		if (!grown) {
 			ok = 0;
 			break;

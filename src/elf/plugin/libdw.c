@@ -77,7 +77,8 @@ static int units_read(const void *image, size_t len, struct dwarf_unit **out, si
 	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die die;
 		if (dwarf_offdie(dw, off + hsize, &die)) {
-			struct dwarf_unit *grown = array_grow_try(*out, &alloc, *n + 1, sizeof *grown, 8);
+			struct dwarf_unit *grown =
+			    array_grow_try(*out, &alloc, *n + 1, sizeof *grown, 8);
 			if (!grown) {
 				rc = -1;
 				snprintf(why, cap, "out of memory");
