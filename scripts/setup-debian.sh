@@ -40,6 +40,8 @@ PACKAGES=(
     # documentation tests: groff formats the manual, man shows the installed
     # one; bash-completion's helpers complete the command after cachet run --
     groff-base man-db bash-completion
+    # tests/format.sh checks every C file against .clang-format
+    clang-format
     # file-system tests: t_fs_images.sh swaps squashfs images at one mount
     # point; t_fs_xattr.sh sets and reads extended attributes
     squashfs-tools attr
