@@ -136,3 +136,41 @@ entry_with_output() {
     done
     fail "no entry on the server has the output $1"
 }
+
+# share_code_base [MAX]: the C files two "machines" build, copied into
+# $T/pristine: Lua's (CACHET_TEST_LUA_SRC, or the tree bench/run_core.sh
+# unpacks), else the examples Debian's -dev packages ship. Sets NAME, CFLAGS
+# and FILES (those that compile here without cachet, at most MAX).
+share_code_base() {
+    local max=${1:-0} SRC=${CACHET_TEST_LUA_SRC:-} d f b
+    if [ -z "$SRC" ]; then
+        for d in /tmp/cachet-bench/srcpkg/lua5.4-*/src; do
+            [ -f "$d/lapi.c" ] && SRC=$d && break
+        done
+    fi
+    mkdir -p "$T/pristine"
+    if [ -n "$SRC" ] && [ -f "$SRC/lapi.c" ]; then
+        NAME=lua
+        cp "$SRC"/*.c "$SRC"/*.h "$T/pristine/"
+        CFLAGS="-O2 -Wall -DLUA_COMPAT_5_3 -DLUA_USE_LINUX"
+    else
+        NAME=examples
+        for f in /usr/share/doc/{zlib1g-dev,libzstd-dev,libhiredis-dev,liblzma-dev,libexpat1-dev}/examples/*.c; do
+            [ -f "$f" ] || continue
+            b=$(basename "$f")
+            [ -e "$T/pristine/$b" ] && continue
+            cp "$f" "$T/pristine/$b"
+        done
+        cp /usr/share/doc/libzstd-dev/examples/*.h "$T/pristine/" 2>/dev/null || true
+        CFLAGS="-O2"
+    fi
+    FILES=()
+    for f in "$T/pristine"/*.c; do
+        [ "$max" -eq 0 ] || [ "${#FILES[@]}" -lt "$max" ] || break
+        if gcc $CFLAGS -fsyntax-only -I"$T/pristine" "$f" 2>/dev/null; then
+            FILES+=("$(basename "$f")")
+        fi
+    done
+    echo "code base: $NAME, ${#FILES[@]} C files"
+    [ "${#FILES[@]}" -ge 10 ] || fail "too few C files to build (${#FILES[@]})"
+}

@@ -14,37 +14,7 @@ start_nginx web
 URL="http://127.0.0.1:$NGINX_PORT/cache timeout=2s"
 
 # ---- the code base ----
-SRC=${CACHET_TEST_LUA_SRC:-}
-if [ -z "$SRC" ]; then
-    for d in /tmp/cachet-bench/srcpkg/lua5.4-*/src; do
-        [ -f "$d/lapi.c" ] && SRC=$d && break
-    done
-fi
-mkdir -p "$T/pristine"
-if [ -n "$SRC" ] && [ -f "$SRC/lapi.c" ]; then
-    NAME=lua
-    cp "$SRC"/*.c "$SRC"/*.h "$T/pristine/"
-    CFLAGS="-O2 -Wall -DLUA_COMPAT_5_3 -DLUA_USE_LINUX"
-else
-    NAME=examples
-    for f in /usr/share/doc/{zlib1g-dev,libzstd-dev,libhiredis-dev,liblzma-dev,libexpat1-dev}/examples/*.c; do
-        [ -f "$f" ] || continue
-        b=$(basename "$f")
-        [ -e "$T/pristine/$b" ] && continue
-        cp "$f" "$T/pristine/$b"
-    done
-    cp /usr/share/doc/libzstd-dev/examples/*.h "$T/pristine/" 2>/dev/null || true
-    CFLAGS="-O2"
-fi
-# Only files that compile here (without cachet) count.
-FILES=()
-for f in "$T/pristine"/*.c; do
-    if gcc $CFLAGS -fsyntax-only -I"$T/pristine" "$f" 2>/dev/null; then
-        FILES+=("$(basename "$f")")
-    fi
-done
-echo "code base: $NAME, ${#FILES[@]} C files"
-[ "${#FILES[@]}" -ge 10 ] || fail "too few C files to build (${#FILES[@]})"
+share_code_base
 
 # as_user NAME CMD...: CMD with NAME's HOME, USER, cache and habits.
 as_user() {
