@@ -157,6 +157,16 @@ static void store_locally(struct remote_lookup *x, const struct step *step,
 	}
 }
 
+/* Decodes a fetched entry into *en: 1 when it names the keys it was asked
+ * for, 0 when it is garbage or stored under another key than it names. */
+static int entry_decode_as(const void *data, size_t len, const struct digest *weak,
+                           const struct digest *pathset, const struct digest *strong,
+                           struct remote_entry *en, struct error *e)
+{
+	return remote_entry_decode(data, len, en, e) == 0 && digest_equal(&en->weak, weak) &&
+	       digest_equal(&en->pathset, pathset) && digest_equal(&en->strong, strong);
+}
+
 /* What an untrusted or empty remote path set must pass before anything it
  * names is read. */
 struct admission {
@@ -253,9 +263,7 @@ static int try_pathset(struct remote_lookup *x, size_t tier, const struct step *
 		rc = -1;
 		goto out;
 	}
-	if (g != REMOTE_FOUND || remote_entry_decode(data, len, &en, &e) < 0 ||
-	    !digest_equal(&en.weak, w) || !digest_equal(&en.pathset, &set->digest) ||
-	    !digest_equal(&en.strong, &strong)) {
+	if (g != REMOTE_FOUND || !entry_decode_as(data, len, w, &set->digest, &strong, &en, &e)) {
 		/* Garbage, or an entry stored under another key than it names. */
 		count(x, "remote_corrupt");
 		note(x, "corrupt entry", &e);
@@ -419,9 +427,8 @@ static int explain_pathset(struct remote_lookup *x, size_t tier, const struct st
 	if (g == REMOTE_ERROR || g == REMOTE_SKIPPED)
 		return -1;
 	struct remote_entry en = {0};
-	int holds = g == REMOTE_FOUND && remote_entry_decode(data, len, &en, &e) == 0 &&
-	            digest_equal(&en.weak, w) && digest_equal(&en.pathset, &set->digest) &&
-	            digest_equal(&en.strong, &ev.strong);
+	int holds =
+	    g == REMOTE_FOUND && entry_decode_as(data, len, w, &set->digest, &ev.strong, &en, &e);
 	if (holds && !entry_trusted(x, &en)) {
 		out->untrusted++;
 		holds = 0;
