@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachet/observe.h"
 #include "cachet/pathset.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -20,7 +21,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	for (size_t i = 0; i < ps.nobs; i++) {
 		const char **excluded = pathset_excluded(&ps, i);
-		if (ps.paths[ps.obs[i].path][0] != '/')
+		/* A fact's "path" is its name; everything else is looked up. */
+		const char *path = ps.paths[ps.obs[i].path];
+		if (ps.obs[i].kind == OBS_FACT ? !observe_fact_known(path) : path[0] != '/')
 			abort();
 		free(excluded);
 	}
