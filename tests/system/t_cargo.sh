@@ -61,9 +61,13 @@ export RUSTC_WRAPPER="$CACHET_BIN"
 export CARGO_TERM_COLOR=never
 
 # build: cargo build; its stderr in build.err, and none of it may mention
-# the jobserver.
+# the jobserver. One job at a time: rustc lists its `-L dependency=`
+# directory, and a listing is keyed, so under -j2 a compile that starts
+# while another crate's files land there is keyed on a listing the next
+# build may not meet (a miss, never a wrong hit; see the README). The hits
+# counted here must not depend on the scheduler.
 build() {
-    cargo build --offline 2> build.err || { cat build.err >&2; fail "cargo build failed"; }
+    cargo build --offline -j1 2> build.err || { cat build.err >&2; fail "cargo build failed"; }
     if grep -i jobserver build.err; then
         fail "cargo build printed a jobserver warning"
     fi
