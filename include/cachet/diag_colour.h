@@ -28,17 +28,15 @@ enum diag_colour {
  * found on PATH; "cc" and "c++" by the name their symlinks lead to), or
  * DIAG_COLOUR_NONE when argv decides colours, URLs or the diagnostics'
  * form itself (-fdiagnostics-color=..., -fdiagnostics-plain-output, a
- * response file that may hold them) or prints help or version text (which
- * gcc wraps to the terminal's width). */
+ * response file that may hold them), prints help, version text (which
+ * gcc wraps to the terminal's width) or its sub-commands (-###), or would
+ * write the forced option into its outputs (clang's
+ * -grecord-command-line). */
 enum diag_colour diag_colour_family(char *const *argv, const char *exe);
 
-/* The options that make the compiler print, in a pipe, what it prints on a
- * terminal: NULL-terminated, static. urls: the compiler knows
- * -fdiagnostics-urls (gcc 10 and later; see diag_colour_knows_urls). */
-const char *const *diag_colour_options(enum diag_colour family, int urls);
-
-/* 1 when the gcc driver at exe knows -fdiagnostics-urls (reads the file). */
-int diag_colour_knows_urls(const char *exe);
+/* The options that make the compiler print its colours in a pipe as on a
+ * terminal: NULL-terminated, static. Not gcc's hyperlinks (see there). */
+const char *const *diag_colour_options(enum diag_colour family);
 
 enum {
 	DIAG_SHOW_COLOURS = 1 << 0, /* SGR sequences: ESC [ params m, ESC [ K */

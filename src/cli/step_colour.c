@@ -14,8 +14,7 @@ char **step_colour_argv(const struct step *step, char **argv)
 	if (!step->colour)
 		return argv;
 	enum diag_colour family = (enum diag_colour)step->colour;
-	int urls = family == DIAG_COLOUR_GCC && diag_colour_knows_urls(step->exe);
-	const char *const *extra = diag_colour_options(family, urls);
+	const char *const *extra = diag_colour_options(family);
 	size_t n = 0, k = 0;
 	while (argv[n])
 		n++;

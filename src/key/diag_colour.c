@@ -1,11 +1,7 @@
 #include "cachet/diag_colour.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cachet/path.h"
 
@@ -56,8 +52,8 @@ static int decides_itself(const char *a)
 	    "-fansi-escape-codes",
 	    "--help",
 	    "--version",
-	    "-###",
 	    "-Xclang",
+	    "-###", /* prints the sub-commands, forced options and all */
 	};
 	if (a[0] == '@' || !strcmp(a, "-v"))
 		return 1;
@@ -65,6 +61,18 @@ static int decides_itself(const char *a)
 		if (!strncmp(a, prefixes[i], strlen(prefixes[i])))
 			return 1;
 	return 0;
+}
+
+/* Options under which the forced colour option would reach the outputs,
+ * which must be what the compiler writes without cachet: clang writes its
+ * whole command line into the object when asked to record it. gcc's DWARF
+ * producer string, -frecord-gcc-switches, -fverbose-asm and LTO objects
+ * leave the colour option out (checked with gcc 12). */
+static int records_options(enum diag_colour family, const char *a)
+{
+	return family == DIAG_COLOUR_CLANG &&
+	       (!strcmp(a, "-grecord-command-line") || !strcmp(a, "-frecord-command-line") ||
+	        !strcmp(a, "-frecord-gcc-switches"));
 }
 
 enum diag_colour diag_colour_family(char *const *argv, const char *exe)
@@ -82,42 +90,23 @@ enum diag_colour diag_colour_family(char *const *argv, const char *exe)
 	if (f == DIAG_COLOUR_NONE)
 		return f;
 	for (char *const *a = argv + 1; *a; a++)
-		if (decides_itself(*a))
+		if (decides_itself(*a) || records_options(f, *a))
 			return DIAG_COLOUR_NONE;
 	return f;
 }
 
-const char *const *diag_colour_options(enum diag_colour family, int urls)
+const char *const *diag_colour_options(enum diag_colour family)
 {
-	static const char *const gcc_urls[] = {"-fdiagnostics-color=always",
-	                                       "-fdiagnostics-urls=always", NULL};
+	/* Colours only: gcc writes -fdiagnostics-urls=always into the DWARF
+	 * producer string of every -g object, -fverbose-asm output and
+	 * -frecord-gcc-switches, so forcing its hyperlinks would change what
+	 * the step writes. */
 	static const char *const gcc[] = {"-fdiagnostics-color=always", NULL};
 	static const char *const clang[] = {"-fcolor-diagnostics", NULL};
 	static const char *const none[] = {NULL};
 	if (family == DIAG_COLOUR_GCC)
-		return urls ? gcc_urls : gcc;
+		return gcc;
 	return family == DIAG_COLOUR_CLANG ? clang : none;
-}
-
-int diag_colour_knows_urls(const char *exe)
-{
-	/* gcc before 10 refuses the option, and the driver's option table
-	 * holds the name of every option it accepts. */
-	static const char option[] = "-fdiagnostics-urls=";
-	int fd = open(exe, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	struct stat st;
-	int found = 0;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (m != MAP_FAILED) {
-			found = memmem(m, (size_t)st.st_size, option, sizeof option - 1) != NULL;
-			munmap(m, (size_t)st.st_size);
-		}
-	}
-	close(fd);
-	return found;
 }
 
 unsigned diag_colour_shown(enum diag_colour family, const char *term, const char *colorterm,

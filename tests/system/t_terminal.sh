@@ -2,7 +2,11 @@
 # Terminal or pipe. gcc is run with its colours forced on and its stderr
 # stored as a terminal shows it: one entry serves `make` in a terminal and
 # `make | tee log`, and each replay is byte for byte what gcc itself prints
-# there. A program cachet does not know keeps the terminal fact in its key.
+# there (without its option hyperlinks, which cachet does not force: gcc
+# would write -fdiagnostics-urls=always into every -g object). The objects
+# are what gcc writes without cachet, with -g, -fverbose-asm and clang's
+# -grecord-command-line too. A program cachet does not know keeps the
+# terminal fact in its key.
 source "$(dirname "$0")/lib.sh"
 
 command -v script > /dev/null || skip "script (bsdutils) is needed for this test"
@@ -22,7 +26,7 @@ on_tty() {
 ESC=$(printf '\033[')
 
 section "the references: plain gcc on a terminal and in a pipe"
-on_tty plain_tty.txt "gcc -Wall -c ok.c -o plain.o"
+on_tty plain_tty.txt "GCC_URLS=no gcc -Wall -c ok.c -o plain.o"
 grep -qF "$ESC" plain_tty.txt || skip "gcc itself does not colour on this terminal"
 gcc -Wall -c ok.c -o plain.o 2> plain_pipe.txt
 grep -q unused plain_pipe.txt || fail "gcc gave no warning"
@@ -46,7 +50,7 @@ assert_same ok.o plain.o
 
 section "pipe first, then a terminal"
 gcc -Wall -c other.c -o plain_other.o 2> plain_other_pipe.txt
-on_tty plain_other_tty.txt "gcc -Wall -c other.c -o plain_other.o"
+on_tty plain_other_tty.txt "GCC_URLS=no gcc -Wall -c other.c -o plain_other.o"
 cachet gcc -Wall -c other.c -o other.o 2> miss_pipe.txt
 expect miss "new step"
 assert_same miss_pipe.txt plain_other_pipe.txt
@@ -55,6 +59,34 @@ on_tty other_tty.txt "$CACHET_BIN gcc -Wall -c other.c -o other.o"
 expect hit
 assert_same other_tty.txt plain_other_tty.txt
 assert_same other.o plain_other.o
+
+section "the objects are what the compiler writes without cachet, on a terminal and in a pipe"
+# gcc -g records its options in DW_AT_producer, -fverbose-asm and
+# -frecord-gcc-switches list them, clang -grecord-command-line writes its
+# command line.
+# objects_as_plain PIPE CC NAME ARGS: PIPE is what the pipe run after the
+# terminal's gets: hit (one entry serves both) or miss (the terminal keyed).
+objects_as_plain() {
+    local pipe=$1 cc=$2 name=$3
+    shift 3
+    "$cc" "$@" -c ok.c -o "$name.o" 2> /dev/null
+    mv "$name.o" "plain_$name.o"
+    on_tty /dev/null "$CACHET_BIN $cc $* -c ok.c -o $name.o"
+    expect miss "new step"
+    assert_same "$name.o" "plain_$name.o"
+    rm "$name.o"
+    cachet "$cc" "$@" -c ok.c -o "$name.o" 2> /dev/null
+    expect "$pipe"
+    assert_same "$name.o" "plain_$name.o"
+}
+objects_as_plain hit gcc g -Wall -g
+objects_as_plain hit gcc record -Wall -g -frecord-gcc-switches
+objects_as_plain hit gcc verbose_asm -Wall -S -fverbose-asm
+if command -v clang > /dev/null; then
+    objects_as_plain miss clang clang_record -Wall -g -grecord-command-line
+else
+    echo "SKIP part: clang is not installed (its -grecord-command-line objects)"
+fi
 
 section "TERM=dumb on a terminal: no colours, as gcc itself"
 on_tty plain_dumb.txt "TERM=dumb gcc -Wall -c ok.c -o plain.o"
