@@ -26,6 +26,7 @@
 #include "cachet/path.h"
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
+#include "cachet/portable_record.h"
 #include "cachet/prefetch.h"
 #include "cachet/record.h"
 #include "cachet/result.h"
