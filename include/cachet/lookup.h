@@ -267,9 +267,12 @@ void lookup_step_free(struct step_lookup *sl);
  * enum lookup_step_outcome. */
 enum lookup_step_outcome lookup_step(struct step_lookup *sl, struct error *e);
 
-/* Stores the entry of a miss just recorded (lookup_store_entry) and, unless
- * the step is nondeterministic or the store read-only, leaves it as the
- * step's memo, with the fingerprints this run used. */
-int lookup_store_recorded(struct step_lookup *sl, const struct lookup_entry *en, struct error *e);
+/* Stores a run of the step just recorded (rec in its stored, portable
+ * form): completes it (lookup_finish_record), stores its entry in its argv
+ * group (lookup_store_entry) and, unless the step is nondeterministic or
+ * the store read-only, leaves it as the step's memo, with the fingerprints
+ * this run used. */
+int lookup_store_run(struct step_lookup *sl, struct record *rec, const struct lookup_run_end *end,
+                     struct error *e);
 
 #endif

@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cachet/argv_inputs.h"
 #include "cachet/buf.h"
 #include "cachet/elfsyms.h"
 #include "cachet/lookup.h"
@@ -367,8 +366,8 @@ static void lookup_prepare(struct run *r)
 
 /* ---- the miss path ---- */
 
-/* Stores the recorded run (lookup_finish_record, lookup_store_recorded):
- * its entry and the step's memo. */
+/* Stores the recorded run (lookup_store_run): its entry and the step's
+ * memo. */
 static int store_result(struct run *r, struct record *rec, struct tee *t, int exit_code,
                         int64_t duration, struct error *e)
 {
@@ -381,31 +380,9 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	    .stdin_advance = r->stdin_advance,
 	    .duration_ms = duration,
 	};
-	struct digest strong;
-	struct buf result_body;
-	buf_init(&result_body);
 	/* The order of the two streams travels in the result (tee.c). */
 	tee_take_order(t, &rec->result);
-	if (lookup_finish_record(r->store, &r->step, rec, &end, &strong, &result_body, e) < 0) {
-		buf_free(&result_body);
-		return -1;
-	}
-	struct lookup_entry entry = {
-	    .step = &r->step,
-	    .pathset = &rec->ps_digest,
-	    .pathset_body = rec->ps_body.data,
-	    .pathset_len = rec->ps_body.len,
-	    .strong = &strong,
-	    .result_body = result_body.data,
-	    .result_len = result_body.len,
-	    .result = &rec->result,
-	};
-	struct digest argv_key;
-	entry.argv_words = argv_inputs_recorded(&r->step, rec, &argv_key);
-	entry.argv_key = &argv_key;
-	int rc = lookup_store_recorded(&r->lookup, &entry, e);
-	buf_free(&result_body);
-	return rc;
+	return lookup_store_run(&r->lookup, rec, &end, e);
 }
 
 /* Turns the run into the form it is stored in, locally and on remotes

@@ -11,6 +11,7 @@
 
 #include "cachet/dirfp.h"
 #include "cachet/portable.h"
+#include "cachet/record.h"
 #include "cachet/result.h"
 #include "cachet/step.h"
 #include "cachet/store.h"
@@ -247,7 +248,10 @@ enum lookup_step_outcome lookup_step(struct step_lookup *sl, struct error *e)
 
 /* ---- the miss's entry ---- */
 
-int lookup_store_recorded(struct step_lookup *sl, const struct lookup_entry *en, struct error *e)
+/* Stores the entry of a miss (lookup_store_entry) and, unless the step is
+ * nondeterministic or the store read-only, leaves it as the step's memo,
+ * with the fingerprints this run used. */
+static int store_with_memo(struct step_lookup *sl, const struct lookup_entry *en, struct error *e)
 {
 	/* The memo's directories are found on another CPU while this one
 	 * writes the entry (0.65 ms each for a small compile). */
@@ -264,5 +268,33 @@ int lookup_store_recorded(struct step_lookup *sl, const struct lookup_entry *en,
 			put_memo(sl, en->strong, en->result_body, en->result_len, &md, en->pathset);
 	}
 	buf_free(&md.out);
+	return rc;
+}
+
+int lookup_store_run(struct step_lookup *sl, struct record *rec, const struct lookup_run_end *end,
+                     struct error *e)
+{
+	struct digest strong;
+	struct buf result_body;
+	buf_init(&result_body);
+	if (lookup_finish_record(sl->store, sl->step, rec, end, &strong, &result_body, e) < 0) {
+		buf_free(&result_body);
+		return -1;
+	}
+	struct lookup_entry entry = {
+	    .step = sl->step,
+	    .pathset = &rec->ps_digest,
+	    .pathset_body = rec->ps_body.data,
+	    .pathset_len = rec->ps_body.len,
+	    .strong = &strong,
+	    .result_body = result_body.data,
+	    .result_len = result_body.len,
+	    .result = &rec->result,
+	};
+	struct digest argv_key;
+	entry.argv_words = argv_inputs_recorded(sl->step, rec, &argv_key);
+	entry.argv_key = &argv_key;
+	int rc = store_with_memo(sl, &entry, e);
+	buf_free(&result_body);
 	return rc;
 }

@@ -781,8 +781,8 @@ static void test_lookup_step_damaged_pathset(void **state)
 	memo_fixture_close(s, &f);
 }
 
-/* A miss stored through lookup_store_recorded leaves the step's memo: the
- * next lookup is served by it, without the index. */
+/* A miss stored through lookup_store_run leaves the step's memo: the next
+ * lookup is served by it, without the index. */
 static void test_stored_miss_leaves_memo(void **state)
 {
 	(void)state;
@@ -794,34 +794,21 @@ static void test_stored_miss_leaves_memo(void **state)
 	struct record rec;
 	struct digest unused;
 	recorded_run(&fixture, input, &rec, &unused);
-	struct error e = {0, ""};
-	struct lookup_run_end end = {.out = "out\n", .out_len = 4, .duration_ms = 3};
-	struct digest strong;
-	struct buf body;
-	buf_init(&body);
-	assert_int_equal(lookup_finish_record(s, &fixture, &rec, &end, &strong, &body, &e), 0);
 
-	struct step step = fixture;
+	struct step step;
 	struct step_calls miss = {.step = &fixture};
 	struct step_lookup sl;
 	assert_int_equal(look_up(s, &step, &miss, 0, &sl), LOOKUP_STEP_MISS);
 	assert_string_equal(sl.miss_reason, "new step");
-	struct lookup_entry en = {.step = &step,
-	                          .pathset = &rec.ps_digest,
-	                          .pathset_body = rec.ps_body.data,
-	                          .pathset_len = rec.ps_body.len,
-	                          .strong = &strong,
-	                          .result_body = body.data,
-	                          .result_len = body.len,
-	                          .result = &rec.result};
-	assert_int_equal(lookup_store_recorded(&sl, &en, &e), 0);
+	struct lookup_run_end end = {.out = "out\n", .out_len = 4, .duration_ms = 3};
+	struct error e = {0, ""};
+	assert_int_equal(lookup_store_run(&sl, &rec, &end, &e), 0);
 	lookup_step_free(&sl);
 
 	struct step_calls next = {.step = &fixture};
 	assert_int_equal(look_up(s, &step, &next, 0, &sl), LOOKUP_STEP_HIT);
 	assert_int_equal(sl.tier, LOOKUP_TIER_MEMO);
 	lookup_step_free(&sl);
-	buf_free(&body);
 	record_clear(&rec);
 	free(input);
 	store_close(s);
