@@ -16,26 +16,24 @@
 #ifndef CACHET_ARGV_INPUTS_H
 #define CACHET_ARGV_INPUTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cachet/digest.h"
 
 struct step;
-struct record;
 struct digest_cache;
 
 /* Words past this position are not considered (a link's hundredth object
  * adds little that the first sixty-three did not already tell apart). */
 #define ARGV_INPUTS_MAX_WORDS 64
 
-/* The argv words of a recorded run that are its inputs: bit i set when
- * argv[i] (i >= 1), taken relative to the step's cwd, is a file the run
- * read (an OBS_READ of that very path) and did not write. Outputs are left
- * out: `-o x.o` may name a stale file before the step runs, and keying its
- * content would lose the hit. *key gets the group's key from the contents
- * the run read; 0 (and *key untouched) when no word qualifies. The record
- * may be in stored (portable) form. */
-uint64_t argv_inputs_recorded(const struct step *s, const struct record *rec, struct digest *key);
+/* The words considered of the step's argv (at most ARGV_INPUTS_MAX_WORDS). */
+size_t argv_inputs_words(const struct step *s);
+/* A group's key: begun, then for each word of the group in order its
+ * position and the digest of its content. */
+void argv_inputs_key_begin(struct hasher *h);
+void argv_inputs_key_add(struct hasher *h, size_t word, const struct digest *content);
 
 /* The key of group `words` (non-zero) for the files as they are now: -1
  * when a word no longer names a regular file (no path set of that group can

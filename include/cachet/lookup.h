@@ -22,6 +22,7 @@
 #include "cachet/buf.h"
 #include "cachet/digest.h"
 #include "cachet/error.h"
+#include "cachet/fplog.h"
 #include "cachet/pathset.h"
 
 struct result;
@@ -141,11 +142,13 @@ int lookup_finish_record(struct store *s, const struct step *step, struct record
 
 struct store_memo;
 
-/* The tiers a local lookup tries, in order: the step's memo (the hit path
- * without the index), then every path set of the index. */
+/* The tiers a lookup tries, in order: the step's memo (the hit path
+ * without the index), then every path set of the index, then the remotes
+ * (through the caller's hook, lookup_step). */
 enum lookup_tier {
 	LOOKUP_TIER_MEMO,
 	LOOKUP_TIER_INDEX,
+	LOOKUP_TIER_REMOTE,
 };
 
 /* An entry that holds for the step: its path set keyed to a stored result,
@@ -202,5 +205,74 @@ int lookup_memo_tier(struct lookup_tiers *t, const struct store_memo *m);
  * groups rule out skipped), keyed against the file system now, until one
  * names a result that serve serves. Returns as lookup_memo_tier. */
 int lookup_index_tier(struct lookup_tiers *t);
+
+/* What lookup_step found. */
+enum lookup_step_outcome {
+	LOOKUP_STEP_HIT,      /* served by sl->tier: the caller exits as serve (or the
+	                       * remote hook) said */
+	LOOKUP_STEP_MISS,     /* run the step and store it: sl->miss_reason */
+	LOOKUP_STEP_RERUN,    /* a hit serve chose to re-run and compare (it returned
+	                       * LOOKUP_STOP and keeps the result): run the step */
+	LOOKUP_STEP_NO_INDEX, /* the index cannot be opened (e says why): run directly */
+	LOOKUP_STEP_NO_KEY,   /* the step cannot be keyed (e says why): run directly */
+};
+
+/* One lookup of a step through every tier, for `cachet run`: the step's
+ * memo, the index (opened only when the memo cannot answer), then the
+ * remotes. The engine decides the order, what holds, and which miss it is;
+ * the caller's hands key the step, serve a hit and say what went wrong.
+ * The caller sets the fields marked in, then calls lookup_step_init. */
+struct step_lookup {
+	/* In. */
+	struct store *store;          /* opened with STORE_DEFER_INDEX */
+	char *const *argv;            /* the command as run */
+	const char *program;          /* its resolved path */
+	struct step *step;            /* keyed by init_step when first needed */
+	int recache;                  /* look nothing up: run and store again */
+	int rerun_nondeterministic;   /* a step marked nondeterministic always runs */
+	struct digest_cache index_dc; /* the index's fingerprints, asked once it is open */
+	/* Keys the step (step_init with the caller's settings) through dc. */
+	int (*init_step)(void *ctx, struct step *step, struct digest_cache *dc, struct error *e);
+	/* Restores and replays a candidate (lookup_tiers.serve). */
+	int (*serve)(void *ctx, struct lookup_candidate *c);
+	void (*count)(void *ctx, const char *name, int64_t delta);
+	/* A fault of the cache: counted as an error and said. */
+	void (*fault)(void *ctx, const char *what, const struct error *e);
+	/* Worth saying to those who asked (-v); not counted. */
+	void (*note)(void *ctx, const char *what, const struct error *e);
+	/* The remote tier, asked after a local miss: LOOKUP_SERVED when it
+	 * restored and replayed a hit (the caller keeps its exit code), else
+	 * 0. NULL: no remote tier. */
+	int (*remote)(void *ctx);
+	void *ctx;
+
+	/* The engine's, readable by the caller. */
+	struct fplog fps;          /* the fingerprints the run used; fps.dc is
+	                            * what the step is hashed through */
+	struct lookup_tiers tiers; /* the local tiers (lookup_memo_tier...) */
+	struct digest memo_name;   /* what names the step's memo */
+	int step_ready;            /* step keyed */
+	int nondeterministic;      /* the step is marked nondeterministic; set
+	                            * before the index tier */
+	/* Out. */
+	enum lookup_tier tier;   /* that served a hit */
+	const char *miss_reason; /* "new step" or "inputs changed" */
+};
+
+/* Prepares sl (its in fields set) for lookup_step. */
+void lookup_step_init(struct step_lookup *sl);
+void lookup_step_free(struct step_lookup *sl);
+
+/* Looks the step up, tier by tier, until one serves it. Returns one of
+ * enum lookup_step_outcome. */
+enum lookup_step_outcome lookup_step(struct step_lookup *sl, struct error *e);
+
+/* Stores a run of the step just recorded (rec in its stored, portable
+ * form): completes it (lookup_finish_record), stores its entry in its argv
+ * group (lookup_store_entry) and, unless the step is nondeterministic or
+ * the store read-only, leaves it as the step's memo, with the fingerprints
+ * this run used. */
+int lookup_store_run(struct step_lookup *sl, struct record *rec, const struct lookup_run_end *end,
+                     struct error *e);
 
 #endif

@@ -57,8 +57,6 @@
 
 struct finder;
 struct pathset;
-struct record;
-struct result;
 
 #define STEP_MAX_BASES       3
 #define STEP_BASE_DIR        0 /* base_dir */
@@ -107,25 +105,23 @@ int portable_base_index(const char *path);
  * written then never equals a recorded value. */
 int portable_value(const void *value, size_t len, const struct step_bases *b, struct buf *out);
 
+/* Base i of b when it is set (b may be NULL), else NULL. */
+const char *portable_base_at(const struct step_bases *b, int i);
+/* The deepest base containing path, or -1. */
+int portable_base_of(const char *path, const struct step_bases *b);
+/* 1 when paths under base_dir are written relative to the cwd base. */
+int portable_cwd_relative(const struct step_bases *b);
+/* In place: *path (malloc'd) from portable to local. -1 when it names a
+ * base that is unset here. */
+int portable_localise_path(char **path, const struct step_bases *b);
+
 /* Turns a stored path set's paths into this checkout's, in place (names in
  * listings are left alone). -1 when one names a base that is unset here:
  * the path set cannot hold here. */
 int portable_localise_pathset(struct pathset *ps, const struct step_bases *b);
-/* The same for a result's output paths and absolute symlink targets. */
-int portable_localise_result(struct result *r, const struct step_bases *b);
 
 /* Sets f up to find the real path of each base (needle i = base i), for
  * the scan of outputs, stdout and stderr. Free with finder_free. */
 void portable_finder(struct finder *f, const struct step_bases *b);
-
-/* Turns a recorded run (record.h: real paths, canonical path set, values,
- * listings, result) into the form that is stored, in place: paths, values
- * and outputs portable, the path set canonical again (listings renumbered),
- * plus one OBS_BASE observation for every base that rec->pinned names or
- * that a lookup pins (rec->pinned and pinned_by updated), and the reasons
- * in rec->result.pinned. Without bases it changes nothing. Returns -1 when
- * the run cannot be shared (it names the reserved prefix); rec is then left
- * as it was. */
-int portable_record(struct record *rec, const struct step_bases *b);
 
 #endif

@@ -28,6 +28,8 @@
 #include "cachet/store.h"
 #include "cachet/trace.h"
 
+struct step;
+
 struct record {
 	struct pathset ps;
 	struct digest ps_digest;
@@ -81,5 +83,14 @@ void record_scan_stream_env(struct record *rec, const void *data, size_t len,
  * run's real paths (before portable_record). cwd: the step's. */
 void record_add_env_facts(struct record *rec, char *const *effect_env, const char *cwd);
 void record_free(struct record *r);
+
+/* The argv words of a recorded run that are its inputs (argv_inputs.h): bit i set when
+ * argv[i] (i >= 1), taken relative to the step's cwd, is a file the run
+ * read (an OBS_READ of that very path) and did not write. Outputs are left
+ * out: `-o x.o` may name a stale file before the step runs, and keying its
+ * content would lose the hit. *key gets the group's key from the contents
+ * the run read; 0 (and *key untouched) when no word qualifies. The record
+ * may be in stored (portable) form. */
+uint64_t argv_inputs_recorded(const struct step *s, const struct record *rec, struct digest *key);
 
 #endif

@@ -16,7 +16,6 @@
 #include "cachet/buf.h"
 #include "cachet/digest.h"
 #include "cachet/error.h"
-#include "cachet/find.h"
 #include "cachet/portable.h"
 
 struct digest_cache;
@@ -76,60 +75,6 @@ void step_set_terminal(struct step *step, unsigned terminal, const char *term);
  * whose terminal fact is then not keyed, and recomputes the weak key. */
 void step_set_colour(struct step *step, unsigned family);
 
-/* 1 when the environment variable NAME (without "=...") cannot change what a
- * step computes, so it is left out of the key: TERM, SHLVL, _, DISPLAY,
- * XAUTHORITY, CACHET_*, TMPDIR (each step gets a private one), and
- * the names in extra (a NULL-terminated list, may be NULL; a trailing '*' is
- * a prefix match). */
-int env_is_neutral(const char *name, size_t name_len, const char *const *extra);
-
-/* MAKEFLAGS/MFLAGS without their jobserver and -j parts (malloc'd). */
-char *env_strip_make_jobs(const char *value);
-
-/* 1 when NAME is keyed by what it does rather than by its value, and so left
- * out of the weak key: PATH (by the programs a step found along it), make's
- * own variables (MAKEFLAGS, MFLAGS, MAKELEVEL, MAKEOVERRIDES: only by a step
- * that runs make), the per-session and per-run identifiers (XDG_SESSION_ID,
- * TMUX_PANE, WINDOWID, SSH_*, GITHUB_RUN_ID, CI_JOB_ID, ...) and the names
- * in extra (NULL-terminated, may be NULL; a trailing '*' is a prefix match).
- * Each is keyed by value where an output, stdout or stderr holds it. */
-int env_keyed_by_effect(const char *name, size_t name_len, const char *const *extra);
-/* 1 when dir is an absolute path to the cwd, as PWD must be for gcc and the
- * shells to believe it. A PWD that is not is keyed as "PWD", its value only
- * where a step writes it out (it is then among effect_env). */
-int env_names_cwd(const char *dir);
-/* 1 for make's own variables (see env_keyed_by_effect). */
-int env_is_make_var(const char *name, size_t name_len);
-
-/* The search of outputs and streams for the values of the variables keyed
- * by effect: bit v of env_finder_done is variable v of the list given to
- * env_finder_init ("NAME=VALUE" entries, which must outlive the finder). A
- * value of 8 bytes or more is found anywhere; a shorter one as a whole line
- * or as NAME=VALUE (a short value occurs by chance in any binary). Variables
- * beyond what one finder can look for count as found. */
-struct env_finder {
-	struct finder f;
-	char *needle[FINDER_MAX];
-	unsigned char var[FINDER_MAX];
-	uint64_t unsearched;
-	int overflow;
-};
-void env_finder_init(struct env_finder *ef, const char *const *env);
-void env_finder_feed(struct env_finder *ef, const void *data, size_t len);
-/* The variables found (bit v), and frees the finder. */
-uint64_t env_finder_done(struct env_finder *ef);
-
-/* The OBS_FACT names (observe.h OBSERVE_FACT_ENV, OBSERVE_FACT_WHICH) that
- * a recorded path set ps must key for the variables keyed by effect
- * (effect_env, as struct step holds them), in a malloc'd NULL-terminated
- * array of malloc'd strings: every variable whose value an output or stream
- * holds (bit v of held), make's variables where the step executed a make,
- * PATH itself where it is unset or a relative entry of it was searched, and
- * for every name the step looked up in a directory of PATH, where PATH
- * leads it now. cwd: the step's, to resolve relative PATH entries. */
-char **env_effect_facts(const struct pathset *ps, char *const *effect_env, uint64_t held,
-                        const char *cwd);
-
 /* Fills step from argv (the command, argv[0] already the resolved program
  * path or name), the process's cwd, environment envp (less env_ignore; the
  * variables keyed by effect, with env_per_run among them, apart), stdin and
@@ -151,10 +96,6 @@ void step_encode(const struct step *step, struct buf *out);
 /* Decodes what step_encode wrote (untrusted bytes: every length checked).
  * Fills everything but weak and namespace_. */
 int step_decode(const void *data, size_t len, struct step *out, struct error *e);
-
-/* The platform line: "x86_64 6.1.0 | <cpu model> | cpu <digest of the CPUID
- * feature registers> | umask 022". */
-char *platform_describe(void);
 
 /* Finds name on PATH as execvp would (a name containing '/' is taken as is,
  * relative to cwd), skipping any candidate that is the same file as

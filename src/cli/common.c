@@ -12,6 +12,7 @@
 #include "cachet/diag_colour.h"
 #include "cachet/path.h"
 #include "cachet/portable.h"
+#include "cachet/portable_record.h"
 #include "cachet/redact.h"
 #include "cachet/result.h"
 #include "cachet/step.h"

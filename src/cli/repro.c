@@ -5,7 +5,7 @@
  * nothing in the cache.
  *
  * The same starting state: the tracer calls back at the step's first change
- * to each path, before the change, and the snapshot (cachet/snapshot.h)
+ * to each path, before the change, and the snapshot (repro_snapshot.h)
  * saves that path's state then. After every run the snapshot is restored,
  * so the next run starts from the tree the first one found.
  *
@@ -37,11 +37,11 @@
 #include "cachet/buf.h"
 #include "cachet/path.h"
 #include "cachet/record.h"
-#include "cachet/snapshot.h"
 #include "cachet/step.h"
 #include "cachet/trace.h"
 #include "cli/progress.h"
 #include "cli/repro.h"
+#include "cli/repro_snapshot.h"
 #include "cli/settings.h"
 #include "cli/step_env.h"
 #include "cli/tee.h"

@@ -19,15 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cachet/argv_inputs.h"
 #include "cachet/buf.h"
-#include "cachet/dirfp.h"
 #include "cachet/elfsyms.h"
-#include "cachet/fplog.h"
 #include "cachet/lookup.h"
 #include "cachet/path.h"
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
+#include "cachet/portable_record.h"
 #include "cachet/prefetch.h"
 #include "cachet/record.h"
 #include "cachet/result.h"
@@ -59,13 +57,9 @@ struct run {
 	int verbose;
 	int recache;
 	struct store *store;
-	struct fplog fps;       /* fingerprints used, for the memo */
-	struct digest_cache dc; /* fps.dc */
-	struct digest memo_name;
-	struct lookup_tiers tiers; /* the local lookup (lookup.h) */
+	struct step_lookup lookup; /* the lookup of the step (lookup.h) */
 	int exit_code;             /* of the hit served */
 	struct step step;
-	int step_ready; /* step initialised (by the memo lookup) */
 	int64_t start_ms;
 	struct step_tmpdir tmp;
 	char *cache_dir;
@@ -76,7 +70,6 @@ struct run {
 	const char *require_symbols; /* --require-symbols FILE */
 	int verifying;               /* this run re-runs a hit to compare */
 	struct result verify_cached; /* the cached result being verified */
-	int nondeterministic;        /* the step is marked nondeterministic */
 };
 
 /* ---- reporting ---- */
@@ -251,7 +244,7 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 		r->verifying = 1;
 		return LOOKUP_STOP;
 	}
-	if (r->nondeterministic)
+	if (r->lookup.nondeterministic)
 		cli_warn("warning: this step was found to give different outputs on identical "
 		         "runs (cachet show lists it); serving the cached result");
 	/* stdout and stderr are read and checked before any output is
@@ -299,96 +292,9 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 	return LOOKUP_SERVED;
 }
 
-/* ---- memos: the hit path without the index ---- */
+/* ---- the lookup's hands (lookup.h) ---- */
 
-/* What names a step's memo: its command, directory and program, and the
- * user (in a cache shared between users, what a lookup finds can depend on
- * who looks). The rest of the weak key (environment, platform, the
- * program's digest) is checked against the memo's weak key. */
-static void memo_name(struct run *r)
-{
-	struct hasher h;
-	hasher_init(&h, NULL);
-	hasher_update_str(&h, "cachet memo");
-	hasher_update_u64(&h, (uint64_t)geteuid());
-	for (char **a = r->argv; *a; a++)
-		hasher_update_str(&h, *a);
-	char *cwd = getcwd(NULL, 0);
-	hasher_update_str(&h, cwd ? cwd : "");
-	free(cwd);
-	hasher_update_str(&h, r->program);
-	hasher_final(&h, &r->memo_name);
-}
-
-/* The memo's directory fingerprints (dirfp.h) for a path set and the values
- * its result recorded, encoded into out: stats alone, which a thread can
- * take beside the index's work. */
-struct memo_dirs {
-	const struct run *r;
-	const void *pathset_body;
-	size_t pathset_len;
-	const struct result *res;
-	struct buf out;
-};
-
-static void memo_dirs_collect(void *arg)
-{
-	struct memo_dirs *md = arg;
-	/* The directories that vouch for the values the result recorded:
-	 * they held when this run looked them up or recorded them. */
-	struct pathset ps;
-	struct dirfp_set dirs = {0};
-	struct error e = {0};
-	if (pathset_decode(md->pathset_body, md->pathset_len, &ps, &e) == 0) {
-		/* The directories of this checkout. */
-		if (portable_localise_pathset(&ps, &md->r->step.bases) == 0)
-			dirfp_collect(&ps, md->res->values, md->res->values_len, &dirs);
-		pathset_free(&ps);
-	}
-	dirfp_encode(&dirs, &md->out);
-	dirfp_free(&dirs);
-}
-
-/* Leaves the entry just hit or stored, with the fingerprints this run
- * used and the directories md found, as the step's memo. Best effort. */
-static void put_memo(struct run *r, const struct digest *strong, const void *result_body,
-                     size_t result_len, const struct memo_dirs *md, const struct digest *pathset)
-{
-	struct store_memo m = {
-	    .weak = r->step.weak,
-	    .pathset = *pathset,
-	    .strong = *strong,
-	    .pathset_body = (void *)md->pathset_body,
-	    .pathset_len = md->pathset_len,
-	    .result_body = (void *)result_body,
-	    .result_len = result_len,
-	    .dirs = md->out.data,
-	    .dirs_len = md->out.len,
-	};
-	struct error e = {0};
-	m.fps = fplog_used(&r->fps, &m.nfps);
-	if (store_memo_write(r->store, &r->memo_name, &m, &e) < 0 && r->verbose)
-		cli_warn("cannot write a memo: %s", e.msg);
-	free(m.fps);
-}
-
-/* put_memo after a hit: res is result_body decoded, which every caller
- * has at hand. */
-static void write_memo(struct run *r, const struct digest *pathset, const void *pathset_body,
-                       size_t pathset_len, const struct digest *strong, const void *result_body,
-                       size_t result_len, const struct result *res)
-{
-	if (store_is_readonly(r->store))
-		return;
-	struct memo_dirs md = {r, pathset_body, pathset_len, res, {0}};
-	buf_init(&md.out);
-	memo_dirs_collect(&md);
-	put_memo(r, strong, result_body, result_len, &md, pathset);
-	buf_free(&md.out);
-}
-
-/* serve, for the lookup's tiers (lookup.h), leaving the entry served as
- * the step's memo where it was not already. */
+/* serve, for the lookup's tiers. */
 static int serve_candidate(void *ctx, struct lookup_candidate *c)
 {
 	struct run *r = ctx;
@@ -401,65 +307,67 @@ static int serve_candidate(void *ctx, struct lookup_candidate *c)
 		if (r->verify_forced)
 			return LOOKUP_PASS;
 	}
-	int served = serve(r, c->result, c->pathset, &c->strong);
-	/* From the memo: files hashed again (changed times, same content)
-	 * keep their new fingerprints for the next hit. */
-	if (served == LOOKUP_SERVED && (memo ? r->fps.added != 0 : !r->nondeterministic))
-		write_memo(r, c->pathset, c->pathset_body, c->pathset_len, &c->strong,
-		           c->result_body, c->result_len, c->result);
-	return served;
+	return serve(r, c->result, c->pathset, &c->strong);
 }
 
-static void tier_count(void *ctx, const char *name, int64_t delta)
+static void lookup_count(void *ctx, const char *name, int64_t delta)
 {
 	count(ctx, name, delta);
 }
 
-static void tier_fault(void *ctx, const char *what, const struct error *e)
+static void lookup_fault(void *ctx, const char *what, const struct error *e)
 {
 	count_error(ctx, what, e);
 }
 
-static void tiers_init(struct run *r)
+static void lookup_note(void *ctx, const char *what, const struct error *e)
 {
-	r->tiers = (struct lookup_tiers){
-	    .store = r->store,
-	    .step = &r->step,
-	    .dc = &r->dc,
-	    .serve = serve_candidate,
-	    .count = tier_count,
-	    .fault = tier_fault,
-	    .ctx = r,
-	};
+	struct run *r = ctx;
+	if (r->verbose)
+		cli_warn("%s: %s", what, e->msg);
 }
 
-/* The step's memo, if it still holds (lookup_memo_tier): LOOKUP_SERVED on
- * a hit, LOOKUP_STOP for a verifying re-run, else 0 with the memo's
- * fingerprints kept for the index lookup that follows. */
-static int memo_lookup(struct run *r)
+static int lookup_init_step(void *ctx, struct step *step, struct digest_cache *dc, struct error *e)
 {
-	struct store_memo m;
-	struct error e = {0};
-	int found = store_memo_read(r->store, &r->memo_name, &m, &e);
-	if (found < 0)
-		count_error(r, "unusable memo", &e);
-	if (found != 1)
-		return 0;
-	fplog_load(&r->fps, &m);
-	int served = 0;
-	if (cli_step_init(&r->step, r->argv, r->program, &r->dc, &e) == 0) {
-		r->step_ready = 1;
-		served = lookup_memo_tier(&r->tiers, &m);
-	}
-	/* else said by the index path, which tries again */
-	store_memo_free(&m);
-	return served;
+	struct run *r = ctx;
+	return cli_step_init(step, r->argv, r->program, dc, e);
+}
+
+/* After a local miss: the remote caches (restored inside the output roots
+ * only, and stored locally). */
+static int lookup_remote(void *ctx)
+{
+	struct run *r = ctx;
+	return remote_tier_lookup(r->store, &r->step, &r->lookup.fps.dc, &r->exit_code)
+	           ? LOOKUP_SERVED
+	           : 0;
+}
+
+static void lookup_prepare(struct run *r)
+{
+	struct step_lookup *sl = &r->lookup;
+	sl->store = r->store;
+	sl->argv = r->argv;
+	sl->program = r->program;
+	sl->step = &r->step;
+	sl->recache = r->recache;
+	sl->rerun_nondeterministic =
+	    !strcmp(settings_str(r->settings, "nondeterministic"), "rerun");
+	cli_digest_cache(r->store, &sl->index_dc);
+	sl->init_step = lookup_init_step;
+	sl->serve = serve_candidate;
+	sl->count = lookup_count;
+	sl->fault = lookup_fault;
+	sl->note = lookup_note;
+	sl->remote = lookup_remote;
+	sl->ctx = r;
+	lookup_step_init(sl);
 }
 
 /* ---- the miss path ---- */
 
-/* Stores the recorded run (lookup_finish_record, lookup_store_entry) and
- * leaves it as the step's memo. */
+/* Stores the recorded run (lookup_store_run): its entry and the step's
+ * memo. */
 static int store_result(struct run *r, struct record *rec, struct tee *t, int exit_code,
                         int64_t duration, struct error *e)
 {
@@ -472,46 +380,9 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	    .stdin_advance = r->stdin_advance,
 	    .duration_ms = duration,
 	};
-	struct digest strong;
-	struct buf result_body;
-	buf_init(&result_body);
 	/* The order of the two streams travels in the result (tee.c). */
 	tee_take_order(t, &rec->result);
-	if (lookup_finish_record(r->store, &r->step, rec, &end, &strong, &result_body, e) < 0) {
-		buf_free(&result_body);
-		return -1;
-	}
-	struct lookup_entry entry = {
-	    .step = &r->step,
-	    .pathset = &rec->ps_digest,
-	    .pathset_body = rec->ps_body.data,
-	    .pathset_len = rec->ps_body.len,
-	    .strong = &strong,
-	    .result_body = result_body.data,
-	    .result_len = result_body.len,
-	    .result = &rec->result,
-	};
-	struct digest argv_key;
-	entry.argv_words = argv_inputs_recorded(&r->step, rec, &argv_key);
-	entry.argv_key = &argv_key;
-	/* The memo's directories are found on another CPU while this one
-	 * writes the entry (0.65 ms each for a small compile). */
-	int memo = !r->nondeterministic && !store_is_readonly(r->store);
-	struct memo_dirs md = {r, rec->ps_body.data, rec->ps_body.len, &rec->result, {0}};
-	struct side_job dirs_job;
-	buf_init(&md.out);
-	if (memo)
-		side_job_start(&dirs_job, memo_dirs_collect, &md);
-	int rc = lookup_store_entry(r->store, &entry, e);
-	if (memo) {
-		side_job_wait(&dirs_job);
-		if (rc == 0)
-			put_memo(r, &strong, result_body.data, result_body.len, &md,
-			         &rec->ps_digest);
-	}
-	buf_free(&md.out);
-	buf_free(&result_body);
-	return rc;
+	return lookup_store_run(&r->lookup, rec, &end, e);
 }
 
 /* Turns the run into the form it is stored in, locally and on remotes
@@ -642,7 +513,7 @@ static void miss(struct run *r, const char *reason)
 	};
 	inherited_for_step(env, &spec);
 	/* The step's big inputs are hashed while it runs, on another CPU. */
-	struct prefetch *pf = prefetch_new(&r->dc);
+	struct prefetch *pf = prefetch_new(&r->lookup.fps.dc);
 	if (pf) {
 		spec.on_input = prefetch_add;
 		spec.on_input_ctx = pf;
@@ -710,8 +581,8 @@ static void miss(struct run *r, const char *reason)
 		struct record rec;
 		int check_status = 0;
 		if (record_run_scanning(tr.events, tr.nevents, (const char *const *)ignore,
-		                        &r->step.bases, r->step.effect_env, r->store, &r->dc, &rec,
-		                        &e) < 0) {
+		                        &r->step.bases, r->step.effect_env, r->store,
+		                        &r->lookup.fps.dc, &rec, &e) < 0) {
 			count_error(r, "cannot store the outputs", &e);
 		} else if (rec.not_storable) {
 			reason = rec.not_storable;
@@ -720,8 +591,7 @@ static void miss(struct run *r, const char *reason)
 		} else if (r->verifying) {
 			result = "hit";
 			reason = verify(r, &rec, &t, WEXITSTATUS(status));
-		} else if (r->nondeterministic &&
-		           !strcmp(settings_str(r->settings, "nondeterministic"), "rerun")) {
+		} else if (r->lookup.nondeterministic && r->lookup.rerun_nondeterministic) {
 			reason = "nondeterministic step (not stored)";
 		} else if (stored_form(r, &rec, &t) < 0) {
 			reason = "names " STEP_PORTABLE_PREFIX
@@ -935,8 +805,6 @@ static int run_main(int argc, char **argv, int masquerade)
 	r.store = cli_open_store(STORE_DEFER_INDEX, "running without it");
 	if (!r.store)
 		run_direct(r.argv, r.program);
-	fplog_init(&r.fps);
-	r.dc = r.fps.dc;
 
 	struct error e = {0};
 	if (uncacheable_command(&r))
@@ -944,52 +812,25 @@ static int run_main(int argc, char **argv, int masquerade)
 	const char *own = needs_own_tracing(&r);
 	if (own)
 		run_uncacheable(&r, own);
-	memo_name(&r);
-	tiers_init(&r);
-	int memo_served = r.recache ? 0 : memo_lookup(&r);
-	if (memo_served == LOOKUP_SERVED) {
+	lookup_prepare(&r);
+	switch (lookup_step(&r.lookup, &e)) {
+	case LOOKUP_STEP_HIT:
+		if (r.lookup.tier == LOOKUP_TIER_REMOTE)
+			report(&r, "hit", "remote");
 		finish(&r);
 		exit(r.exit_code);
-	}
-	if (store_index_open(r.store, &e) < 0) {
+	case LOOKUP_STEP_NO_INDEX:
 		cli_warn("cache unusable, running without it: %s", e.msg);
 		finish(&r);
 		run_direct(r.argv, r.program);
-	}
-	struct digest_cache index_dc;
-	cli_digest_cache(r.store, &index_dc);
-	fplog_set_inner(&r.fps, &index_dc);
-	if (!r.step_ready && cli_step_init(&r.step, r.argv, r.program, &r.dc, &e) < 0) {
+	case LOOKUP_STEP_NO_KEY:
 		cli_warn("running without the cache: %s", e.msg);
 		count(&r, "errors", 1);
 		finish(&r);
 		run_direct(r.argv, r.program);
-	}
-
-	/* A memo's entry held: the index knew the step. */
-	int had_pathsets = memo_served == LOOKUP_STOP;
-	/* A step known to give different outputs on identical runs: with
-	 * nondeterministic = rerun it always runs (and is never stored); with
-	 * warn (the default) its hits come with a warning. */
-	struct error ne = {0};
-	r.nondeterministic = store_nondeterministic(r.store, &r.step.weak, NULL, NULL, &ne) == 1;
-	int rerun =
-	    r.nondeterministic && !strcmp(settings_str(r.settings, "nondeterministic"), "rerun");
-	/* A memo's hit chosen for a verifying re-run runs now. */
-	if (!r.recache && !rerun && memo_served != LOOKUP_STOP) {
-		if (lookup_index_tier(&r.tiers) == LOOKUP_SERVED) {
-			finish(&r);
-			exit(r.exit_code);
-		}
-		had_pathsets = r.tiers.had_pathsets;
-		/* Local miss: ask the remote caches (restored inside the output
-		 * roots only, and stored locally); a hit being verified runs. */
-		int exit_code;
-		if (!r.verifying && remote_tier_lookup(r.store, &r.step, &r.dc, &exit_code)) {
-			report(&r, "hit", "remote");
-			finish(&r);
-			exit(exit_code);
-		}
+	case LOOKUP_STEP_MISS:
+	case LOOKUP_STEP_RERUN: /* serve chose it: r.verifying */
+		break;
 	}
 	own = runs_leak_sanitizer(&r);
 	if (own)
@@ -1001,9 +842,9 @@ static int run_main(int argc, char **argv, int masquerade)
 			cli_warn("warning: cache directory %s is not writable: its hits are used, "
 			         "nothing is stored",
 			         store_dir(r.store));
-		report(&r, "miss", had_pathsets ? "inputs changed" : "new step");
+		report(&r, "miss", r.lookup.miss_reason);
 		finish(&r);
 		run_direct(r.argv, r.program);
 	}
-	miss(&r, had_pathsets ? "inputs changed" : "new step");
+	miss(&r, r.lookup.miss_reason);
 }

@@ -16,6 +16,7 @@
 #include "cachet/lookup.h"
 #include "cachet/path.h"
 #include "cachet/portable.h"
+#include "cachet/portable_record.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 

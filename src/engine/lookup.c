@@ -10,6 +10,7 @@
 
 #include "cachet/argv_inputs.h"
 #include "cachet/portable.h"
+#include "cachet/portable_record.h"
 #include "cachet/result.h"
 #include "cachet/step.h"
 #include "cachet/store.h"

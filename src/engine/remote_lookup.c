@@ -21,6 +21,7 @@
 
 #include "cachet/lookup.h"
 #include "cachet/portable.h"
+#include "cachet/portable_record.h"
 #include "cachet/result.h"
 #include "cachet/step.h"
 #include "cachet/store.h"

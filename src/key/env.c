@@ -1,4 +1,4 @@
-#include "cachet/step.h"
+#include "cachet/env.h"
 
 #include <stdlib.h>
 #include <string.h>

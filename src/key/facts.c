@@ -12,6 +12,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "cachet/env.h"
 #include "cachet/fdio.h"
 #include "cachet/ldcache.h"
 #include "cachet/step.h"

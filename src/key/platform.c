@@ -1,10 +1,13 @@
-#include "cachet/step.h"
+#include "cachet/platform.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+
+#include "cachet/buf.h"
+#include "cachet/digest.h"
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__has_include)
 #if __has_include(<sys/platform/x86.h>)
 #include <sys/platform/x86.h>

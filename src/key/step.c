@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include "cachet/bug.h"
+#include "cachet/env.h"
 #include "cachet/observe.h"
 #include "cachet/path.h"
+#include "cachet/platform.h"
 
 static int cmp_str(const void *a, const void *b)
 {

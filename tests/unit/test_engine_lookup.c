@@ -2,8 +2,9 @@
  * while they lived in the command-line layer: a damaged path set is never
  * keyed, a result with a missing blob is not served, an entry (a miss's or
  * a remote hit's) stored under the bound of path sets, a stored miss built
- * whole, and the memo tier falling back to the index (damaged blobs
- * counted once). */
+ * whole, the memo tier falling back to the index (damaged blobs counted
+ * once), and the whole lookup of a step (lookup_step): its tiers in order,
+ * its misses, and the memo a hit or a stored miss leaves. */
 #include "test_store_fixture.h"
 
 #include "cachet/lookup.h"
@@ -359,6 +360,32 @@ static void test_bound_of_pathsets(void **state)
 	store_close(s);
 }
 
+/* A run of step that read input, recorded (rec, freed by record_clear):
+ * its path set and the values found now, as the record would have found
+ * them; *now receives their strong key. */
+static void recorded_run(const struct step *step, const char *input, struct record *rec,
+                         struct digest *now)
+{
+	memset(rec, 0, sizeof *rec);
+	result_init(&rec->result);
+	buf_init(&rec->values);
+	buf_init(&rec->listings);
+	make_pathset(input, 0, &rec->ps_body, &rec->ps_digest);
+	struct pathset ps;
+	struct error e = {0, ""};
+	assert_int_equal(pathset_decode(rec->ps_body.data, rec->ps_body.len, &ps, &e), 0);
+	pathset_strong_key(&ps, NULL, &step->weak, &rec->ps_digest, NULL, &rec->values, now);
+	pathset_free(&ps);
+}
+
+static void record_clear(struct record *rec)
+{
+	result_free(&rec->result);
+	buf_free(&rec->values);
+	buf_free(&rec->listings);
+	buf_free(&rec->ps_body);
+}
+
 /* A miss is built whole in one place: stdout and stderr stored, the
  * result completed, the strong key that of the recorded values. */
 static void test_finish_record(void **state)
@@ -370,18 +397,9 @@ static void test_finish_record(void **state)
 	char *input = scratch_path("input.c");
 	write_file(input, "int x;\n", 7);
 	struct record rec;
-	memset(&rec, 0, sizeof rec);
-	result_init(&rec.result);
-	buf_init(&rec.values);
-	buf_init(&rec.listings);
-	make_pathset(input, 0, &rec.ps_body, &rec.ps_digest);
-	/* The values as the run recorded them: those found now. */
-	struct pathset ps;
-	struct error e = {0, ""};
-	assert_int_equal(pathset_decode(rec.ps_body.data, rec.ps_body.len, &ps, &e), 0);
 	struct digest want;
-	pathset_strong_key(&ps, NULL, &step.weak, &rec.ps_digest, NULL, &rec.values, &want);
-	pathset_free(&ps);
+	recorded_run(&step, input, &rec, &want);
+	struct error e = {0, ""};
 	struct lookup_run_end end = {.out = "out\n",
 	                             .out_len = 4,
 	                             .err = "warning\n",
@@ -414,10 +432,7 @@ static void test_finish_record(void **state)
 	assert_int_equal(lookup_store_entry(s, &en, &e), 0);
 	result_free(&got);
 	buf_free(&body);
-	result_free(&rec.result);
-	buf_free(&rec.values);
-	buf_free(&rec.listings);
-	buf_free(&rec.ps_body);
+	record_clear(&rec);
 	free(input);
 	store_close(s);
 }
@@ -427,6 +442,7 @@ struct tier_calls {
 	int served[2]; /* serve's calls, by tier */
 	int pass_memo; /* serve hands the memo's entry on to the index */
 	int missing_blobs, errors, faults;
+	const char *last_fault;
 };
 
 static int tier_serve(void *ctx, struct lookup_candidate *c)
@@ -449,9 +465,9 @@ static void tier_count(void *ctx, const char *name, int64_t delta)
 
 static void tier_fault(void *ctx, const char *what, const struct error *e)
 {
-	(void)what;
 	(void)e;
 	((struct tier_calls *)ctx)->faults++;
+	((struct tier_calls *)ctx)->last_fault = what;
 }
 
 /* One entry of a step in the index, and the step's memo naming the same
@@ -505,6 +521,13 @@ static void store_memo_entry(struct store *s, struct memo_fixture *f, unsigned w
 	free(input);
 }
 
+static void memo_fixture_close(struct store *s, struct memo_fixture *f)
+{
+	buf_free(&f->ps_body);
+	buf_free(&f->result_body);
+	store_close(s);
+}
+
 static struct lookup_tiers tiers_for(struct store *s, const struct step *step,
                                      struct tier_calls *calls)
 {
@@ -540,9 +563,7 @@ static void test_damaged_blobs_counted_once(void **state)
 	assert_int_equal(calls.errors, 1);
 	assert_int_equal(calls.served[LOOKUP_TIER_MEMO] + calls.served[LOOKUP_TIER_INDEX], 0);
 	assert_int_equal(calls.faults, 0);
-	buf_free(&f.ps_body);
-	buf_free(&f.result_body);
-	store_close(s);
+	memo_fixture_close(s, &f);
 }
 
 /* An entry the memo tier holds and the caller passes on (a hit chosen for
@@ -578,8 +599,218 @@ static void test_memo_entry_served_or_passed_on(void **state)
 	assert_int_equal(lookup_index_tier(&t3), 0);
 	assert_int_equal(t3.had_pathsets, 1);
 	assert_int_equal(changed.served[LOOKUP_TIER_MEMO] + changed.served[LOOKUP_TIER_INDEX], 0);
-	buf_free(&f.ps_body);
-	buf_free(&f.result_body);
+	memo_fixture_close(s, &f);
+}
+
+/* lookup_step's hands, for the tests of the whole lookup: the tiers'
+ * calls, the step the caller keys, and what the remote hook says. */
+struct step_calls {
+	struct tier_calls tiers;
+	const struct step *step; /* what init_step keys */
+	int remote_asked;
+	int remote_serves;
+	int notes;
+};
+
+static int calls_init_step(void *ctx, struct step *step, struct digest_cache *dc, struct error *e)
+{
+	(void)dc;
+	(void)e;
+	*step = *((struct step_calls *)ctx)->step;
+	return 0;
+}
+
+static int calls_serve(void *ctx, struct lookup_candidate *c)
+{
+	return tier_serve(&((struct step_calls *)ctx)->tiers, c);
+}
+
+static void calls_count(void *ctx, const char *name, int64_t delta)
+{
+	tier_count(&((struct step_calls *)ctx)->tiers, name, delta);
+}
+
+static void calls_fault(void *ctx, const char *what, const struct error *e)
+{
+	tier_fault(&((struct step_calls *)ctx)->tiers, what, e);
+}
+
+static void calls_note(void *ctx, const char *what, const struct error *e)
+{
+	(void)what;
+	(void)e;
+	((struct step_calls *)ctx)->notes++;
+}
+
+static int calls_remote(void *ctx)
+{
+	struct step_calls *calls = ctx;
+	calls->remote_asked++;
+	return calls->remote_serves ? LOOKUP_SERVED : 0;
+}
+
+static char *step_program = "/usr/bin/cc";
+
+/* One lookup of the step through every tier, as `cachet run` makes it. */
+static enum lookup_step_outcome look_up(struct store *s, struct step *step,
+                                        struct step_calls *calls, int recache,
+                                        struct step_lookup *sl)
+{
+	*sl = (struct step_lookup){.store = s,
+	                           .argv = cc_argv,
+	                           .program = step_program,
+	                           .step = step,
+	                           .recache = recache,
+	                           .rerun_nondeterministic = 1,
+	                           .init_step = calls_init_step,
+	                           .serve = calls_serve,
+	                           .count = calls_count,
+	                           .fault = calls_fault,
+	                           .note = calls_note,
+	                           .remote = calls_remote,
+	                           .ctx = calls};
+	lookup_step_init(sl);
+	struct error e = {0, ""};
+	enum lookup_step_outcome outcome = lookup_step(sl, &e);
+	return outcome;
+}
+
+/* The tiers in order: an entry of the index is served there and leaves the
+ * step's memo, which serves the next lookup; once the input changed,
+ * neither holds, the remote tier is asked, and the miss is "inputs
+ * changed"; a remote that has it serves it. */
+static void test_lookup_step_tiers_in_order(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	struct memo_fixture f;
+	store_memo_entry(s, &f, 7);
+	struct step step;
+	struct step_lookup sl;
+
+	struct step_calls first = {.step = &f.step};
+	assert_int_equal(look_up(s, &step, &first, 0, &sl), LOOKUP_STEP_HIT);
+	assert_int_equal(sl.tier, LOOKUP_TIER_INDEX);
+	assert_int_equal(first.tiers.served[LOOKUP_TIER_INDEX], 1);
+	assert_int_equal(first.remote_asked, 0);
+	assert_int_equal(first.notes, 0);
+	lookup_step_free(&sl);
+
+	struct step_calls second = {.step = &f.step};
+	assert_int_equal(look_up(s, &step, &second, 0, &sl), LOOKUP_STEP_HIT);
+	assert_int_equal(sl.tier, LOOKUP_TIER_MEMO);
+	assert_int_equal(second.tiers.served[LOOKUP_TIER_MEMO], 1);
+	assert_int_equal(second.tiers.served[LOOKUP_TIER_INDEX], 0);
+	lookup_step_free(&sl);
+
+	char *input = scratch_path("input.c");
+	write_file(input, "int y;\n", 7);
+	free(input);
+	struct step_calls changed = {.step = &f.step};
+	assert_int_equal(look_up(s, &step, &changed, 0, &sl), LOOKUP_STEP_MISS);
+	assert_string_equal(sl.miss_reason, "inputs changed");
+	assert_int_equal(
+	    changed.tiers.served[LOOKUP_TIER_MEMO] + changed.tiers.served[LOOKUP_TIER_INDEX], 0);
+	assert_int_equal(changed.remote_asked, 1);
+	lookup_step_free(&sl);
+
+	struct step_calls remote = {.step = &f.step, .remote_serves = 1};
+	assert_int_equal(look_up(s, &step, &remote, 0, &sl), LOOKUP_STEP_HIT);
+	assert_int_equal(sl.tier, LOOKUP_TIER_REMOTE);
+	assert_int_equal(remote.remote_asked, 1);
+	lookup_step_free(&sl);
+	memo_fixture_close(s, &f);
+}
+
+/* A step the index never saw is a new step, after the remotes were asked;
+ * recache looks nothing up; a step marked nondeterministic, with rerun,
+ * is neither served nor asked of the remotes. */
+static void test_lookup_step_misses(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	struct step step, unknown;
+	struct step_lookup sl;
+	test_step(&unknown, 8);
+	struct step_calls fresh = {.step = &unknown};
+	assert_int_equal(look_up(s, &step, &fresh, 0, &sl), LOOKUP_STEP_MISS);
+	assert_string_equal(sl.miss_reason, "new step");
+	assert_int_equal(fresh.remote_asked, 1);
+	lookup_step_free(&sl);
+
+	struct memo_fixture f;
+	store_memo_entry(s, &f, 9);
+	struct step_calls recache = {.step = &f.step};
+	assert_int_equal(look_up(s, &step, &recache, 1, &sl), LOOKUP_STEP_MISS);
+	assert_string_equal(sl.miss_reason, "new step");
+	assert_int_equal(recache.tiers.served[LOOKUP_TIER_INDEX], 0);
+	assert_int_equal(recache.remote_asked, 0);
+	lookup_step_free(&sl);
+
+	struct error e = {0, ""};
+	assert_int_equal(store_mark_nondeterministic(s, &f.step.weak, "differs", &e), 0);
+	struct step_calls rerun = {.step = &f.step};
+	assert_int_equal(look_up(s, &step, &rerun, 0, &sl), LOOKUP_STEP_MISS);
+	assert_true(sl.nondeterministic);
+	assert_int_equal(rerun.tiers.served[LOOKUP_TIER_INDEX], 0);
+	assert_int_equal(rerun.remote_asked, 0);
+	lookup_step_free(&sl);
+	memo_fixture_close(s, &f);
+}
+
+/* A damaged path set in the index is a fault, never a hit: the lookup
+ * goes on to the remotes and misses. */
+static void test_lookup_step_damaged_pathset(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	struct memo_fixture f;
+	store_memo_entry(s, &f, 10);
+	assert_int_equal(sqlite3_exec(s->db, "UPDATE pathsets SET body = zeroblob(length(body))",
+	                              NULL, NULL, NULL),
+	                 SQLITE_OK);
+	struct step step;
+	struct step_lookup sl;
+	struct step_calls calls = {.step = &f.step};
+	assert_int_equal(look_up(s, &step, &calls, 0, &sl), LOOKUP_STEP_MISS);
+	assert_int_equal(calls.tiers.faults, 1);
+	assert_string_equal(calls.tiers.last_fault, "corrupt path set");
+	assert_int_equal(calls.tiers.served[LOOKUP_TIER_INDEX], 0);
+	assert_int_equal(calls.remote_asked, 1);
+	lookup_step_free(&sl);
+	memo_fixture_close(s, &f);
+}
+
+/* A miss stored through lookup_store_run leaves the step's memo: the next
+ * lookup is served by it, without the index. */
+static void test_stored_miss_leaves_memo(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	struct step fixture;
+	test_step(&fixture, 11);
+	char *input = scratch_path("input.c");
+	write_file(input, "int x;\n", 7);
+	struct record rec;
+	struct digest unused;
+	recorded_run(&fixture, input, &rec, &unused);
+
+	struct step step;
+	struct step_calls miss = {.step = &fixture};
+	struct step_lookup sl;
+	assert_int_equal(look_up(s, &step, &miss, 0, &sl), LOOKUP_STEP_MISS);
+	assert_string_equal(sl.miss_reason, "new step");
+	struct lookup_run_end end = {.out = "out\n", .out_len = 4, .duration_ms = 3};
+	struct error e = {0, ""};
+	assert_int_equal(lookup_store_run(&sl, &rec, &end, &e), 0);
+	lookup_step_free(&sl);
+
+	struct step_calls next = {.step = &fixture};
+	assert_int_equal(look_up(s, &step, &next, 0, &sl), LOOKUP_STEP_HIT);
+	assert_int_equal(sl.tier, LOOKUP_TIER_MEMO);
+	lookup_step_free(&sl);
+	record_clear(&rec);
+	free(input);
 	store_close(s);
 }
 
@@ -606,6 +837,14 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_damaged_blobs_counted_once, scratch_setup,
 	                                    scratch_teardown),
 	    cmocka_unit_test_setup_teardown(test_memo_entry_served_or_passed_on, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_lookup_step_tiers_in_order, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_lookup_step_misses, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_lookup_step_damaged_pathset, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_stored_miss_leaves_memo, scratch_setup,
 	                                    scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

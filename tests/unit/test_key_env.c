@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "cachet/env.h"
 #include "cachet/observe.h"
 #include "cachet/pathset.h"
 #include "cachet/step.h"

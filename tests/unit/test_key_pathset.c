@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cachet/env.h"
 #include "cachet/pathset.h"
 #include "cachet/step.h"
 

@@ -11,6 +11,7 @@
 #include "cachet/observe.h"
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
+#include "cachet/portable_record.h"
 #include "cachet/record.h"
 #include "cachet/result.h"
 #include "cachet/step.h"

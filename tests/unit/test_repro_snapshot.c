@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cachet/buf.h"
-#include "cachet/snapshot.h"
+#include "cli/repro_snapshot.h"
 
 struct fixture {
 	char root[64];

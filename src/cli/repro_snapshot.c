@@ -1,4 +1,4 @@
-#include "cachet/snapshot.h"
+#include "cli/repro_snapshot.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -25,8 +25,8 @@
  * they were first saved. The snapshot owns its directory's contents, not the
  * directory (the caller creates and removes it).
  */
-#ifndef CACHET_SNAPSHOT_H
-#define CACHET_SNAPSHOT_H
+#ifndef CACHET_CLI_REPRO_SNAPSHOT_H
+#define CACHET_CLI_REPRO_SNAPSHOT_H
 
 #include <stddef.h>
 #include "cachet/error.h"

@@ -10,6 +10,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cachet/env.h"
 #include "cachet/find.h"
 #include "cachet/path.h"
 #include "cachet/step.h"

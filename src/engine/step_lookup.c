@@ -1,0 +1,300 @@
+/*
+ * The lookup of one step, for `cachet run`, read top to bottom: the step's
+ * memo, then the index, then the tiers after a local miss (the remotes),
+ * and the memo a hit or a stored miss leaves for the next run. Restoring,
+ * replaying and saying what happened are the caller's (lookup.h).
+ */
+#include "cachet/lookup.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cachet/dirfp.h"
+#include "cachet/portable.h"
+#include "cachet/record.h"
+#include "cachet/result.h"
+#include "cachet/step.h"
+#include "cachet/store.h"
+#include "cachet/thread.h"
+
+/* ---- the memo: the hit path without the index ---- */
+
+/* What names a step's memo: its command, directory and program, and the
+ * user (in a cache shared between users, what a lookup finds can depend on
+ * who looks). The rest of the weak key (environment, platform, the
+ * program's digest) is checked against the memo's weak key. */
+static void memo_name(struct step_lookup *sl)
+{
+	struct hasher h;
+	hasher_init(&h, NULL);
+	hasher_update_str(&h, "cachet memo");
+	hasher_update_u64(&h, (uint64_t)geteuid());
+	for (char *const *a = sl->argv; *a; a++)
+		hasher_update_str(&h, *a);
+	char *cwd = getcwd(NULL, 0);
+	hasher_update_str(&h, cwd ? cwd : "");
+	free(cwd);
+	hasher_update_str(&h, sl->program);
+	hasher_final(&h, &sl->memo_name);
+}
+
+/* The memo's directory fingerprints (dirfp.h) for a path set and the values
+ * its result recorded, encoded into out: stats alone, which a thread can
+ * take beside the index's work. */
+struct memo_dirs {
+	const struct step_lookup *sl;
+	const void *pathset_body;
+	size_t pathset_len;
+	const struct result *res;
+	struct buf out;
+};
+
+static void memo_dirs_collect(void *arg)
+{
+	struct memo_dirs *md = arg;
+	/* The directories that vouch for the values the result recorded:
+	 * they held when this run looked them up or recorded them. */
+	struct pathset ps;
+	struct dirfp_set dirs = {0};
+	struct error e = {0};
+	if (pathset_decode(md->pathset_body, md->pathset_len, &ps, &e) == 0) {
+		/* The directories of this checkout. */
+		if (portable_localise_pathset(&ps, &md->sl->step->bases) == 0)
+			dirfp_collect(&ps, md->res->values, md->res->values_len, &dirs);
+		pathset_free(&ps);
+	}
+	dirfp_encode(&dirs, &md->out);
+	dirfp_free(&dirs);
+}
+
+/* Leaves the entry just hit or stored, with the fingerprints this run
+ * used and the directories md found, as the step's memo. Best effort. */
+static void put_memo(struct step_lookup *sl, const struct digest *strong, const void *result_body,
+                     size_t result_len, const struct memo_dirs *md, const struct digest *pathset)
+{
+	struct store_memo m = {
+	    .weak = sl->step->weak,
+	    .pathset = *pathset,
+	    .strong = *strong,
+	    .pathset_body = (void *)md->pathset_body,
+	    .pathset_len = md->pathset_len,
+	    .result_body = (void *)result_body,
+	    .result_len = result_len,
+	    .dirs = md->out.data,
+	    .dirs_len = md->out.len,
+	};
+	struct error e = {0};
+	m.fps = fplog_used(&sl->fps, &m.nfps);
+	if (store_memo_write(sl->store, &sl->memo_name, &m, &e) < 0)
+		sl->note(sl->ctx, "cannot write a memo", &e);
+	free(m.fps);
+}
+
+/* put_memo after a hit. */
+static void write_memo(struct step_lookup *sl, const struct lookup_candidate *c)
+{
+	if (store_is_readonly(sl->store))
+		return;
+	struct memo_dirs md = {sl, c->pathset_body, c->pathset_len, c->result, {0}};
+	buf_init(&md.out);
+	memo_dirs_collect(&md);
+	put_memo(sl, &c->strong, c->result_body, c->result_len, &md, c->pathset);
+	buf_free(&md.out);
+}
+
+/* ---- the local tiers, through the caller's hands ---- */
+
+/* The caller's serve, leaving the entry served as the step's memo where
+ * it was not already. */
+static int serve_and_memo(void *ctx, struct lookup_candidate *c)
+{
+	struct step_lookup *sl = ctx;
+	int memo = c->tier == LOOKUP_TIER_MEMO;
+	int served = sl->serve(sl->ctx, c);
+	/* From the memo: files hashed again (changed times, same content)
+	 * keep their new fingerprints for the next hit. */
+	if (served == LOOKUP_SERVED && (memo ? sl->fps.added != 0 : !sl->nondeterministic))
+		write_memo(sl, c);
+	return served;
+}
+
+static void tier_count(void *ctx, const char *name, int64_t delta)
+{
+	struct step_lookup *sl = ctx;
+	sl->count(sl->ctx, name, delta);
+}
+
+static void tier_fault(void *ctx, const char *what, const struct error *e)
+{
+	struct step_lookup *sl = ctx;
+	sl->fault(sl->ctx, what, e);
+}
+
+void lookup_step_init(struct step_lookup *sl)
+{
+	fplog_init(&sl->fps);
+	sl->tiers = (struct lookup_tiers){
+	    .store = sl->store,
+	    .step = sl->step,
+	    .dc = &sl->fps.dc,
+	    .serve = serve_and_memo,
+	    .count = tier_count,
+	    .fault = tier_fault,
+	    .ctx = sl,
+	};
+	sl->step_ready = 0;
+	sl->nondeterministic = 0;
+	sl->miss_reason = NULL;
+	memo_name(sl);
+}
+
+void lookup_step_free(struct step_lookup *sl)
+{
+	fplog_free(&sl->fps);
+}
+
+/* The step's memo, if it still holds (lookup_memo_tier): LOOKUP_SERVED on
+ * a hit, LOOKUP_STOP for a re-run, else 0 with the memo's fingerprints
+ * kept for the index lookup that follows. */
+static int memo_tier(struct step_lookup *sl)
+{
+	struct store_memo m;
+	struct error e = {0};
+	int found = store_memo_read(sl->store, &sl->memo_name, &m, &e);
+	if (found < 0)
+		sl->fault(sl->ctx, "unusable memo", &e);
+	if (found != 1)
+		return 0;
+	fplog_load(&sl->fps, &m);
+	int served = 0;
+	if (sl->init_step(sl->ctx, sl->step, &sl->fps.dc, &e) == 0) {
+		sl->step_ready = 1;
+		served = lookup_memo_tier(&sl->tiers, &m);
+	}
+	/* else said by the index path, which tries again */
+	store_memo_free(&m);
+	return served;
+}
+
+/* ---- after a local miss ---- */
+
+/* The tiers asked when the local ones found nothing, in order: each
+ * returns LOOKUP_SERVED on a hit, else 0. A tier that saves the trip to a
+ * remote goes before it. */
+static int remote_tier(struct step_lookup *sl)
+{
+	return sl->remote ? sl->remote(sl->ctx) : 0;
+}
+
+static const struct {
+	enum lookup_tier tier;
+	int (*ask)(struct step_lookup *sl);
+} tiers_after_local_miss[] = {
+    {LOOKUP_TIER_REMOTE, remote_tier},
+};
+
+/* ---- the lookup ---- */
+
+enum lookup_step_outcome lookup_step(struct step_lookup *sl, struct error *e)
+{
+	int memo_served = sl->recache ? 0 : memo_tier(sl);
+	if (memo_served == LOOKUP_SERVED) {
+		sl->tier = LOOKUP_TIER_MEMO;
+		return LOOKUP_STEP_HIT;
+	}
+	if (store_index_open(sl->store, e) < 0)
+		return LOOKUP_STEP_NO_INDEX;
+	fplog_set_inner(&sl->fps, &sl->index_dc);
+	if (!sl->step_ready) {
+		if (sl->init_step(sl->ctx, sl->step, &sl->fps.dc, e) < 0)
+			return LOOKUP_STEP_NO_KEY;
+		sl->step_ready = 1;
+	}
+	/* A memo's entry held: the index knew the step. */
+	int had_pathsets = memo_served == LOOKUP_STOP;
+	/* A step known to give different outputs on identical runs: with
+	 * rerun_nondeterministic it always runs (and is never stored); else
+	 * its hits come with the caller's warning. */
+	struct error ne = {0};
+	sl->nondeterministic =
+	    store_nondeterministic(sl->store, &sl->step->weak, NULL, NULL, &ne) == 1;
+	int rerun = sl->nondeterministic && sl->rerun_nondeterministic;
+	enum lookup_step_outcome outcome = LOOKUP_STEP_MISS;
+	if (memo_served == LOOKUP_STOP) {
+		/* A memo's hit chosen for a re-run runs now. */
+		outcome = LOOKUP_STEP_RERUN;
+	} else if (!sl->recache && !rerun) {
+		int served = lookup_index_tier(&sl->tiers);
+		if (served == LOOKUP_SERVED) {
+			sl->tier = LOOKUP_TIER_INDEX;
+			return LOOKUP_STEP_HIT;
+		}
+		had_pathsets = sl->tiers.had_pathsets;
+		if (served == LOOKUP_STOP)
+			outcome = LOOKUP_STEP_RERUN; /* a hit being verified runs */
+		for (size_t i = 0;
+		     outcome == LOOKUP_STEP_MISS &&
+		     i < sizeof tiers_after_local_miss / sizeof *tiers_after_local_miss;
+		     i++) {
+			if (tiers_after_local_miss[i].ask(sl) == LOOKUP_SERVED) {
+				sl->tier = tiers_after_local_miss[i].tier;
+				return LOOKUP_STEP_HIT;
+			}
+		}
+	}
+	sl->miss_reason = had_pathsets ? "inputs changed" : "new step";
+	return outcome;
+}
+
+/* ---- the miss's entry ---- */
+
+/* Stores the entry of a miss (lookup_store_entry) and, unless the step is
+ * nondeterministic or the store read-only, leaves it as the step's memo,
+ * with the fingerprints this run used. */
+static int store_with_memo(struct step_lookup *sl, const struct lookup_entry *en, struct error *e)
+{
+	/* The memo's directories are found on another CPU while this one
+	 * writes the entry (0.65 ms each for a small compile). */
+	int memo = !sl->nondeterministic && !store_is_readonly(sl->store);
+	struct memo_dirs md = {sl, en->pathset_body, en->pathset_len, en->result, {0}};
+	struct side_job dirs_job;
+	buf_init(&md.out);
+	if (memo)
+		side_job_start(&dirs_job, memo_dirs_collect, &md);
+	int rc = lookup_store_entry(sl->store, en, e);
+	if (memo) {
+		side_job_wait(&dirs_job);
+		if (rc == 0)
+			put_memo(sl, en->strong, en->result_body, en->result_len, &md, en->pathset);
+	}
+	buf_free(&md.out);
+	return rc;
+}
+
+int lookup_store_run(struct step_lookup *sl, struct record *rec, const struct lookup_run_end *end,
+                     struct error *e)
+{
+	struct digest strong;
+	struct buf result_body;
+	buf_init(&result_body);
+	if (lookup_finish_record(sl->store, sl->step, rec, end, &strong, &result_body, e) < 0) {
+		buf_free(&result_body);
+		return -1;
+	}
+	struct lookup_entry entry = {
+	    .step = sl->step,
+	    .pathset = &rec->ps_digest,
+	    .pathset_body = rec->ps_body.data,
+	    .pathset_len = rec->ps_body.len,
+	    .strong = &strong,
+	    .result_body = result_body.data,
+	    .result_len = result_body.len,
+	    .result = &rec->result,
+	};
+	struct digest argv_key;
+	entry.argv_words = argv_inputs_recorded(sl->step, rec, &argv_key);
+	entry.argv_key = &argv_key;
+	int rc = store_with_memo(sl, &entry, e);
+	buf_free(&result_body);
+	return rc;
+}
