@@ -22,6 +22,7 @@
 #include "cachet/argv_inputs.h"
 #include "cachet/buf.h"
 #include "cachet/dirfp.h"
+#include "cachet/duplicate.h"
 #include "cachet/elfsyms.h"
 #include "cachet/fplog.h"
 #include "cachet/lookup.h"
@@ -242,7 +243,7 @@ static int load_output(struct store *s, const struct blob_ref *ref, void **data,
  * the hit is chosen for a verifying re-run (r->verify_cached then owns
  * res). */
 static int serve(struct run *r, struct result *res, const struct digest *pathset,
-                 const struct digest *strong)
+                 const struct digest *strong, const char *reason)
 {
 	struct error e = {0};
 	if (verify_chosen(r->verify_forced, settings_rate(r->settings, "verify_rate"))) {
@@ -285,7 +286,7 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 		free(err_data);
 		return 0;
 	}
-	report(r, "hit", NULL);
+	report(r, "hit", reason);
 	step_colour_replay(&r->step, res, out_data, out_len, err_data, err_len);
 	free(out_data);
 	free(err_data);
@@ -401,7 +402,9 @@ static int serve_candidate(void *ctx, struct lookup_candidate *c)
 		if (r->verify_forced)
 			return LOOKUP_PASS;
 	}
-	int served = serve(r, c->result, c->pathset, &c->strong);
+	/* A duplicate's hit says so: served from another step's entry. */
+	int served = serve(r, c->result, c->pathset, &c->strong,
+	                   c->tier == LOOKUP_TIER_DUPLICATE ? "duplicate" : NULL);
 	/* From the memo: files hashed again (changed times, same content)
 	 * keep their new fingerprints for the next hit. */
 	if (served == LOOKUP_SERVED && (memo ? r->fps.added != 0 : !r->nondeterministic))
@@ -503,6 +506,16 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	if (memo)
 		side_job_start(&dirs_job, memo_dirs_collect, &md);
 	int rc = lookup_store_entry(r->store, &entry, e);
+	if (rc == 0) {
+		/* Under its duplicate key too, when another step that differs
+		 * only in its output names may be served from it. */
+		struct duplicate_streams streams = {t->out.data, t->out.len, t->err.data,
+		                                    t->err.len};
+		const char *why = NULL;
+		struct error de = {0};
+		if (duplicate_note(r->store, &r->step, rec, &strong, &streams, &why, &de) < 0)
+			count_error(r, "cannot note a duplicate key", &de);
+	}
 	if (memo) {
 		side_job_wait(&dirs_job);
 		if (rc == 0)
@@ -982,6 +995,12 @@ static int run_main(int argc, char **argv, int masquerade)
 			exit(r.exit_code);
 		}
 		had_pathsets = r.tiers.had_pathsets;
+		/* A step that differs from a stored one only in the names of
+		 * its outputs (duplicate.h); a hit being verified runs. */
+		if (!r.verifying && lookup_duplicate_tier(&r.tiers) == LOOKUP_SERVED) {
+			finish(&r);
+			exit(r.exit_code);
+		}
 		/* Local miss: ask the remote caches (restored inside the output
 		 * roots only, and stored locally); a hit being verified runs. */
 		int exit_code;
