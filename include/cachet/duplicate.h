@@ -34,7 +34,7 @@ struct store;
 /* Outputs and streams larger than this, in all, are not searched for
  * their names: such a step is not noted (what is not read cannot be
  * vouched for). */
-#define DUPLICATE_MAX_SCAN ((size_t)32 << 20)
+#define DUPLICATE_MAX_SCAN ((size_t)8 << 20)
 
 /* What a stored miss wrote to its stdout and stderr. */
 struct duplicate_streams {

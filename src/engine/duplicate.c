@@ -313,6 +313,26 @@ static int rename_pathset(void *ctx, struct pathset *ps)
 	return rc;
 }
 
+/* 1 when a word of argv outside mask names either directory (as
+ * `-ICMakeFiles/a.dir` does), relative to the cwd or absolute. */
+static int dir_named_elsewhere(const struct step *step, uint64_t mask, const char *a, const char *b)
+{
+	size_t cwd_len = strlen(step->cwd);
+	const char *dirs[2] = {a, b};
+	for (size_t i = 1; step->argv[i]; i++) {
+		if (i < OUTPUT_WORDS_MAX && (mask & ((uint64_t)1 << i)))
+			continue;
+		for (int k = 0; k < 2; k++) {
+			const char *rel = dirs[k];
+			if (!strncmp(rel, step->cwd, cwd_len) && rel[cwd_len] == '/')
+				rel += cwd_len + 1;
+			if (strstr(step->argv[i], dirs[k]) || strstr(step->argv[i], rel))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 /* The renames from the words an entry was noted with (old, NUL-separated)
  * to this step's words under mask, as local paths (local) and in the
  * stored form (stored); its names (old) and this step's (now) for the text
@@ -338,7 +358,15 @@ static int pair_words(const struct step *step, uint64_t mask, const char *old, s
 		renames_add(local, from, to, 0);
 		char *from_dir = path_dirname(from), *to_dir = path_dirname(to);
 		/* The directory an output was made in is looked at by itself
-		 * (it must exist): at the new output's. */
+		 * (it must exist, or a restore would make it where the step
+		 * fails): at the new output's. Only where nothing else of the
+		 * step may have looked at it: not the cwd or above it, not one
+		 * within the other, not named by a word that stays. */
+		if (strcmp(from_dir, to_dir) &&
+		    (path_is_under(step->cwd, from_dir) || path_is_under(step->cwd, to_dir) ||
+		     path_is_under(from_dir, to_dir) || path_is_under(to_dir, from_dir) ||
+		     dir_named_elsewhere(step, mask, from_dir, to_dir)))
+			local->conflict = 1;
 		renames_add(local, from_dir, to_dir, 1);
 		char *pf = portable_path(from, &step->bases), *pt = portable_path(to, &step->bases);
 		char *pfd = portable_path(from_dir, &step->bases);
