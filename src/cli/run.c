@@ -511,9 +511,8 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 		 * only in its output names may be served from it. */
 		struct duplicate_streams streams = {t->out.data, t->out.len, t->err.data,
 		                                    t->err.len};
-		const char *why = NULL;
 		struct error de = {0};
-		if (duplicate_note(r->store, &r->step, rec, &strong, &streams, &why, &de) < 0)
+		if (duplicate_note(r->store, &r->step, rec, &strong, &streams, NULL, &de) < 0)
 			count_error(r, "cannot note a duplicate key", &de);
 	}
 	if (memo) {

@@ -630,7 +630,9 @@ int lookup_duplicate_tier(struct lookup_tiers *t)
 {
 	const struct step *step = t->step;
 	struct digest shape;
-	if (step_shape_key(step, &shape) < 0)
+	/* The hit is stored (with its rewritten blobs) before it is
+	 * restored, as a remote hit is: not in a read-only cache. */
+	if (store_is_readonly(t->store) || step_shape_key(step, &shape) < 0)
 		return 0;
 	uint64_t masks[DUPLICATE_MAX_MASKS];
 	size_t nmasks = 0;

@@ -56,6 +56,14 @@ assert_same "$P/sub/c.dir/x.c.o" "$C/sub/c.dir/x.c.o"
 assert_same_tree "duplicate hits" "$PLAIN_TREE" "$(tree_state "$C")"
 check_status_file_format
 
+section "a read-only cache: the duplicate runs (it would have to be stored), no error"
+mkdir -p r1 r2
+run_expect miss "" -- $(compile r1 -DRO)
+errors_before=$(counters errors)
+CACHET_READ_ONLY=1 run_expect miss "" -- $(compile r2 -DRO)
+[ "$(counters errors)" = "$errors_before" ] || fail "errors counted: $(counters errors)"
+run_expect hit duplicate -- $(compile r2 -DRO)
+
 section "a header edited between the two: the second misses"
 mkdir -p e1 e2
 run_expect miss "" -- $(compile e1 -DEDIT)
