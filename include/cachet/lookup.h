@@ -59,6 +59,11 @@ struct pathset_evaluation {
 	size_t memo_dirs_len;
 	const void *recorded_values;
 	size_t recorded_values_len;
+	/* Called with the decoded, localised path set before admit: may
+	 * rename its paths (a duplicate's outputs, duplicate.h); -1 refuses it
+	 * (LOOKUP_PATHSET_REFUSED). NULL changes nothing. */
+	int (*rewrite)(void *ctx, struct pathset *ps);
+	void *rewrite_ctx;
 	/* Asked with the decoded, localised path set before anything it names
 	 * is read: 0 refuses it (LOOKUP_PATHSET_REFUSED). NULL admits all. */
 	int (*admit)(void *ctx, const struct pathset *ps);
@@ -148,6 +153,7 @@ struct store_memo;
 enum lookup_tier {
 	LOOKUP_TIER_MEMO,
 	LOOKUP_TIER_INDEX,
+	LOOKUP_TIER_DUPLICATE, /* another step's entry under this step's outputs (duplicate.h) */
 	LOOKUP_TIER_REMOTE,
 };
 
@@ -200,6 +206,11 @@ struct lookup_tiers {
  * key). Returns the last LOOKUP_SERVED, LOOKUP_STOP, or 0 when the index
  * is to be asked. */
 int lookup_memo_tier(struct lookup_tiers *t, const struct store_memo *m);
+
+/* Hands a keyed candidate to t->serve once it can be served whole:
+ * localised into this checkout and every blob present (else counted and
+ * LOOKUP_NOT_SERVED). For the tiers. */
+int lookup_offer(struct lookup_tiers *t, struct lookup_candidate *c);
 
 /* The index tier: every path set of the step's weak key (those its argv
  * groups rule out skipped), keyed against the file system now, until one

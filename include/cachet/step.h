@@ -112,4 +112,12 @@ char *step_find_program(const char *name, const char *skip_self);
  * reserved prefix (the step cannot be keyed portably). */
 int step_weak_key(const struct step *step, const struct step_bases *b, struct digest *out);
 
+/* The weak key's material without argv, only its length: what steps that
+ * differ in argv alone share (duplicate.h). -1 as step_weak_key. */
+int step_shape_key(const struct step *s, struct digest *out);
+/* The weak key's material with argv (as long as the step's) in place of
+ * the step's own, under another tag than the weak key: the key of the
+ * step with its output words masked (duplicate.h). -1 as step_weak_key. */
+int step_argv_key(const struct step *s, char *const *argv, struct digest *out);
+
 #endif

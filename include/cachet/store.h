@@ -162,6 +162,28 @@ int store_put_entry(struct store *s, const struct store_entry *entry, unsigned m
 int store_put_entries(struct store *s, const struct store_entry *entries, size_t n,
                       unsigned max_pathsets, struct error *e);
 
+/* An entry that may serve duplicates of its step (duplicate.h): under
+ * dkey, the key of the step with the words of mask replaced, the keys of
+ * its entry and the words masked (each NUL-terminated, in argv order). */
+struct store_duplicate {
+	struct digest dkey, shape;
+	uint64_t mask;
+	struct digest weak, pathset, strong;
+	void *words; /* owned by what store_duplicate_get returns */
+	size_t words_len;
+};
+/* Records d (replacing one under the same dkey). */
+int store_duplicate_put(struct store *s, const struct store_duplicate *d, struct error *e);
+/* The masks recorded for shape, most recently recorded first, at most max,
+ * into masks[0..*n). */
+int store_duplicate_masks(struct store *s, const struct digest *shape, uint64_t *masks, size_t max,
+                          size_t *n, struct error *e);
+/* 1 and *out (free with store_duplicate_free) when dkey is recorded, 0 when
+ * not, -1 on error. */
+int store_duplicate_get(struct store *s, const struct digest *dkey, struct store_duplicate *out,
+                        struct error *e);
+void store_duplicate_free(struct store_duplicate *d);
+
 /* Best effort, never waits for the write lock: marks the path set and result
  * as used now and counts a hit. Returns 0 even when skipped because busy.
  * The mark usually goes to a log beside the index that the next write

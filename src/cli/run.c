@@ -235,7 +235,7 @@ static int load_output(struct store *s, const struct blob_ref *ref, void **data,
  * the hit is chosen for a verifying re-run (r->verify_cached then owns
  * res). */
 static int serve(struct run *r, struct result *res, const struct digest *pathset,
-                 const struct digest *strong)
+                 const struct digest *strong, const char *reason)
 {
 	struct error e = {0};
 	if (verify_chosen(r->verify_forced, settings_rate(r->settings, "verify_rate"))) {
@@ -278,7 +278,7 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 		free(err_data);
 		return 0;
 	}
-	report(r, "hit", NULL);
+	report(r, "hit", reason);
 	step_colour_replay(&r->step, res, out_data, out_len, err_data, err_len);
 	free(out_data);
 	free(err_data);
@@ -307,7 +307,9 @@ static int serve_candidate(void *ctx, struct lookup_candidate *c)
 		if (r->verify_forced)
 			return LOOKUP_PASS;
 	}
-	return serve(r, c->result, c->pathset, &c->strong);
+	/* A duplicate's hit says so: served from another step's entry. */
+	return serve(r, c->result, c->pathset, &c->strong,
+	             c->tier == LOOKUP_TIER_DUPLICATE ? "duplicate" : NULL);
 }
 
 static void lookup_count(void *ctx, const char *name, int64_t delta)

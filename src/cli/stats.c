@@ -161,7 +161,12 @@ int cmd_stats(int argc, char **argv)
 		printf("hits                               %12lld", (long long)hits);
 		if (total)
 			printf("  (%.1f%%)", 100.0 * (double)hits / (double)total);
-		printf("\nmisses                             %12lld\n", (long long)misses);
+		printf("\n");
+		/* Served from another step's entry (duplicate.h): in hits. */
+		int64_t dups = totals_counter(c, n, "duplicate_hits");
+		if (dups)
+			printf("  duplicate compiles               %12lld\n", (long long)dups);
+		printf("misses                             %12lld\n", (long long)misses);
 		text_group(c, n, "miss: ");
 		printf("uncacheable                        %12lld\n", (long long)unc);
 		text_group(c, n, "uncacheable: ");

@@ -32,6 +32,8 @@ int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest 
 	int rc = LOOKUP_PATHSET_KEYED;
 	if (portable_localise_pathset(&ev->ps, bases) < 0)
 		rc = LOOKUP_PATHSET_UNSET_BASE;
+	else if (ev->rewrite && ev->rewrite(ev->rewrite_ctx, &ev->ps) < 0)
+		rc = LOOKUP_PATHSET_REFUSED;
 	else if (ev->admit && !ev->admit(ev->admit_ctx, &ev->ps))
 		rc = LOOKUP_PATHSET_REFUSED;
 	if (rc != LOOKUP_PATHSET_KEYED) {

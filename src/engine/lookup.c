@@ -18,7 +18,7 @@
 /* Hands a keyed entry to serve once it can be served whole: localised into
  * this checkout and every blob present before anything is written, so that
  * a damaged entry costs a run, never a half-restored tree. */
-static int offer(struct lookup_tiers *t, struct lookup_candidate *c)
+int lookup_offer(struct lookup_tiers *t, struct lookup_candidate *c)
 {
 	/* Recorded under a base unset here: not this step's, not counted. */
 	if (portable_localise_result(c->result, &t->step->bases) < 0)
@@ -83,7 +83,7 @@ int lookup_memo_tier(struct lookup_tiers *t, const struct store_memo *m)
 	    .result_len = m->result_len,
 	    .result = &res,
 	};
-	int served = offer(t, &c);
+	int served = lookup_offer(t, &c);
 	if (served == LOOKUP_PASS)
 		served = 0;
 	else if (served != LOOKUP_SERVED) {
@@ -151,7 +151,7 @@ int lookup_index_tier(struct lookup_tiers *t)
 		    .result_len = len,
 		    .result = &res,
 		};
-		served = offer(t, &c);
+		served = lookup_offer(t, &c);
 		free(body);
 		if (served != LOOKUP_STOP)
 			result_free(&res);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cachet/dirfp.h"
+#include "cachet/duplicate.h"
 #include "cachet/portable.h"
 #include "cachet/record.h"
 #include "cachet/result.h"
@@ -181,6 +182,11 @@ static int memo_tier(struct step_lookup *sl)
 /* The tiers asked when the local ones found nothing, in order: each
  * returns LOOKUP_SERVED on a hit, else 0. A tier that saves the trip to a
  * remote goes before it. */
+static int duplicate_tier(struct step_lookup *sl)
+{
+	return lookup_duplicate_tier(&sl->tiers);
+}
+
 static int remote_tier(struct step_lookup *sl)
 {
 	return sl->remote ? sl->remote(sl->ctx) : 0;
@@ -190,6 +196,7 @@ static const struct {
 	enum lookup_tier tier;
 	int (*ask)(struct step_lookup *sl);
 } tiers_after_local_miss[] = {
+    {LOOKUP_TIER_DUPLICATE, duplicate_tier},
     {LOOKUP_TIER_REMOTE, remote_tier},
 };
 
@@ -295,6 +302,14 @@ int lookup_store_run(struct step_lookup *sl, struct record *rec, const struct lo
 	entry.argv_words = argv_inputs_recorded(sl->step, rec, &argv_key);
 	entry.argv_key = &argv_key;
 	int rc = store_with_memo(sl, &entry, e);
+	if (rc == 0) {
+		/* Under its duplicate key too, when another step that differs
+		 * only in its output names may be served from it. */
+		struct duplicate_streams streams = {end->out, end->out_len, end->err, end->err_len};
+		struct error de = {0};
+		if (duplicate_note(sl->store, sl->step, rec, &strong, &streams, NULL, &de) < 0)
+			sl->fault(sl->ctx, "cannot note a duplicate key", &de);
+	}
 	buf_free(&result_body);
 	return rc;
 }

@@ -112,12 +112,16 @@ static int hash_keyed(struct hasher *h, const char *text, int is_path, const str
 	return 0;
 }
 
-int step_weak_key(const struct step *s, const struct step_bases *b, struct digest *out)
+/* The weak key's material with argv as given: the step's own for the weak
+ * key; with masked words replaced for a duplicate key; none (only argc)
+ * for a shape. tag tells the three apart. */
+static int key_material(const struct step *s, const struct step_bases *b, const char *tag,
+                        char *const *argv, struct digest *out)
 {
 	struct hasher h;
 	if (hasher_init(&h, NULL) < 0)
 		BUG("SHA-256 could not be started");
-	hasher_update_str(&h, "cachet weak key");
+	hasher_update_str(&h, tag);
 	hasher_update_u64(&h, CACHET_FORMAT_VERSION);
 	hasher_update_str(&h, s->namespace_ ? s->namespace_ : "");
 	size_t argc = 0;
@@ -125,8 +129,8 @@ int step_weak_key(const struct step *s, const struct step_bases *b, struct diges
 		argc++;
 	hasher_update_u64(&h, argc);
 	int rc = 0;
-	for (size_t i = 0; i < argc && rc == 0; i++)
-		rc = hash_keyed(&h, s->argv[i], 0, b);
+	for (size_t i = 0; argv && i < argc && rc == 0; i++)
+		rc = hash_keyed(&h, argv[i], 0, b);
 	if (rc == 0)
 		rc = hash_keyed(&h, s->cwd, 1, b);
 	/* Under a cwd base the cwd keys as "here": its own name still tells
@@ -169,6 +173,21 @@ int step_weak_key(const struct step *s, const struct step_bases *b, struct diges
 	}
 	hasher_final(&h, out);
 	return 0;
+}
+
+int step_weak_key(const struct step *s, const struct step_bases *b, struct digest *out)
+{
+	return key_material(s, b, "cachet weak key", s->argv, out);
+}
+
+int step_shape_key(const struct step *s, struct digest *out)
+{
+	return key_material(s, &s->bases, "cachet step shape", NULL, out);
+}
+
+int step_argv_key(const struct step *s, char *const *argv, struct digest *out)
+{
+	return key_material(s, &s->bases, "cachet duplicate key", argv, out);
 }
 
 int step_init(struct step *step, char *const *argv, const char *exe, char *const *envp,

@@ -53,6 +53,7 @@ enum q_id {
 	Q_RESULT_BLOBS,
 	Q_DEL_RESULT_BLOBS,
 	Q_DEL_RESULT,
+	Q_DEL_DUPLICATES,
 	Q_PATHSET_USED,
 	Q_DEL_PATHSET,
 	Q_DEL_PATHSET_ARGV,
@@ -75,6 +76,7 @@ static const char *const q_sql[Q_COUNT] = {
     [Q_RESULT_BLOBS] = "SELECT digest FROM result_blobs WHERE strong = ?1",
     [Q_DEL_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong = ?1",
     [Q_DEL_RESULT] = "DELETE FROM results WHERE strong = ?1",
+    [Q_DEL_DUPLICATES] = "DELETE FROM duplicates WHERE strong = ?1",
     [Q_PATHSET_USED] = "SELECT 1 FROM results WHERE weak = ?1 AND pathset = ?2 LIMIT 1",
     [Q_DEL_PATHSET] = "DELETE FROM pathsets WHERE weak = ?1 AND digest = ?2",
     [Q_DEL_PATHSET_ARGV] = "DELETE FROM pathset_argv WHERE weak = ?1 AND pathset = ?2",
@@ -358,7 +360,8 @@ static int evict_entry(struct evict *ev, const struct candidate *c, struct error
 			n++;
 	}
 	if (rc < 0 || run_exists(ev, Q_DEL_RESULT_BLOBS, &c->strong, NULL, e) < 0 ||
-	    run_exists(ev, Q_DEL_RESULT, &c->strong, NULL, e) < 0) {
+	    run_exists(ev, Q_DEL_RESULT, &c->strong, NULL, e) < 0 ||
+	    run_exists(ev, Q_DEL_DUPLICATES, &c->strong, NULL, e) < 0) {
 		free(blobs);
 		return -1;
 	}

@@ -150,6 +150,19 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "  last_used INTEGER NOT NULL,"
     "  PRIMARY KEY(weak, words, key, pathset)) WITHOUT ROWID;"
     "INSERT INTO pathset_argv SELECT weak, 0, x'', digest, last_used FROM pathsets;",
+    /* 5: the entries of steps that may serve duplicates (duplicate.h), by
+     * their key with the output words masked; per shape, the masks seen. */
+    "CREATE TABLE duplicates("
+    "  dkey BLOB PRIMARY KEY NOT NULL,"
+    "  shape BLOB NOT NULL,"
+    "  mask INTEGER NOT NULL,"
+    "  weak BLOB NOT NULL,"
+    "  pathset BLOB NOT NULL,"
+    "  strong BLOB NOT NULL,"
+    "  words BLOB NOT NULL,"
+    "  last_used INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE INDEX duplicates_by_shape ON duplicates(shape, mask);"
+    "CREATE INDEX duplicates_by_strong ON duplicates(strong);",
 };
 
 int64_t store_now_ns(void)
@@ -562,7 +575,7 @@ int index_clear_rows(struct store *s, struct error *e)
 	                  "DELETE FROM result_blobs; DELETE FROM results; DELETE FROM pathsets;"
 	                  " DELETE FROM steps; DELETE FROM blobs; DELETE FROM fingerprints;"
 	                  " DELETE FROM nondeterministic; DELETE FROM step_names;"
-	                  " DELETE FROM pathset_argv;",
+	                  " DELETE FROM pathset_argv; DELETE FROM duplicates;",
 	                  e);
 }
 

@@ -1,0 +1,218 @@
+#include "cachet/output_words.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cachet/path.h"
+
+/* The forms of a word that name an output file by a path after a prefix.
+ * Only options whose value the compiler uses as a name: `-frandom-seed=X`
+ * or `-fprofile-generate=X` derive other things from it and must keep
+ * their word in the key. */
+static const char *const path_forms[] = {
+    "-Wp,-MMD,", "-Wp,-MD,", "--output=", "-o", "-MF", "-MT", "-MQ", NULL,
+};
+
+const char *output_word_path(const char *word, size_t *prefix_len)
+{
+	for (const char *const *f = path_forms; *f; f++) {
+		size_t n = strlen(*f);
+		if (!strncmp(word, *f, n) && word[n]) {
+			*prefix_len = n;
+			return word + n;
+		}
+	}
+	*prefix_len = 0;
+	return word;
+}
+
+static size_t word_count(char *const *argv)
+{
+	size_t n = 0;
+	while (argv[n] && n < OUTPUT_WORDS_MAX)
+		n++;
+	return n;
+}
+
+/* The index of path among outputs, or -1. */
+static long output_index(char *const *outputs, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(outputs[i], path))
+			return (long)i;
+	return -1;
+}
+
+uint64_t output_words_mask(char *const *argv, const char *cwd, char *const *outputs, size_t n,
+                           int *all_named)
+{
+	size_t nwords = word_count(argv);
+	uint64_t mask = 0;
+	unsigned char *named = calloc(n ? n : 1, 1);
+	/* Words that are an output's path, whole or after a form's prefix;
+	 * the word itself first (a file may be called "-ofoo"). */
+	for (size_t i = 1; i < nwords; i++) {
+		size_t prefix;
+		const char *part = output_word_path(argv[i], &prefix);
+		const char *tries[2] = {argv[i], prefix ? part : NULL};
+		for (size_t t = 0; t < 2 && tries[t]; t++) {
+			if (!*tries[t])
+				continue;
+			char *abs = path_join(cwd, tries[t]);
+			long k = output_index(outputs, n, abs);
+			free(abs);
+			if (k >= 0) {
+				named[k] = 1;
+				mask |= (uint64_t)1 << i;
+				break;
+			}
+		}
+	}
+	/* Words that repeat a masked word's path as text: `-MT <object>`
+	 * names the depfile's target, which need not exist. */
+	uint64_t named_words = mask;
+	for (size_t i = 1; i < nwords; i++) {
+		if (mask & ((uint64_t)1 << i))
+			continue;
+		size_t prefix;
+		const char *part = output_word_path(argv[i], &prefix);
+		for (size_t j = 1; j < nwords; j++) {
+			if (!(named_words & ((uint64_t)1 << j)))
+				continue;
+			size_t jp;
+			const char *jpart = output_word_path(argv[j], &jp);
+			if (!strcmp(argv[i], jpart) || (prefix && !strcmp(part, jpart))) {
+				mask |= (uint64_t)1 << i;
+				break;
+			}
+		}
+	}
+	int all = 1;
+	for (size_t k = 0; k < n; k++)
+		all = all && named[k];
+	free(named);
+	*all_named = all;
+	return mask;
+}
+
+char *output_word_placeholder(const char *word)
+{
+	size_t prefix;
+	const char *part = output_word_path(word, &prefix);
+	const char *base = path_basename(part);
+	const char *dot = strrchr(base, '.');
+	/* \001 cannot occur in a word that names a real file by accident. */
+	return xasprintf("%.*s\001output%s", (int)prefix, word, dot && dot != base ? dot : "");
+}
+
+/* The programs whose outputs depend on the output's NAME only where they
+ * write it out: compiler drivers and the sub-programs they run. A generic
+ * program may derive content from its output's name in any form (a
+ * generator that writes the include guard OUT1_H for out1.h, `tar -caf
+ * x.tar.gz` choosing its compression by the extension), so a step that
+ * runs anything else keeps its whole argv in its key. Matched on the
+ * basename, with a cross prefix (a triplet, x86_64-linux-gnu-gcc) and
+ * version suffixes (gcc-12, clang++-16) allowed. */
+static const char *const name_blind_programs[] = {
+    "gcc",    "g++",     "cc",     "c++",         "clang", "clang++",  "cpp",
+    "cc1",    "cc1plus", "cc1obj", "cc1objplus",  "as",    "collect2", "ld",
+    "ld.bfd", "ld.gold", "ld.lld", "lto-wrapper", "lto1",  NULL,
+};
+
+static int name_blind(const char *name, size_t len)
+{
+	for (const char *const *p = name_blind_programs; *p; p++)
+		if (strlen(*p) == len && !memcmp(*p, name, len))
+			return 1;
+	return 0;
+}
+
+int output_program_name_blind(const char *path)
+{
+	const char *base = path_basename(path);
+	size_t len = strlen(base);
+	/* The dynamic loader, executed as every program's interpreter, runs
+	 * the program and computes nothing of its own. */
+	if (!strncmp(base, "ld-", 3) && strstr(base, ".so"))
+		return 1;
+	/* Version suffixes: -12, -12.2, -16 (gcc-12, clang-16). */
+	for (;;) {
+		size_t k = len;
+		while (k > 0 && ((base[k - 1] >= '0' && base[k - 1] <= '9') || base[k - 1] == '.'))
+			k--;
+		if (k == len || k == 0 || base[k - 1] != '-' || k == 1)
+			break;
+		len = k - 1;
+	}
+	if (name_blind(base, len))
+		return 1;
+	/* A cross prefix: a triplet (two dashes at least) then a dash. */
+	for (size_t k = len; k > 0; k--) {
+		if (base[k - 1] != '-')
+			continue;
+		size_t dashes = 0;
+		for (size_t i = 0; i + 1 < k; i++)
+			dashes += base[i] == '-';
+		if (dashes >= 2 && name_blind(base + k, len - k))
+			return 1;
+	}
+	return 0;
+}
+
+static int boundary(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ':';
+}
+
+size_t output_text_rewrite(const void *data, size_t len, char *const *from, char *const *to,
+                           size_t n, struct buf *out)
+{
+	const unsigned char *p = data;
+	size_t replaced = 0;
+	for (size_t i = 0; i < len;) {
+		if (boundary(p[i])) {
+			buf_addch(out, (char)p[i++]);
+			continue;
+		}
+		size_t end = i;
+		while (end < len && !boundary(p[end]))
+			end++;
+		size_t k = 0;
+		for (; k < n; k++)
+			if (strlen(from[k]) == end - i && !memcmp(from[k], p + i, end - i))
+				break;
+		if (k < n) {
+			if (to && to[k])
+				buf_addstr(out, to[k]);
+			replaced++;
+		} else {
+			buf_add(out, p + i, end - i);
+		}
+		i = end;
+	}
+	return replaced;
+}
+
+static int holds_any(const void *data, size_t len, char *const *needles, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (needles[i][0] && memmem(data, len, needles[i], strlen(needles[i])))
+			return 1;
+	return 0;
+}
+
+int output_bytes_rewritable(const void *data, size_t len, char *const *tokens, size_t n,
+                            char *const *needles, size_t nneedles)
+{
+	if (!holds_any(data, len, needles, nneedles))
+		return 1;
+	if (memchr(data, '\0', len))
+		return 0;
+	/* What is left once the tokens are taken out must not name them. */
+	struct buf rest;
+	buf_init(&rest);
+	output_text_rewrite(data, len, tokens, NULL, n, &rest);
+	int ok = !holds_any(rest.data, rest.len, needles, nneedles);
+	buf_free(&rest);
+	return ok;
+}
