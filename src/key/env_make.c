@@ -49,9 +49,10 @@ static const char *assigned_name(const char *w, size_t len, int after_dashdash, 
 	return n ? w : NULL;
 }
 
-/* Calls fn for each command-line variable of makeflags, with its name. */
-static void each_command_var(const char *makeflags, void (*fn)(const char *, size_t, void *),
-                             void *arg)
+/* Calls fn for each command-line variable of makeflags: the word as
+ * MAKEFLAGS has it, the length of the word and of the name it starts with. */
+static void each_command_var(const char *makeflags,
+                             void (*fn)(const char *, size_t, size_t, void *), void *arg)
 {
 	const char *p = makeflags, *w;
 	size_t len, n;
@@ -62,7 +63,7 @@ static void each_command_var(const char *makeflags, void (*fn)(const char *, siz
 			continue;
 		}
 		if (assigned_name(w, len, after_dashdash, &n))
-			fn(w, n, arg);
+			fn(w, len, n, arg);
 	}
 }
 
@@ -72,10 +73,11 @@ struct wanted {
 	int found;
 };
 
-static void find_name(const char *name, size_t len, void *arg)
+static void find_name(const char *word, size_t word_len, size_t len, void *arg)
 {
+	(void)word_len;
 	struct wanted *w = arg;
-	w->found |= len == w->len && !memcmp(name, w->name, len);
+	w->found |= len == w->len && !memcmp(word, w->name, len);
 }
 
 int env_is_make_command_var(const char *makeflags, const char *name, size_t name_len)
@@ -85,10 +87,15 @@ int env_is_make_command_var(const char *makeflags, const char *name, size_t name
 	return w.found;
 }
 
-static void put_assignment(const char *name, size_t len, void *arg)
+/* The word as MAKEFLAGS has it (what a script that parses MAKEFLAGS sees)
+ * and the variable's value in the environment (what the recipe got, which
+ * the recipe's caller may have changed). */
+static void put_assignment(const char *word, size_t word_len, size_t len, void *arg)
 {
 	struct buf *b = arg;
-	char *var = xstrndup(name, len);
+	buf_add(b, word, word_len);
+	buf_addch(b, '\0');
+	char *var = xstrndup(word, len);
 	const char *v = getenv(var);
 	if (v)
 		buf_addf(b, "%s=%s", var, v);
@@ -160,6 +167,7 @@ static const char *const closed_reads[] = {
     "HOSTALIASES",
     "LOCALDOMAIN",
     "RES_OPTIONS",
+    "DEBUGINFOD_*",
     NULL,
 };
 
