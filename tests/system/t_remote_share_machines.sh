@@ -82,7 +82,8 @@ echo 'int unrelated(void) { return 1; }' > "$T/ld/unrelated.c"
 gcc -shared -fPIC -Wl,-soname,libcachet-unrelated.so.1 -o "$T/ld/extra/libcachet-unrelated.so.1" \
     "$T/ld/unrelated.c"
 ld_cache "$T/ld/dev.cache" "$T/ld/extra"
-ldconfig -p -C "$T/ld/dev.cache" | grep -q libcachet-unrelated ||
+# (Whole outputs read: grep -q would stop the pipe early, and pipefail.)
+[[ "$(ldconfig -p -C "$T/ld/dev.cache")" == *libcachet-unrelated.so.1* ]] ||
     fail "test setup: the developer's ld.so.cache lacks the extra library"
 # A library the compiler loads, found at another path: the same bytes, but
 # nothing tells the cache that, as after an upgrade that moved it.
@@ -91,7 +92,8 @@ ZLIB=$(ldd "$(gcc -print-prog-name=cc1)" | awk '$1 == "libz.so.1" { print $3 }')
 mkdir -p "$T/ld/moved"
 cp -L "$ZLIB" "$T/ld/moved/libz.so.1"
 ld_cache "$T/ld/moved.cache" "$T/ld/moved"
-ldconfig -p -C "$T/ld/moved.cache" | grep -m1 'libz\.so\.1 ' | grep -q "$T/ld/moved" ||
+[ "$(ldconfig -p -C "$T/ld/moved.cache" | awk '$1 == "libz.so.1" && !n++ { print $NF }')" = \
+    "$T/ld/moved/libz.so.1" ] ||
     fail "test setup: the second ld.so.cache does not map libz.so.1 to the moved copy"
 
 # as_dev LDCACHE CMD...: CMD as the developer runs it, on their machine
