@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include "cachet/find.h"
 
+struct buf;
 struct pathset;
 
 /* 1 when the environment variable NAME (without "=...") cannot change what a
@@ -36,6 +37,25 @@ int env_keyed_by_effect(const char *name, size_t name_len, const char *const *ex
 int env_names_cwd(const char *dir);
 /* 1 for make's own variables (see env_keyed_by_effect). */
 int env_is_make_var(const char *name, size_t name_len);
+/* 1 when NAME is one of the command-line variables in makeflags (the
+ * value of MAKEFLAGS: "ks -- V=1 CFLAGS=-O2\\ -g"), which make exports to
+ * every recipe. Such a variable is keyed by effect, unless the toolchain
+ * reads it (env_read_by_closed_programs): as the fact make-vars
+ * (observe.h) of every step that ran another program. */
+int env_is_make_command_var(const char *makeflags, const char *name, size_t name_len);
+/* Appends the value of the make-vars fact (observe.h) after its 'P':
+ * makeflags' command-line variables (may be NULL: none) with the values
+ * the environment gives them. */
+void env_make_vars_value(const char *makeflags, struct buf *out);
+/* 1 when every program the recorded path set ps executed is an ELF file of
+ * the GNU toolchain (gcc and its target- and version-named twins, cc1,
+ * as, ld, collect2, lto1...), whose reads of the environment are known by
+ * name, and none loaded a shared object from outside the system's library
+ * directories or from a plugin directory. Looks at the executed files (a
+ * script or a link named gcc is not gcc): for the miss path only. */
+int env_closed_programs(const struct pathset *ps);
+/* 1 when those programs, or the C library under them, read NAME. */
+int env_read_by_closed_programs(const char *name, size_t name_len);
 
 /* The search of outputs and streams for the values of the variables keyed
  * by effect: bit v of env_finder_done is variable v of the list given to
@@ -60,6 +80,8 @@ uint64_t env_finder_done(struct env_finder *ef);
  * (effect_env, as struct step holds them), in a malloc'd NULL-terminated
  * array of malloc'd strings: every variable whose value an output or stream
  * holds (bit v of held), make's variables where the step executed a make,
+ * make-vars (observe.h) where it executed a program that may read make's
+ * command-line variables (env_closed_programs),
  * PATH itself where it is unset or a relative entry of it was searched, and
  * for every name the step looked up in a directory of PATH, where PATH
  * leads it now. cwd: the step's, to resolve relative PATH entries. */

@@ -178,10 +178,15 @@ void observe_listing_value(struct listing_entry *entries, size_t n, const char *
  *   "ldcache:NAME" what the loader's cache (/etc/ld.so.cache) maps the
  *                 soname NAME to now (ldcache.h ldcache_lookup), for a
  *                 step whose loaders searched for NAME: an 'E' value when
- *                 the cache cannot be read or parsed. */
-#define OBSERVE_FACT_ENV     "env:"
-#define OBSERVE_FACT_WHICH   "which:"
-#define OBSERVE_FACT_LDCACHE "ldcache:"
+ *                 the cache cannot be read or parsed;
+ *   "make-vars"   make's command-line variables, as MAKEFLAGS names them
+ *                 and the environment holds them ('P' "make-vars <sha256
+ *                 hex>", or "no make-vars"), for a step that ran a program
+ *                 that may read them (step.h env_closed_programs). */
+#define OBSERVE_FACT_MAKE_VARS "make-vars"
+#define OBSERVE_FACT_ENV       "env:"
+#define OBSERVE_FACT_WHICH     "which:"
+#define OBSERVE_FACT_LDCACHE   "ldcache:"
 
 /* 1 when name is one of the facts OBS_FACT knows (trace.h TRACE_FACT_*). */
 int observe_fact_known(const char *name);

@@ -22,7 +22,7 @@ struct digest_cache;
 struct pathset;
 
 /* Bumped whenever the meaning of any key, path set or result changes. */
-#define CACHET_FORMAT_VERSION 1
+#define CACHET_FORMAT_VERSION 2
 
 struct step {
 	char **argv; /* owned, NULL-terminated */

@@ -340,6 +340,12 @@ char **env_effect_facts(const struct pathset *ps, char *const *effect_env, uint6
 			         xasprintf("%s%.*s", OBSERVE_FACT_ENV, (int)(eq - effect_env[v]),
 			                   effect_env[v]));
 	}
+	/* make exports its command-line variables to every recipe, where any
+	 * program but the toolchain may read them (a script's $V, a
+	 * setup.py's CC); set or not, as `make V=1` must not find the answer
+	 * of a plain make. */
+	if (!env_closed_programs(ps))
+		add_name(&seen, &names, &n, xstrdup(OBSERVE_FACT_MAKE_VARS));
 	/* Unset as well as set: a make run without MAKEFLAGS is no answer for
 	 * one under `make -s`. */
 	if (runs_make(ps))

@@ -71,10 +71,11 @@ static const char *named(const char *name, const char *prefix)
 int observe_fact_known(const char *name)
 {
 	return named(name, OBSERVE_FACT_ENV) || named(name, OBSERVE_FACT_WHICH) ||
-	       named(name, OBSERVE_FACT_LDCACHE) || !strcmp(name, TRACE_FACT_UNAME) ||
-	       !strcmp(name, TRACE_FACT_UID) || !strcmp(name, TRACE_FACT_GID) ||
-	       !strcmp(name, TRACE_FACT_GROUPS) || !strcmp(name, TRACE_FACT_CPUS) ||
-	       !strcmp(name, TRACE_FACT_STDIN) || rlimit_of(name) >= 0;
+	       named(name, OBSERVE_FACT_LDCACHE) || !strcmp(name, OBSERVE_FACT_MAKE_VARS) ||
+	       !strcmp(name, TRACE_FACT_UNAME) || !strcmp(name, TRACE_FACT_UID) ||
+	       !strcmp(name, TRACE_FACT_GID) || !strcmp(name, TRACE_FACT_GROUPS) ||
+	       !strcmp(name, TRACE_FACT_CPUS) || !strcmp(name, TRACE_FACT_STDIN) ||
+	       rlimit_of(name) >= 0;
 }
 
 static void put_limit(struct buf *out, const char *what, rlim_t v)
@@ -214,6 +215,8 @@ void observe_fact_value(const char *name, struct buf *out)
 	} else if (soname) {
 		if (ldcache_value(soname, out) < 0)
 			goto failed;
+	} else if (!strcmp(name, OBSERVE_FACT_MAKE_VARS)) {
+		env_make_vars_value(getenv("MAKEFLAGS"), out);
 	} else if (!strcmp(name, TRACE_FACT_UNAME)) {
 		struct utsname u;
 		if (uname(&u) < 0)

@@ -30,13 +30,22 @@ static char **keyed_environment(char *const *envp, const char *const *env_ignore
 		n++;
 	char **env = xmalloc((n + 1) * sizeof *env);
 	char **effect = xmalloc((n + 1) * sizeof *effect);
+	const char *makeflags = NULL;
+	for (size_t i = 0; i < n && !makeflags; i++)
+		if (!strncmp(envp[i], "MAKEFLAGS=", 10))
+			makeflags = envp[i] + 10;
 	size_t k = 0, ke = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *eq = strchr(envp[i], '=');
 		size_t name_len = eq ? (size_t)(eq - envp[i]) : strlen(envp[i]);
 		if (env_is_neutral(envp[i], name_len, env_ignore))
 			continue;
-		if (eq && env_keyed_by_effect(envp[i], name_len, env_per_run)) {
+		/* make's command-line variables by effect (make-vars), but
+		 * those the toolchain reads (make CPATH=...): a compile keys
+		 * them though it records no make-vars. */
+		if (eq && (env_keyed_by_effect(envp[i], name_len, env_per_run) ||
+		           (env_is_make_command_var(makeflags, envp[i], name_len) &&
+		            !env_read_by_closed_programs(envp[i], name_len)))) {
 			effect[ke++] = xstrdup(envp[i]);
 			continue;
 		}

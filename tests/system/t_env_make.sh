@@ -1,6 +1,7 @@
 # make passes its own flags (-s, -k, -C's w, V=1, any command-line
 # variable) to every recipe in MAKEFLAGS and MFLAGS: keyed only for a step
-# that runs make, or writes a value out.
+# that runs make, or writes a value out; its command-line variables, which
+# it also exports, for a step that runs anything but the GNU toolchain.
 source "$(dirname "$0")/lib.sh"
 
 W=$(workdir)
@@ -25,7 +26,10 @@ printf '#!/bin/sh\nexec "%s" run -- gcc "$@"\n' "$CACHET_BIN" > bin/cachet_cc
 chmod +x bin/cachet_cc
 before=$(status_count)
 PATH="$M/bin:$PATH" make -s
-for flags in "-s" "-k" "-s -k"; do
+# A variable on make's command line is more than a flag: make exports it
+# into every recipe's environment. Keyed by effect: a compile (gcc, cc1, as
+# and ld, whose variables are known by name) does not read V.
+for flags in "-s" "-k" "-s -k" "V=1" "V=2 -s" "V=1 VERBOSE=1 -k"; do
     rm -f ./*.o
     # shellcheck disable=SC2086
     PATH="$M/bin:$PATH" make $flags > /dev/null
@@ -39,22 +43,41 @@ status_last
 [ "$LAST_RESULT" = hit ] || fail "make -C: last compile $LAST_RESULT ($LAST_REASON)"
 misses=$(tail -n +$((before + 1)) "$CACHET_STATUS_FILE" | grep -c '"miss"' || true)
 [ "$misses" -eq 3 ] || fail "expected only the first build's 3 compiles to miss, got $misses"
-# A variable on make's command line is more than a flag: make exports it
-# into every recipe's environment, where any program may read it (CPATH=
-# reaches gcc). Keyed as the environment is: one more build under it, then
-# hits; `env_ignore = V` where no step reads it.
+# A variable the toolchain reads stays keyed by its value.
+section "make CPATH=...: compiles miss"
 cd "$M"
+mkdir -p inc
 rm -f ./*.o
-PATH="$M/bin:$PATH" make V=1 > /dev/null
-rm -f ./*.o
-PATH="$M/bin:$PATH" make V=1 -s > /dev/null
+PATH="$M/bin:$PATH" make -s CPATH="$M/inc" > /dev/null
 status_last
-[ "$LAST_RESULT" = hit ] || fail "make V=1 -s: last compile $LAST_RESULT ($LAST_REASON)"
-rm -f ./*.o
-cachet config env_ignore V
-PATH="$M/bin:$PATH" make V=2 > /dev/null
-status_last
-[ "$LAST_RESULT" = hit ] || fail "make V=2 with env_ignore = V: $LAST_RESULT ($LAST_REASON)"
+[ "$LAST_RESULT" = miss ] || fail "make CPATH=...: a compile hit ($LAST_REASON)"
+
+section "make V=1: a script that reads \$V, a recipe that expands \$(V)"
+# The script's output holds no value of V, only what it chose by it.
+cat > Makefile.v <<'MK'
+all:
+	cachet_run sh -c 'if [ "$$V" = 1 ]; then echo verbose; else echo quiet; fi > mode.txt'
+	cachet_run sh -c 'echo V is $(V) > expanded.txt'
+MK
+printf '#!/bin/sh\nexec "%s" run -- "$@"\n' "$CACHET_BIN" > bin/cachet_run
+chmod +x bin/cachet_run
+# mk_v [VARS...] MODE EXPANDED: make -f Makefile.v, then what it wrote.
+mk_v() {
+    local want_mode=${*: -2:1} want_expanded=${*: -1}
+    PATH="$M/bin:$PATH" make -s -f Makefile.v "${@:1:$#-2}" > /dev/null
+    assert_content mode.txt "$want_mode"
+    assert_content expanded.txt "V is${want_expanded:+ $want_expanded}"
+}
+before=$(status_count)
+mk_v quiet ""
+mk_v V=1 verbose 1
+[ "$(tail -n 2 "$CACHET_STATUS_FILE" | grep -c '"miss"')" -eq 2 ] ||
+    fail "make V=1 after a plain make: a step that reads V hit"
+mk_v V=1 verbose 1
+mk_v quiet ""
+mk_v V=2 quiet 2
+[ "$(tail -n +$((before + 1)) "$CACHET_STATUS_FILE" | grep -c '"hit"')" -eq 4 ] ||
+    fail "the scripts under V did not hit where V was as recorded"
 # A step that runs make itself: make -n prints what make would do, which
 # MAKEFLAGS (here -k and a variable) changes.
 cd "$M"
