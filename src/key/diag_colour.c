@@ -4,37 +4,18 @@
 #include <string.h>
 
 #include "cachet/path.h"
-
-/* name without a trailing version ("gcc-12", "clang++-14.0"): its length. */
-static size_t unversioned_len(const char *name)
-{
-	size_t n = strlen(name);
-	const char *dash = strrchr(name, '-');
-	if (!dash || !dash[1])
-		return n;
-	for (const char *p = dash + 1; *p; p++)
-		if ((*p < '0' || *p > '9') && *p != '.')
-			return n;
-	return (size_t)(dash - name);
-}
-
-/* 1 when name[0..len) is word or ends in "-word" (a cross prefix). */
-static int names(const char *name, size_t len, const char *word)
-{
-	size_t w = strlen(word);
-	if (len < w || memcmp(name + len - w, word, w) != 0)
-		return 0;
-	return len == w || name[len - w - 1] == '-';
-}
+#include "cachet/toolchain.h"
 
 static enum diag_colour family_of_name(const char *name)
 {
-	size_t len = unversioned_len(name);
-	if (names(name, len, "gcc") || names(name, len, "g++"))
+	switch (toolchain_role(name)) {
+	case TOOLCHAIN_GCC:
 		return DIAG_COLOUR_GCC;
-	if (names(name, len, "clang") || names(name, len, "clang++"))
+	case TOOLCHAIN_CLANG:
 		return DIAG_COLOUR_CLANG;
-	return DIAG_COLOUR_NONE;
+	default:
+		return DIAG_COLOUR_NONE;
+	}
 }
 
 /* Options after which the compiler's stderr no longer depends on the
@@ -81,7 +62,7 @@ enum diag_colour diag_colour_family(char *const *argv, const char *exe)
 	enum diag_colour f = family_of_name(base);
 	/* cc and c++ are whichever compiler the system chose (Debian's
 	 * alternatives): only the name their links lead to says which. */
-	if (f == DIAG_COLOUR_NONE && (!strcmp(base, "cc") || !strcmp(base, "c++"))) {
+	if (f == DIAG_COLOUR_NONE && toolchain_role(base) == TOOLCHAIN_SYSTEM_CC) {
 		char *real = realpath(exe, NULL);
 		if (real)
 			f = family_of_name(path_basename(real));

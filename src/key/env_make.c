@@ -11,6 +11,7 @@
 #include "cachet/observe.h"
 #include "cachet/path.h"
 #include "cachet/pathset.h"
+#include "cachet/toolchain.h"
 
 /* The next word of MAKEFLAGS from *p ("\ " is a space inside a word). */
 static const char *next_word(const char **p, size_t *len)
@@ -123,16 +124,6 @@ void env_make_vars_value(const char *makeflags, struct buf *out)
 	buf_free(&all);
 }
 
-/* Programs whose reads of the environment are known by name: the GNU
- * toolchain's driver, compilers proper, assembler and linker (with a
- * target prefix, x86_64-linux-gnu-gcc, and a version suffix, gcc-12), and
- * the dynamic loader that starts each of them (LD_*). */
-static const char *const closed_programs[] = {
-    "gcc",    "g++",        "cc",        "c++",         "cpp",      "cc1", "cc1plus",
-    "cc1obj", "cc1objplus", "lto1",      "lto-wrapper", "collect2", "as",  "ld",
-    "ld.bfd", "ld.gold",    "ld-linux*", "ld-musl*",    NULL,
-};
-
 /* What those programs and the C library under them read (getenv traced on
  * gcc 12's compile and link, and the variables their manuals name): a
  * command-line variable of one of these names still reaches them. A
@@ -189,24 +180,20 @@ static int in_list(const char *name, size_t len, const char *const *list)
 	return 0;
 }
 
-/* 1 when base (less a "-12" or "-12.2" version) is a closed program, or
- * is one behind a target prefix of two dashes or more (x86_64-linux-gnu-,
- * arm-none-eabi-). */
+/* Programs whose reads of the environment are known by name: the GNU
+ * toolchain's driver, compilers proper, assembler and linker, and the
+ * dynamic loader that starts each of them (LD_*). Not clang or lld, which
+ * read variables of their own. */
 static int closed_name(const char *base)
 {
-	const char *end = base + strlen(base);
-	const char *dash = strrchr(base, '-');
-	if (dash && dash[1] && strspn(dash + 1, "0123456789.") == strlen(dash + 1))
-		end = dash;
-	int dashes = 0;
-	for (const char *t = base;;) {
-		if ((t == base || dashes >= 2) && in_list(t, (size_t)(end - t), closed_programs))
-			return 1;
-		const char *d = memchr(t, '-', (size_t)(end - t));
-		if (!d)
-			return 0;
-		t = d + 1;
-		dashes++;
+	switch (toolchain_role(base)) {
+	case TOOLCHAIN_GCC:
+	case TOOLCHAIN_SYSTEM_CC:
+	case TOOLCHAIN_GNU_PROGRAM:
+	case TOOLCHAIN_LOADER:
+		return 1;
+	default:
+		return 0;
 	}
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cachet/path.h"
+#include "cachet/toolchain.h"
 
 /* The forms of a word that name an output file by a path after a prefix.
  * Only options whose value the compiler uses as a name: `-frandom-seed=X`
@@ -105,58 +106,15 @@ char *output_word_placeholder(const char *word)
 	return xasprintf("%.*s\001output%s", (int)prefix, word, dot && dot != base ? dot : "");
 }
 
-/* The programs whose outputs depend on the output's NAME only where they
- * write it out: compiler drivers and the sub-programs they run. A generic
- * program may derive content from its output's name in any form (a
- * generator that writes the include guard OUT1_H for out1.h, `tar -caf
- * x.tar.gz` choosing its compression by the extension), so a step that
- * runs anything else keeps its whole argv in its key. Matched on the
- * basename, with a cross prefix (a triplet, x86_64-linux-gnu-gcc) and
- * version suffixes (gcc-12, clang++-16) allowed. */
-static const char *const name_blind_programs[] = {
-    "gcc",    "g++",     "cc",     "c++",         "clang", "clang++",  "cpp",
-    "cc1",    "cc1plus", "cc1obj", "cc1objplus",  "as",    "collect2", "ld",
-    "ld.bfd", "ld.gold", "ld.lld", "lto-wrapper", "lto1",  NULL,
-};
-
-static int name_blind(const char *name, size_t len)
-{
-	for (const char *const *p = name_blind_programs; *p; p++)
-		if (strlen(*p) == len && !memcmp(*p, name, len))
-			return 1;
-	return 0;
-}
-
+/* The programs of a C toolchain write an output's NAME only where they
+ * write it out (which the scan of outputs finds). A generic program may
+ * derive content from its output's name in any form (a generator that
+ * writes the include guard OUT1_H for out1.h, `tar -caf x.tar.gz` choosing
+ * its compression by the extension), so a step that runs anything else
+ * keeps its whole argv in its key. */
 int output_program_name_blind(const char *path)
 {
-	const char *base = path_basename(path);
-	size_t len = strlen(base);
-	/* The dynamic loader, executed as every program's interpreter, runs
-	 * the program and computes nothing of its own. */
-	if (!strncmp(base, "ld-", 3) && strstr(base, ".so"))
-		return 1;
-	/* Version suffixes: -12, -12.2, -16 (gcc-12, clang-16). */
-	for (;;) {
-		size_t k = len;
-		while (k > 0 && ((base[k - 1] >= '0' && base[k - 1] <= '9') || base[k - 1] == '.'))
-			k--;
-		if (k == len || k == 0 || base[k - 1] != '-' || k == 1)
-			break;
-		len = k - 1;
-	}
-	if (name_blind(base, len))
-		return 1;
-	/* A cross prefix: a triplet (two dashes at least) then a dash. */
-	for (size_t k = len; k > 0; k--) {
-		if (base[k - 1] != '-')
-			continue;
-		size_t dashes = 0;
-		for (size_t i = 0; i + 1 < k; i++)
-			dashes += base[i] == '-';
-		if (dashes >= 2 && name_blind(base + k, len - k))
-			return 1;
-	}
-	return 0;
+	return toolchain_role(path_basename(path)) != TOOLCHAIN_NONE;
 }
 
 static int boundary(unsigned char c)
