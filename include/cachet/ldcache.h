@@ -22,4 +22,11 @@
  * gives a value no mapping can equal. */
 int ldcache_lookup(const void *data, size_t len, const char *soname, struct buf *out);
 
+/* ldcache_lookup in two parts, for a reader that asks one image for many
+ * sonames: whether the image is a cache ldcache_lookup reads (1) or not
+ * (0), checked once, over every entry; then the lookup of an image that
+ * passed that check, which only compares names. */
+int ldcache_valid(const void *data, size_t len);
+void ldcache_lookup_valid(const void *data, size_t len, const char *soname, struct buf *out);
+
 #endif

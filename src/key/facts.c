@@ -141,10 +141,11 @@ static void which_value(const char *prog, struct buf *out)
 }
 
 /* The loader's cache as this process last read it: evaluating a path set
- * asks for one soname per fact, and a cache file is read once while it is
- * the same file (ldconfig replaces it by a rename: another inode). */
+ * asks for one soname per fact, and a cache file is read and checked once
+ * while it is the same file (ldconfig replaces it by a rename: another
+ * inode); each fact then costs a stat and a scan of the names. */
 static struct {
-	int have;
+	int have, valid;
 	dev_t dev;
 	ino_t ino;
 	off_t size;
@@ -186,11 +187,13 @@ static int ldcache_value(const char *soname, struct buf *out)
 		ldcache.size = fst.st_size;
 		ldcache.mtime = fst.st_mtim;
 		ldcache.data = data;
+		ldcache.valid = ldcache_valid(data, (size_t)fst.st_size);
 	}
-	if (ldcache_lookup(ldcache.data, (size_t)ldcache.size, soname, out) < 0) {
+	if (!ldcache.valid) {
 		errno = EBADMSG;
 		return -1;
 	}
+	ldcache_lookup_valid(ldcache.data, (size_t)ldcache.size, soname, out);
 	return 0;
 }
 

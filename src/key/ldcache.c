@@ -48,36 +48,43 @@ static const char *string_at(const unsigned char *data, size_t len, uint32_t off
 	return (const char *)data + off;
 }
 
-int ldcache_lookup(const void *image, size_t len, const char *soname, struct buf *out)
+int ldcache_valid(const void *image, size_t len)
 {
 	const unsigned char *data = image;
 	if (len < CACHE_HEADER_LEN || memcmp(data, CACHE_MAGIC, CACHE_MAGIC_LEN) != 0)
-		return -1;
+		return 0;
 	uint64_t nlibs = get_u32(data + CACHE_NLIBS_AT);
 	if (nlibs > (len - CACHE_HEADER_LEN) / CACHE_ENTRY_LEN)
-		return -1;
-	size_t start = out->len;
+		return 0;
+	/* A cache with one bad entry is no cache to this reader, whatever the
+	 * loader makes of it. */
+	for (uint64_t i = 0; i < nlibs; i++) {
+		const unsigned char *e = data + CACHE_HEADER_LEN + i * CACHE_ENTRY_LEN;
+		if (!string_at(data, len, get_u32(e + CACHE_ENTRY_KEY_AT)) ||
+		    !string_at(data, len, get_u32(e + CACHE_ENTRY_VAL_AT)))
+			return 0;
+	}
+	return 1;
+}
+
+void ldcache_lookup_valid(const void *image, size_t len, const char *soname, struct buf *out)
+{
+	(void)len;
+	const unsigned char *data = image;
+	const char *strings = image;
+	uint64_t nlibs = get_u32(data + CACHE_NLIBS_AT);
 	int found = 0;
 	for (uint64_t i = 0; i < nlibs; i++) {
 		const unsigned char *e = data + CACHE_HEADER_LEN + i * CACHE_ENTRY_LEN;
-		const char *key = string_at(data, len, get_u32(e + CACHE_ENTRY_KEY_AT));
-		const char *value = string_at(data, len, get_u32(e + CACHE_ENTRY_VAL_AT));
-		if (!key || !value) {
-			/* A cache with one bad entry is no cache to this
-			 * reader, whatever the loader makes of it. */
-			out->len = start;
-			out->data[start] = '\0';
-			return -1;
-		}
 		uint32_t flags = get_u32(e);
 #ifdef HOST_FLAGS
 		if (flags != FLAG_ELF && flags != HOST_FLAGS)
 			continue;
 #endif
-		if (strcmp(key, soname) != 0)
+		if (strcmp(strings + get_u32(e + CACHE_ENTRY_KEY_AT), soname) != 0)
 			continue;
 		buf_addstr(out, found++ ? "; " : "");
-		buf_addstr(out, value);
+		buf_addstr(out, strings + get_u32(e + CACHE_ENTRY_VAL_AT));
 		uint64_t hwcap = get_u64(e + CACHE_ENTRY_HWCAP);
 		if (hwcap)
 			buf_addf(out, " (hwcap %#llx)", (unsigned long long)hwcap);
@@ -87,5 +94,12 @@ int ldcache_lookup(const void *image, size_t len, const char *soname, struct buf
 	}
 	if (!found)
 		buf_addf(out, "%s not in the cache", soname);
+}
+
+int ldcache_lookup(const void *image, size_t len, const char *soname, struct buf *out)
+{
+	if (!ldcache_valid(image, len))
+		return -1;
+	ldcache_lookup_valid(image, len, soname, out);
 	return 0;
 }
