@@ -7,6 +7,7 @@
 #define CACHET_LDCACHE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cachet/buf.h"
 
@@ -21,5 +22,22 @@
  * image: then the loader reads no mapping from it either, and the caller
  * gives a value no mapping can equal. */
 int ldcache_lookup(const void *data, size_t len, const char *soname, struct buf *out);
+
+/* ldcache_lookup in two parts, for a reader that asks one image for many
+ * sonames: the image checked once, over every entry, with the length of
+ * each entry's name kept, so that a lookup compares the names of that
+ * length only (a cache holds hundreds of names, and a step's loaders ask
+ * for a dozen). */
+struct ldcache_index {
+	const unsigned char *image; /* the caller's, which it keeps */
+	size_t n;
+	uint32_t *key_len;
+};
+
+/* 0, or -1 (ix empty) where ldcache_lookup would give -1. */
+int ldcache_index_init(struct ldcache_index *ix, const void *image, size_t len);
+/* What ldcache_lookup appends for soname. */
+void ldcache_index_lookup(const struct ldcache_index *ix, const char *soname, struct buf *out);
+void ldcache_index_free(struct ldcache_index *ix);
 
 #endif

@@ -140,6 +140,14 @@ struct observe_memo {
 	int have_lstat, lstat_err;
 	int have_stat, stat_err;
 	struct stat lst, st;
+	/* The content digest of the file last hashed at path, and the
+	 * identity it had then: a path created by the step is probed several
+	 * times (each probe its observation), and a file that changed since
+	 * has another identity. Within one evaluation only: this is no
+	 * fingerprint cache, which keeps settled files alone. */
+	int have_digest;
+	struct file_id digest_id;
+	struct digest digest;
 };
 
 /* stat (or lstat, with nofollow) of path through the memo (NULL: none),

@@ -143,10 +143,12 @@ static void which_value(const char *prog, struct buf *out)
 }
 
 /* The loader's cache as this process last read it: evaluating a path set
- * asks for one soname per fact, and a cache file is read once while it is
- * the same file (ldconfig replaces it by a rename: another inode). */
+ * asks for one soname per fact, and a cache file is read and checked once
+ * while it is the same file (ldconfig replaces it by a rename: another
+ * inode); each fact then costs a stat and a scan of the names' lengths. */
 static struct {
-	int have;
+	int have, valid;
+	struct ldcache_index index;
 	dev_t dev;
 	ino_t ino;
 	off_t size;
@@ -182,17 +184,20 @@ static int ldcache_value(const char *soname, struct buf *out)
 			return -1;
 		}
 		free(ldcache.data);
+		ldcache_index_free(&ldcache.index);
 		ldcache.have = 1;
 		ldcache.dev = fst.st_dev;
 		ldcache.ino = fst.st_ino;
 		ldcache.size = fst.st_size;
 		ldcache.mtime = fst.st_mtim;
 		ldcache.data = data;
+		ldcache.valid = ldcache_index_init(&ldcache.index, data, (size_t)fst.st_size) == 0;
 	}
-	if (ldcache_lookup(ldcache.data, (size_t)ldcache.size, soname, out) < 0) {
+	if (!ldcache.valid) {
 		errno = EBADMSG;
 		return -1;
 	}
+	ldcache_index_lookup(&ldcache.index, soname, out);
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "cachet/ldcache.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* glibc's struct cache_file_new (elf/dl-cache.h): the magic and version,
@@ -48,36 +49,58 @@ static const char *string_at(const unsigned char *data, size_t len, uint32_t off
 	return (const char *)data + off;
 }
 
-int ldcache_lookup(const void *image, size_t len, const char *soname, struct buf *out)
+int ldcache_index_init(struct ldcache_index *ix, const void *image, size_t len)
 {
 	const unsigned char *data = image;
+	memset(ix, 0, sizeof *ix);
 	if (len < CACHE_HEADER_LEN || memcmp(data, CACHE_MAGIC, CACHE_MAGIC_LEN) != 0)
 		return -1;
 	uint64_t nlibs = get_u32(data + CACHE_NLIBS_AT);
 	if (nlibs > (len - CACHE_HEADER_LEN) / CACHE_ENTRY_LEN)
 		return -1;
-	size_t start = out->len;
-	int found = 0;
+	uint32_t *key_len = xmalloc((nlibs ? nlibs : 1) * sizeof *key_len);
+	/* A cache with one bad entry is no cache to this reader, whatever the
+	 * loader makes of it. */
 	for (uint64_t i = 0; i < nlibs; i++) {
 		const unsigned char *e = data + CACHE_HEADER_LEN + i * CACHE_ENTRY_LEN;
 		const char *key = string_at(data, len, get_u32(e + CACHE_ENTRY_KEY_AT));
-		const char *value = string_at(data, len, get_u32(e + CACHE_ENTRY_VAL_AT));
-		if (!key || !value) {
-			/* A cache with one bad entry is no cache to this
-			 * reader, whatever the loader makes of it. */
-			out->len = start;
-			out->data[start] = '\0';
+		if (!key || !string_at(data, len, get_u32(e + CACHE_ENTRY_VAL_AT))) {
+			free(key_len);
 			return -1;
 		}
+		key_len[i] = (uint32_t)strlen(key);
+	}
+	ix->image = data;
+	ix->n = (size_t)nlibs;
+	ix->key_len = key_len;
+	return 0;
+}
+
+void ldcache_index_free(struct ldcache_index *ix)
+{
+	free(ix->key_len);
+	memset(ix, 0, sizeof *ix);
+}
+
+void ldcache_index_lookup(const struct ldcache_index *ix, const char *soname, struct buf *out)
+{
+	const unsigned char *data = ix->image;
+	const char *strings = (const char *)data;
+	size_t n = strlen(soname);
+	int found = 0;
+	for (size_t i = 0; i < ix->n; i++) {
+		if (ix->key_len[i] != n)
+			continue;
+		const unsigned char *e = data + CACHE_HEADER_LEN + i * CACHE_ENTRY_LEN;
 		uint32_t flags = get_u32(e);
 #ifdef HOST_FLAGS
 		if (flags != FLAG_ELF && flags != HOST_FLAGS)
 			continue;
 #endif
-		if (strcmp(key, soname) != 0)
+		if (memcmp(strings + get_u32(e + CACHE_ENTRY_KEY_AT), soname, n) != 0)
 			continue;
 		buf_addstr(out, found++ ? "; " : "");
-		buf_addstr(out, value);
+		buf_addstr(out, strings + get_u32(e + CACHE_ENTRY_VAL_AT));
 		uint64_t hwcap = get_u64(e + CACHE_ENTRY_HWCAP);
 		if (hwcap)
 			buf_addf(out, " (hwcap %#llx)", (unsigned long long)hwcap);
@@ -87,5 +110,14 @@ int ldcache_lookup(const void *image, size_t len, const char *soname, struct buf
 	}
 	if (!found)
 		buf_addf(out, "%s not in the cache", soname);
+}
+
+int ldcache_lookup(const void *image, size_t len, const char *soname, struct buf *out)
+{
+	struct ldcache_index ix;
+	if (ldcache_index_init(&ix, image, len) < 0)
+		return -1;
+	ldcache_index_lookup(&ix, soname, out);
+	ldcache_index_free(&ix);
 	return 0;
 }

@@ -97,6 +97,45 @@ static void put_u16(struct buf *out, unsigned v)
 	buf_addch(out, (char)((v >> 8) & 0xff));
 }
 
+/* Points the memo at path, forgetting what it held of another. */
+static void memo_for(struct observe_memo *m, const char *path)
+{
+	if (!m->path || strcmp(m->path, path) != 0) {
+		m->path = path;
+		m->have_lstat = m->have_stat = m->have_digest = 0;
+	}
+}
+
+/* digest_cached_stat through the memo (NULL: none): a file hashed by an
+ * earlier observation of the same path in this evaluation, with the same
+ * identity (inode, size, mtime, ctime, mode) as now, is not hashed again. */
+static int digest_memo(const char *path, int nofollow, const struct stat *st,
+                       struct digest_cache *dc, struct observe_memo *m, struct digest *out,
+                       struct file_id *id_out)
+{
+	struct file_id id;
+	if (m) {
+		memo_for(m, path);
+		file_id_from_stat(st, &id);
+		if (m->have_digest && file_id_equal(&m->digest_id, &id)) {
+			*out = m->digest;
+			if (id_out)
+				*id_out = id;
+			return 0;
+		}
+	}
+	if (digest_cached_stat(path, nofollow, st, dc, out, &id) < 0)
+		return -1;
+	if (m) {
+		m->have_digest = 1;
+		m->digest_id = id;
+		m->digest = *out;
+	}
+	if (id_out)
+		*id_out = id;
+	return 0;
+}
+
 /* stat or lstat of path through the memo: lstat and stat differ only when
  * the last component is a symlink (intermediate ones are followed by both,
  * and a failure of one is the same failure of the other), so an lstat that
@@ -105,10 +144,7 @@ int observe_stat(struct observe_memo *m, const char *path, int nofollow, struct 
 {
 	if (!m)
 		return nofollow ? lstat(path, st) : stat(path, st);
-	if (!m->path || strcmp(m->path, path) != 0) {
-		m->path = path;
-		m->have_lstat = m->have_stat = 0;
-	}
+	memo_for(m, path);
 	if (!m->have_lstat) {
 		m->lstat_err = lstat(path, &m->lst) < 0 ? errno : 0;
 		m->have_lstat = 1;
@@ -149,7 +185,7 @@ static void value_of_file(enum obs_kind kind, unsigned flags, const char *path,
 	}
 	struct digest d;
 	struct file_id id;
-	if (digest_cached_stat(path, nofollow, &st, dc, &d, &id) < 0) {
+	if (digest_memo(path, nofollow, &st, dc, m, &d, &id) < 0) {
 		put_errno(out, errno);
 		return;
 	}
@@ -284,7 +320,7 @@ void observe_created_stat_value(struct buf *out, unsigned st_mode, uint64_t size
  * does when it is the entry's output or, unless in_place, another output
  * of this cache at that path (observe.h). */
 static int holds_expected(const char *path, const char *expected, int made, int in_place,
-                          struct digest_cache *dc)
+                          struct digest_cache *dc, struct observe_memo *m)
 {
 	struct stat st;
 	if (lstat(path, &st) < 0)
@@ -299,7 +335,7 @@ static int holds_expected(const char *path, const char *expected, int made, int 
 		memcpy(hex, expected + 1, DIGEST_HEX_LEN);
 		hex[DIGEST_HEX_LEN] = '\0';
 		if (digest_from_hex(hex, &want) < 0 ||
-		    digest_cached_stat(path, 1, &st, dc, &have, NULL) < 0)
+		    digest_memo(path, 1, &st, dc, m, &have, NULL) < 0)
 			return 0;
 		if (digest_equal(&have, &want))
 			return 1;
@@ -332,7 +368,7 @@ static int holds_expected(const char *path, const char *expected, int made, int 
 int observe_created_in_place(const char *path, const char *desc, struct digest_cache *dc)
 {
 	const char *space = desc ? strchr(desc, ' ') : NULL;
-	return space && holds_expected(path, space + 1, desc[0] == OBS_CREATED_MADE, 1, dc);
+	return space && holds_expected(path, space + 1, desc[0] == OBS_CREATED_MADE, 1, dc, NULL);
 }
 
 static int hex_nibble(char c)
@@ -376,7 +412,7 @@ static void created_probe_value(char probe, unsigned flags, const char *path, st
  * observation's one string (observe_created_describe); one that does not
  * parse makes a value no recorded run has. */
 static void value_of_created(unsigned flags, const char *path, const char *const *excluded,
-                             struct digest_cache *dc, struct buf *out)
+                             struct digest_cache *dc, struct observe_memo *m, struct buf *out)
 {
 	const char *desc = excluded && excluded[0] ? excluded[0] : "";
 	const char *space = strchr(desc, ' ');
@@ -400,7 +436,7 @@ static void value_of_created(unsigned flags, const char *path, const char *const
 	int absent = now.len == 5 && now.data[0] == 'E' && (uint8_t)now.data[1] == ENOENT &&
 	             !now.data[2] && !now.data[3] && !now.data[4];
 	if (absent || (now.len == seen.len && !memcmp(now.data, seen.data, now.len)) ||
-	    holds_expected(path, space + 1, desc[0] == OBS_CREATED_MADE, 0, dc))
+	    holds_expected(path, space + 1, desc[0] == OBS_CREATED_MADE, 0, dc, m))
 		buf_addch(out, 'A');
 	else
 		buf_add(out, now.data, now.len);
@@ -513,7 +549,7 @@ void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 		observe_fact_value(path, out);
 		break;
 	case OBS_CREATED:
-		value_of_created(flags, path, excluded, dc, out);
+		value_of_created(flags, path, excluded, dc, memo, out);
 		break;
 	default:
 		put_errno(out, EINVAL);

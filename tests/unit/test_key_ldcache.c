@@ -157,6 +157,44 @@ static void the_fact_reads_the_hosts_cache(void **state)
 	buf_free(&v);
 }
 
+/* One index asked for many names answers each as a lookup of its own
+ * would: names of the same length as another are told apart. */
+static void an_index_answers_as_lookups_do(void **state)
+{
+	(void)state;
+	static const struct entry names[] = {
+	    {0x0303, "libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1", 0},
+	    {0x0303, "libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6", 0},
+	    {0x0303, "libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6", 0},
+	    {0x0303, "libzstd.so.1", "/usr/lib/x86_64-linux-gnu/libzstd.so.1", 0},
+	};
+	size_t len;
+	unsigned char *img = image_of(names, 4, &len);
+	struct ldcache_index ix;
+	assert_int_equal(ldcache_index_init(&ix, img, len), 0);
+	const char *ask[] = {"libc.so.6", "libz.so.1", "libzstd.so.1", "libz.so", "libm.so.6", ""};
+	struct buf got, want;
+	buf_init(&got);
+	buf_init(&want);
+	for (size_t i = 0; i < sizeof ask / sizeof ask[0]; i++) {
+		buf_reset(&got);
+		buf_reset(&want);
+		ldcache_index_lookup(&ix, ask[i], &got);
+		assert_int_equal(ldcache_lookup(img, len, ask[i], &want), 0);
+		assert_string_equal(got.data, want.data);
+	}
+	buf_reset(&got);
+	ldcache_index_lookup(&ix, "libm.so.6", &got);
+	assert_string_equal(got.data, "/usr/lib/x86_64-linux-gnu/libm.so.6");
+	ldcache_index_free(&ix);
+	/* A damaged image gives no index. */
+	img[0] ^= 1;
+	assert_int_equal(ldcache_index_init(&ix, img, len), -1);
+	buf_free(&got);
+	buf_free(&want);
+	free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -164,6 +202,7 @@ int main(void)
 	    cmocka_unit_test(a_truncated_cache_is_no_map),
 	    cmocka_unit_test(a_damaged_cache_is_no_map),
 	    cmocka_unit_test(the_fact_reads_the_hosts_cache),
+	    cmocka_unit_test(an_index_answers_as_lookups_do),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
