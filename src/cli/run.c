@@ -92,6 +92,25 @@ static void report_verbose(struct run *r, const char *result, const char *name, 
 
 /* One JSON line; reason stays the short word that statistics count by,
  * detail (may be NULL) says what changed. */
+/* 1 when the regular file at path (open as fd for appending) ends in a
+ * line without its newline: a cachet killed while it wrote (the kernel
+ * stops a write at a page boundary for SIGKILL) leaves part of a line,
+ * which the next line must not extend. */
+static int ends_cut(int fd, const char *path)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+		return 0;
+	int rd = open(path, O_RDONLY | O_CLOEXEC);
+	char last = '\n';
+	if (rd >= 0) {
+		if (pread(rd, &last, 1, st.st_size - 1) != 1)
+			last = '\n';
+		close(rd);
+	}
+	return last != '\n';
+}
+
 static void report_status_line(const char *status_file, const char *result, const char *reason,
                                const char *detail, const char *name, int64_t duration)
 {
@@ -114,6 +133,9 @@ static void report_status_line(const char *status_file, const char *result, cons
 	/* O_APPEND and one write: lines of parallel steps stay whole. */
 	int fd = open(status_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd >= 0) {
+		/* After a cut line, a line of its own (a newline first). */
+		if (ends_cut(fd, status_file))
+			write_all(fd, "\n", 1);
 		write_all(fd, b.data, b.len);
 		close(fd);
 	}

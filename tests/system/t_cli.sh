@@ -120,6 +120,15 @@ set -e
 cachet run -- "${S[@]}" 2> v6.err
 [ "$(cat v6.err)" = step-stderr ] || fail "a quiet hit printed on stderr: $(cat v6.err)"
 
+section "a status file whose last line was cut (cachet killed in its write): the next line stands alone"
+SF="$T/cut-status.jsonl"
+printf '{"result": "miss", "reason": "new st' > "$SF"
+CACHET_STATUS_FILE="$SF" cachet run -- "${S[@]}" 2> /dev/null
+[ "$(sed -n 2p "$SF" | cut -c1-11)" = '{"result": ' ] || fail "the line after a cut one: $(cat "$SF")"
+[ "$(wc -l < "$SF")" -eq 2 ] || fail "expected the cut line and one whole line: $(cat "$SF")"
+CACHET_STATUS_FILE="$SF" cachet run -- "${S[@]}" 2> /dev/null
+[ "$(wc -l < "$SF")" -eq 3 ] || fail "a whole last line got a newline before the next: $(cat "$SF")"
+
 section "launcher form: cachet CMD ARGS, same step as cachet run -- CMD ARGS"
 printf 'const char tag[] = "LAUNCH_END";\n' > l.c
 before=$(status_count)

@@ -377,4 +377,4 @@ for v in $(seq "$VALUES"); do
     cachet run -- sh step.sh > stdout.txt
     check_outputs "$v" "final run v=$v"
 done
-check_status_file_format
+check_status_file_format killed
