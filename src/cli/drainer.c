@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cachet/remote.h"
+#include "cachet/strv.h"
 #include "cli/cli.h"
 #include "cli/hermetic_env.h"
 
@@ -31,9 +32,7 @@ void drainer_start(const char *state_dir, const char *cache_dir)
 	if (!self)
 		return;
 	char **base = hermetic_env_caller() ? hermetic_env_caller() : environ;
-	size_t n = 0;
-	while (base[n])
-		n++;
+	size_t n = strv_len(base);
 	char **env = xmalloc((n + 2) * sizeof *env);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)

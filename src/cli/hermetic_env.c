@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cachet/buf.h"
+#include "cachet/strv.h"
 #include "cli/settings.h"
 
 extern char **environ;
@@ -49,9 +50,7 @@ void hermetic_env_prepare(const struct settings *st)
 	const char *home = getenv("HOME");
 	if (home && home[0] == '/')
 		prepared.home = realpath(home, NULL);
-	size_t n = 0;
-	while (environ[n])
-		n++;
+	size_t n = strv_len(environ);
 	char **keep = xmalloc((n + 1) * sizeof *keep);
 	prepared.caller_env = xmalloc((n + 1) * sizeof *prepared.caller_env);
 	size_t k = 0;

@@ -39,6 +39,7 @@
 #include "cachet/record.h"
 #include "cachet/step.h"
 #include "cachet/trace.h"
+#include "cachet/strv.h"
 #include "cli/progress.h"
 #include "cli/repro.h"
 #include "cli/repro_snapshot.h"
@@ -252,9 +253,7 @@ static void before_change(void *arg, const char *path, unsigned how)
 static char **ignore_roots(struct ctx *c, const char *tmpdir)
 {
 	char **roots = step_ignore_roots(c->settings, tmpdir, c->cache_dir);
-	size_t n = 0;
-	while (roots[n])
-		n++;
+	size_t n = strv_len(roots);
 	roots = xrealloc(roots, (n + 2) * sizeof *roots);
 	/* The snapshot and captures: never inputs or outputs of the step. */
 	roots[n] = xstrdup(c->r->work);

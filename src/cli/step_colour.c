@@ -7,6 +7,7 @@
 #include "cachet/buf.h"
 #include "cachet/diag_colour.h"
 #include "cachet/fdio.h"
+#include "cachet/strv.h"
 #include "cli/cli.h"
 
 char **step_colour_argv(const struct step *step, char **argv)
@@ -15,11 +16,7 @@ char **step_colour_argv(const struct step *step, char **argv)
 		return argv;
 	enum diag_colour family = (enum diag_colour)step->colour;
 	const char *const *extra = diag_colour_options(family);
-	size_t n = 0, k = 0;
-	while (argv[n])
-		n++;
-	while (extra[k])
-		k++;
+	size_t n = strv_len(argv), k = strv_len((char *const *)extra);
 	char **out = xcalloc(n + k + 1, sizeof *out);
 	memcpy(out, argv, n * sizeof *out);
 	for (size_t i = 0; i < k; i++)

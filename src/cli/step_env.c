@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cachet/buf.h"
+#include "cachet/strv.h"
 #include "cli/settings.h"
 
 extern char **environ;
@@ -132,9 +133,7 @@ size_t step_tmpdir_sweep(int dry_run)
  * mtimes, is dealt with where reads are recorded, not by moving it). */
 char **step_environment(const char *tmpdir)
 {
-	size_t n = 0;
-	while (environ[n])
-		n++;
+	size_t n = strv_len(environ);
 	char **env = xmalloc((n + 2) * sizeof *env);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -150,9 +149,7 @@ char **step_environment(const char *tmpdir)
 char **step_ignore_roots(const struct settings *settings, const char *tmpdir, const char *cache_dir)
 {
 	char **user = settings ? settings_list(settings, "ignore_paths") : NULL;
-	size_t n = 0;
-	while (user && user[n])
-		n++;
+	size_t n = strv_len(user);
 	char **roots = xmalloc((n + 3) * sizeof *roots);
 	size_t k = 0;
 	roots[k++] = xstrdup(tmpdir);

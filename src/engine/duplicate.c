@@ -19,6 +19,7 @@
 #include "cachet/step.h"
 #include "cachet/store.h"
 #include "cachet/strmap.h"
+#include "cachet/strv.h"
 
 /* ---- the names a masked word gives ---- */
 
@@ -33,12 +34,6 @@ struct names {
 	char **needles;
 	size_t nneedles;
 };
-
-static void add_str(char ***v, size_t *n, char *s)
-{
-	*v = xrealloc(*v, (*n + 1) * sizeof **v);
-	(*v)[(*n)++] = s;
-}
 
 /* The path without the extension of its basename, or NULL when that is the
  * path itself. */
@@ -56,29 +51,25 @@ static void names_add(struct names *nm, const char *cwd, const char *word)
 	size_t prefix;
 	const char *part = output_word_path(word, &prefix);
 	char *abs = path_join(cwd, part);
-	add_str(&nm->tokens, &nm->ntokens, xstrdup(part));
-	add_str(&nm->tokens, &nm->ntokens, xstrdup(abs));
-	add_str(&nm->needles, &nm->nneedles, xstrdup(part));
-	add_str(&nm->needles, &nm->nneedles, xstrdup(abs));
+	strv_push(&nm->tokens, &nm->ntokens, xstrdup(part));
+	strv_push(&nm->tokens, &nm->ntokens, xstrdup(abs));
+	strv_push(&nm->needles, &nm->nneedles, xstrdup(part));
+	strv_push(&nm->needles, &nm->nneedles, xstrdup(abs));
 	/* A relative stem without a directory ("a" of a.o) occurs in any
 	 * binary by chance; the absolute stem covers it. */
 	char *s = strchr(part, '/') ? stem(part) : NULL;
 	if (s)
-		add_str(&nm->needles, &nm->nneedles, s);
+		strv_push(&nm->needles, &nm->nneedles, s);
 	s = stem(abs);
 	if (s)
-		add_str(&nm->needles, &nm->nneedles, s);
+		strv_push(&nm->needles, &nm->nneedles, s);
 	free(abs);
 }
 
 static void names_free(struct names *nm)
 {
-	for (size_t i = 0; i < nm->ntokens; i++)
-		free(nm->tokens[i]);
-	for (size_t i = 0; i < nm->nneedles; i++)
-		free(nm->needles[i]);
-	free(nm->tokens);
-	free(nm->needles);
+	strv_free(nm->tokens);
+	strv_free(nm->needles);
 	memset(nm, 0, sizeof *nm);
 }
 
@@ -86,32 +77,13 @@ static void names_free(struct names *nm)
  * vector of malloc'd strings). */
 static char **masked_argv(char *const *argv, uint64_t mask)
 {
-	size_t n = 0;
-	while (argv[n])
-		n++;
+	size_t n = strv_len(argv);
 	char **v = xcalloc(n + 1, sizeof *v);
 	for (size_t i = 0; i < n; i++)
 		v[i] = i < OUTPUT_WORDS_MAX && (mask & ((uint64_t)1 << i))
 		           ? output_word_placeholder(argv[i])
 		           : xstrdup(argv[i]);
 	return v;
-}
-
-static void strv_free(char **v)
-{
-	if (!v)
-		return;
-	for (char **p = v; *p; p++)
-		free(*p);
-	free(v);
-}
-
-static size_t argc_of(char *const *argv)
-{
-	size_t n = 0;
-	while (argv[n])
-		n++;
-	return n;
 }
 
 /* ---- noting a stored miss ---- */
@@ -641,7 +613,7 @@ int lookup_duplicate_tier(struct lookup_tiers *t)
 		t->fault(t->ctx, "cannot read the index", &e);
 		return 0;
 	}
-	size_t argc = argc_of(step->argv);
+	size_t argc = strv_len(step->argv);
 	int served = 0;
 	for (size_t i = 0; i < nmasks && served != LOOKUP_SERVED && served != LOOKUP_STOP; i++) {
 		/* Recorded for a longer command line: argc is in the shape,

@@ -11,6 +11,7 @@
 #include "cachet/array.h"
 #include "cachet/path.h"
 #include "cachet/redact.h"
+#include "cachet/strv.h"
 
 void explain_list_free(struct explain_list *l)
 {
@@ -54,14 +55,6 @@ char *explain_display_path(const char *path, const char *cwd)
 static char *shown_arg(char *const *argv, size_t i)
 {
 	return redact_argv(argv, i);
-}
-
-static size_t argc_of(char *const *argv)
-{
-	size_t n = 0;
-	while (argv[n])
-		n++;
-	return n;
 }
 
 /* Past this many cells, the edit distance between the differing middles of
@@ -113,7 +106,7 @@ static size_t *argv_edit_table(char *const *now, char *const *rec, struct argv_m
 
 static size_t argv_distance(char *const *now, char *const *rec)
 {
-	struct argv_middle m = argv_middle(now, argc_of(now), rec, argc_of(rec));
+	struct argv_middle m = argv_middle(now, strv_len(now), rec, strv_len(rec));
 	if (!m.nn || !m.nr)
 		return m.nn + m.nr;
 	size_t *d = argv_edit_table(now, rec, m);
@@ -154,7 +147,7 @@ static int alike(const char *a, const char *b)
 static void explain_argv(const struct step *now, const struct step *rec, struct explain_list *out)
 {
 	struct argv_middle m =
-	    argv_middle(now->argv, argc_of(now->argv), rec->argv, argc_of(rec->argv));
+	    argv_middle(now->argv, strv_len(now->argv), rec->argv, strv_len(rec->argv));
 	if (!m.nn && !m.nr)
 		return;
 	size_t *d = argv_edit_table(now->argv, rec->argv, m);

@@ -5,6 +5,7 @@
 
 #include "cachet/path.h"
 #include "cachet/toolchain.h"
+#include "cachet/strv.h"
 
 /* The forms of a word that name an output file by a path after a prefix.
  * Only options whose value the compiler uses as a name: `-frandom-seed=X`
@@ -27,14 +28,6 @@ const char *output_word_path(const char *word, size_t *prefix_len)
 	return word;
 }
 
-static size_t word_count(char *const *argv)
-{
-	size_t n = 0;
-	while (argv[n] && n < OUTPUT_WORDS_MAX)
-		n++;
-	return n;
-}
-
 /* The index of path among outputs, or -1. */
 static long output_index(char *const *outputs, size_t n, const char *path)
 {
@@ -47,7 +40,9 @@ static long output_index(char *const *outputs, size_t n, const char *path)
 uint64_t output_words_mask(char *const *argv, const char *cwd, char *const *outputs, size_t n,
                            int *all_named)
 {
-	size_t nwords = word_count(argv);
+	size_t nwords = strv_len(argv);
+	if (nwords > OUTPUT_WORDS_MAX)
+		nwords = OUTPUT_WORDS_MAX;
 	uint64_t mask = 0;
 	unsigned char *named = calloc(n ? n : 1, 1);
 	/* Words that are an output's path, whole or after a form's prefix;

@@ -6,6 +6,7 @@
 #include "cachet/array.h"
 #include "cachet/bug.h"
 #include "cachet/portable.h"
+#include "cachet/strv.h"
 
 #define PATHSET_MAGIC 0x53505443u /* "CTPS" */
 /* Bounds for decoding untrusted path sets; far above any real step. */
@@ -105,9 +106,7 @@ size_t pathset_add(struct pathset *ps, enum obs_kind kind, unsigned flags, const
 	o->flags = (uint8_t)flags;
 	o->path = p;
 	if (excluded && *excluded) {
-		size_t n = 0;
-		while (excluded[n])
-			n++;
+		size_t n = strv_len((char *const *)excluded);
 		o->excluded = xmalloc(n * sizeof *o->excluded);
 		for (size_t i = 0; i < n; i++)
 			o->excluded[i] = intern(ps, excluded[i]);

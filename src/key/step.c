@@ -14,6 +14,7 @@
 #include "cachet/observe.h"
 #include "cachet/path.h"
 #include "cachet/platform.h"
+#include "cachet/strv.h"
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -25,9 +26,7 @@ static int cmp_str(const void *a, const void *b)
 static char **keyed_environment(char *const *envp, const char *const *env_ignore,
                                 const char *const *env_per_run, const char *cwd, char ***by_effect)
 {
-	size_t n = 0;
-	while (envp && envp[n])
-		n++;
+	size_t n = strv_len(envp);
 	char **env = xmalloc((n + 1) * sizeof *env);
 	char **effect = xmalloc((n + 1) * sizeof *effect);
 	const char *makeflags = NULL;
@@ -133,9 +132,7 @@ static int key_material(const struct step *s, const struct step_bases *b, const 
 	hasher_update_str(&h, tag);
 	hasher_update_u64(&h, CACHET_FORMAT_VERSION);
 	hasher_update_str(&h, s->namespace_ ? s->namespace_ : "");
-	size_t argc = 0;
-	while (s->argv[argc])
-		argc++;
+	size_t argc = strv_len(s->argv);
 	hasher_update_u64(&h, argc);
 	int rc = 0;
 	for (size_t i = 0; argv && i < argc && rc == 0; i++)
@@ -146,9 +143,7 @@ static int key_material(const struct step *s, const struct step_bases *b, const 
 	 * one checkout's directories apart (a step may print `basename $PWD`). */
 	if (rc == 0 && b && b->dir[STEP_BASE_CWD])
 		hasher_update_str(&h, path_basename(s->cwd));
-	size_t envc = 0;
-	while (s->env[envc])
-		envc++;
+	size_t envc = strv_len(s->env);
 	hasher_update_u64(&h, envc);
 	for (size_t i = 0; i < envc && rc == 0; i++)
 		rc = hash_keyed(&h, s->env[i], 0, b);
@@ -204,9 +199,7 @@ int step_init(struct step *step, char *const *argv, const char *exe, char *const
               const struct step_bases *bases, struct digest_cache *dc, struct error *e)
 {
 	memset(step, 0, sizeof *step);
-	size_t argc = 0;
-	while (argv[argc])
-		argc++;
+	size_t argc = strv_len(argv);
 	step->argv = xmalloc((argc + 1) * sizeof *step->argv);
 	for (size_t i = 0; i < argc; i++)
 		step->argv[i] = xstrdup(argv[i]);
@@ -263,10 +256,8 @@ void step_free(struct step *step)
 
 void step_encode(const struct step *step, struct buf *out)
 {
-	size_t n = 0;
+	size_t n = strv_len(step->argv);
 	buf_put_u32(out, CACHET_FORMAT_VERSION);
-	while (step->argv[n])
-		n++;
 	buf_put_u32(out, (uint32_t)n);
 	for (size_t i = 0; i < n; i++)
 		buf_put_str(out, step->argv[i]);

@@ -19,6 +19,7 @@
 #include "cachet/buf.h"
 #include "cachet/path.h"
 #include "cachet/strmap.h"
+#include "cachet/strv.h"
 #include "trace/tracer.h"
 
 #define PRELOAD_NAME "libcachet-preload.so"
@@ -66,9 +67,7 @@ static char *find_audit(const char *lib)
  * the step would abort otherwise). */
 static char **step_env(char *const *envp, const char *lib, const char *ours, const char *ring_path)
 {
-	size_t n = 0;
-	while (envp && envp[n])
-		n++;
+	size_t n = strv_len(envp);
 	char **out = xcalloc(n + 5, sizeof *out);
 	size_t k = 0;
 	const char *preload = NULL, *audit = NULL, *asan = NULL;
