@@ -12,6 +12,7 @@
 
 #include "cachet/buf.h"
 #include "cachet/remote.h"
+#include "cachet/remote_upload.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "cli/progress.h"
@@ -87,7 +88,7 @@ static void failures_since(const char *state, int64_t since_ms, struct buf *out)
 
 static int flush(struct store *s, int quiet)
 {
-	struct drain_report rep;
+	struct remote_drain_report rep;
 	struct error e = {0};
 	/* Wall times in the breaker files have millisecond steps. */
 	int64_t start = wall_now_ms();
@@ -244,7 +245,7 @@ int cmd_remote(int argc, char **argv)
 	} else if (!strcmp(sub, "status")) {
 		rc = status(s, json);
 	} else {
-		struct drain_report rep;
+		struct remote_drain_report rep;
 		struct error e = {0};
 		remote_tier_drain(s, 0, 0, NULL, &rep, &e);
 		rc = 0;

@@ -1,7 +1,8 @@
 /*
  * The remote tier of `cachet run`: its configuration from the settings, the
  * lookup (the engine's, remote_lookup.h) with the replay of a hit, and the
- * packaging of uploads into the spool that `cachet remote` drains.
+ * uploads (the engine's, remote_upload.h): a stored miss spooled with a
+ * background drainer started, and the drain that `cachet remote` runs.
  *
  * Nothing here ever fails a step: a remote that is down, slow, answers
  * garbage or hostile entries costs a miss and a counter (remote_* in
@@ -33,21 +34,18 @@ struct remote_explanation;
 void remote_tier_explain(struct store *s, const struct step *step, struct digest_cache *dc,
                          struct remote_explanation *out);
 
-/* After a miss stored its entry: writes an upload job to the spool and
- * starts a background drainer if none runs. Never waits for the network.
+/* After a miss stored its entry: writes an upload job to the spool
+ * (remote_upload_spool) and starts a background drainer if none runs.
+ * Never waits for the network.
  * rec is in the stored, portable form (portable_record). */
 void remote_tier_upload(struct store *s, const struct step *step, const struct record *rec);
 
-struct drain_report {
-	size_t uploaded; /* jobs every writable remote now has */
-	size_t dropped;  /* jobs whose blobs left the local store, or corrupt */
-	size_t left;     /* jobs still waiting */
-};
-
-/* Uploads spooled jobs. wait: wait for a running drainer instead of
- * leaving the work to it. force: try servers whose breaker is open.
- * shown: where the count goes as jobs are uploaded, or NULL. */
+/* Uploads spooled jobs (remote_upload_drain), signed with the sign_key
+ * setting. wait: wait for a running drainer instead of leaving the work to
+ * it. force: try servers whose breaker is open. shown: where the count goes
+ * as jobs are uploaded, or NULL. */
+struct remote_drain_report;
 int remote_tier_drain(struct store *s, int wait, int force, struct progress *shown,
-                      struct drain_report *out, struct error *e);
+                      struct remote_drain_report *out, struct error *e);
 
 #endif
