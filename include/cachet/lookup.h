@@ -251,9 +251,9 @@ struct step_lookup {
 	void (*fault)(void *ctx, const char *what, const struct error *e);
 	/* Worth saying to those who asked (-v); not counted. */
 	void (*note)(void *ctx, const char *what, const struct error *e);
-	/* The remote tier, asked after a local miss: LOOKUP_SERVED when it
-	 * restored and replayed a hit (the caller keeps its exit code), else
-	 * 0. NULL: no remote tier. */
+	/* The remote tier, asked after a local miss unless the store is
+	 * read-only: LOOKUP_SERVED when it restored and replayed a hit (the
+	 * caller keeps its exit code), else 0. NULL: no remote tier. */
 	int (*remote)(void *ctx);
 	void *ctx;
 

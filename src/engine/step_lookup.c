@@ -189,7 +189,9 @@ static int duplicate_tier(struct step_lookup *sl)
 
 static int remote_tier(struct step_lookup *sl)
 {
-	return sl->remote ? sl->remote(sl->ctx) : 0;
+	/* A remote hit is stored before it is restored: a read-only cache
+	 * cannot take one, and is not worth the remotes' configuration. */
+	return sl->remote && !store_is_readonly(sl->store) ? sl->remote(sl->ctx) : 0;
 }
 
 static const struct {
