@@ -38,8 +38,10 @@ struct remote_upload {
 	struct store *store;          /* blobs read, counters */
 	struct remote_client *client; /* the configured remotes */
 	const char *state_dir;        /* the store's remote state: spool, breakers */
-	/* Worth saying to those who asked (-v), or NULL. */
-	void (*note)(void *ctx, const char *what, const struct error *e);
+	/* Worth saying to those who asked (-v): always is 0, as everything an
+	 * upload finds only costs a later miss (the shape of the lookup's
+	 * note, remote_lookup.h). NULL says nothing. */
+	void (*note)(void *ctx, int always, const char *what, const struct error *e);
 	/* A drain's progress: job (0-based) of njobs about to be sent, or
 	 * NULL. */
 	void (*progress)(void *ctx, size_t job, size_t njobs);

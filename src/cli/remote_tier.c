@@ -39,13 +39,7 @@ static void count(struct ctx *x, const char *name)
 	store_count(x->store, name, 1);
 }
 
-static void note(struct ctx *x, const char *what, const struct error *e)
-{
-	if (x->verbose)
-		cli_warn("remote: %s%s%s", what, e && e->msg[0] ? ": " : "", e ? e->msg : "");
-}
-
-/* What the engine's remote lookup found worth saying: always, or with -v. */
+/* What the engine's remote tier found worth saying: always, or with -v. */
 static void say(void *ctx, int always, const char *what, const struct error *e)
 {
 	struct ctx *x = ctx;
@@ -182,18 +176,13 @@ static void progress(void *ctx, size_t job, size_t njobs)
 	progress_update(x->shown, job, njobs, "remote flush: uploading");
 }
 
-static void upload_note(void *ctx, const char *what, const struct error *e)
-{
-	note(ctx, what, e);
-}
-
 static struct remote_upload upload_of(struct ctx *x)
 {
 	return (struct remote_upload){
 	    .store = x->store,
 	    .client = x->client,
 	    .state_dir = x->state_dir,
-	    .note = upload_note,
+	    .note = say,
 	    .ctx = x,
 	};
 }
@@ -207,7 +196,7 @@ void remote_tier_upload(struct store *s, const struct step *step, const struct r
 	struct error e = {0};
 	enum remote_spooled spooled = remote_upload_spool(&u, &step->weak, rec, &e);
 	if (spooled == REMOTE_SPOOLED_FAILED)
-		note(&x, "cannot spool an upload", &e);
+		say(&x, 0, "cannot spool an upload", &e);
 	else if (spooled == REMOTE_SPOOLED_QUEUED)
 		drainer_start(x.state_dir, store_dir(x.store));
 	ctx_close(&x);

@@ -27,7 +27,7 @@ static void count(struct remote_upload *u, const char *name)
 static void note(struct remote_upload *u, const char *what, const struct error *e)
 {
 	if (u->note)
-		u->note(u->ctx, what, e);
+		u->note(u->ctx, 0, what, e);
 }
 
 /* ---- packaging ---- */
