@@ -78,6 +78,16 @@ static const char *const refused_words[] = {
     "-CC",
     "-",
     "-traditional",
+    "--preprocess",
+    "--dependencies",
+    "--user-dependencies",
+    "--no-line-commands",
+    "--comments",
+    "--comments-in-macros",
+    /* -E that leaves macros unexpanded (their uses would read the same
+     * under any -D), or a source taken as preprocessed already. */
+    "-fdirectives-only",
+    "-fpreprocessed",
     /* The command line written out: stderr (the driver's commands),
      * clang's DW_AT_producer and its .GCC.command.line. */
     "-v",
