@@ -169,9 +169,11 @@ const char *define_words_ineligible(const char *exe, char *const *argv)
 		if (role != TOOLCHAIN_GCC && !strcmp(w, "-grecord-gcc-switches"))
 			return "an option that writes macros or the command line out";
 		/* Options handed to the preprocessor as they are, but for a
-		 * define or a depfile. */
-		if (has_prefix(w, "-Wp,") && !has_prefix(w, "-Wp,-D") && !has_prefix(w, "-Wp,-U") &&
-		    !has_prefix(w, "-Wp,-MD,") && !has_prefix(w, "-Wp,-MMD,"))
+		 * depfile: a -Wp,-DX stays in the key, but the -E command
+		 * moves the define words before it, which may change what a
+		 * -Wp,-UX after them does. */
+		if (has_prefix(w, "-Wp,") && !has_prefix(w, "-Wp,-MD,") &&
+		    !has_prefix(w, "-Wp,-MMD,"))
 			return "an option handed to the preprocessor";
 	}
 	return compiles == 1 ? NULL : "not a -c or -S compile";

@@ -79,9 +79,13 @@ static void options_that_write_macros_out_are_refused(void **state)
 	char *record[] = {"cc", "-grecord-gcc-switches", "-c", "a.c", NULL};
 	assert_null(define_words_ineligible("/usr/bin/gcc", record));
 	assert_non_null(define_words_ineligible("/usr/bin/clang", record));
-	/* A DWARF version, not a level; defines handed to the preprocessor. */
-	char *fine[] = {"gcc", "-gdwarf-3", "-Wp,-DX", "-Wp,-MD,a.d", "-c", "a.c", NULL};
+	/* A DWARF version, not a level; a depfile through the preprocessor. */
+	char *fine[] = {"gcc", "-gdwarf-3", "-Wp,-MD,a.d", "-c", "a.c", NULL};
 	assert_null(define_words_ineligible("/usr/bin/gcc", fine));
+	/* A define handed to the preprocessor, which -E would see after the
+	 * define words it moves. */
+	char *wp[] = {"gcc", "-Wp,-UX", "-DX", "-c", "a.c", NULL};
+	assert_non_null(define_words_ineligible("/usr/bin/gcc", wp));
 }
 
 static void define_words_are_removed_and_joined(void **state)
