@@ -21,13 +21,15 @@
 
 #include <stddef.h>
 
+#include "cachet/buf.h"
 #include "cachet/digest.h"
 #include "cachet/error.h"
+#include "cachet/lookup.h"
 
-struct lookup_tiers;
 struct record;
 struct step;
 struct store;
+struct store_duplicate;
 
 /* Masks tried per lookup (the most recently noted for the step's shape). */
 #define DUPLICATE_MAX_MASKS 4
@@ -35,6 +37,10 @@ struct store;
  * their names: such a step is not noted (what is not read cannot be
  * vouched for). */
 #define DUPLICATE_MAX_SCAN ((size_t)8 << 20)
+
+/* argv with the words of mask replaced by their placeholders
+ * (output_word_placeholder; malloc'd vector of malloc'd strings). */
+char **duplicate_masked_argv(char *const *argv, uint64_t mask);
 
 /* What a stored miss wrote to its stdout and stderr. */
 struct duplicate_streams {
@@ -58,5 +64,32 @@ int duplicate_note(struct store *s, const struct step *step, const struct record
  * and handed to t->serve as LOOKUP_TIER_DUPLICATE. Returns as
  * lookup_index_tier. */
 int lookup_duplicate_tier(struct lookup_tiers *t);
+
+/* An entry noted for another step, made for this one (for the tiers that
+ * serve another step's entry: this one and preprocessed_duplicate.h). */
+struct duplicate_entry {
+	/* This step's path set (stored form, canonical), the values found
+	 * now in its order, and the keys they give. A tier may replace them
+	 * (with a path set that holds a superset of the facts) before
+	 * duplicate_entry_serve. */
+	struct buf ps_body;
+	struct digest ps_digest;
+	struct buf values;
+	struct digest strong;
+	struct duplicate_parts *parts; /* duplicate.c's */
+};
+
+/* Makes m (freed with duplicate_entry_free whatever the outcome) from the
+ * entry noted as d for t's step, whose output words are the bits of mask
+ * (over the step's argv): 0 when it holds here under this step's output
+ * names (its path set, renamed, evaluates to the strong key it was stored
+ * under; every blob present), else -1. */
+int duplicate_entry_hold(struct lookup_tiers *t, const struct store_duplicate *d, uint64_t mask,
+                         struct duplicate_entry *m);
+/* Stores m as the step's own entry (its outputs renamed, the names its
+ * text outputs hold rewritten, the values of m) and hands it to t->serve
+ * as tier. Returns as lookup_offer, or 0 when it cannot be made. */
+int duplicate_entry_serve(struct lookup_tiers *t, struct duplicate_entry *m, enum lookup_tier tier);
+void duplicate_entry_free(struct duplicate_entry *m);
 
 #endif

@@ -154,7 +154,22 @@ enum lookup_tier {
 	LOOKUP_TIER_MEMO,
 	LOOKUP_TIER_INDEX,
 	LOOKUP_TIER_DUPLICATE, /* another step's entry under this step's outputs (duplicate.h) */
+	/* another compile's entry, whose define words differ but whose
+	 * preprocessed text is the same (preprocessed_duplicate.h) */
+	LOOKUP_TIER_PREPROCESSED_DUPLICATE,
 	LOOKUP_TIER_REMOTE,
+};
+
+/* A run of the preprocessor for a compile (preprocessed_duplicate.h), by
+ * the caller's hands (it knows the step's environment and the roots it
+ * ignores): under the tracer, stdin /dev/null, stdout and stderr kept. */
+struct lookup_preprocessed {
+	struct buf out, err; /* what it wrote (initialised by the caller of the hook) */
+	/* Traced, exited 0, read no stdin, changed no path, cacheable. */
+	int ok;
+	/* When asked for and ok: what it looked at (path set and values, in
+	 * their stored form), malloc'd; freed with record_free and free. */
+	struct record *rec;
 };
 
 /* An entry that holds for the step: its path set keyed to a stored result,
@@ -189,6 +204,11 @@ struct lookup_tiers {
 	int (*serve)(void *ctx, struct lookup_candidate *c);
 	void (*count)(void *ctx, const char *name, int64_t delta);
 	void (*fault)(void *ctx, const char *what, const struct error *e);
+	/* Runs argv (the step's program) as a preprocessor run, with out's
+	 * record when want_record: 0, or -1 when it could not run at all.
+	 * NULL: no preprocessed duplicates. */
+	int (*preprocess)(void *ctx, char *const *argv, int want_record,
+	                  struct lookup_preprocessed *out);
 	void *ctx;
 
 	/* Out of the memo tier, for the index tier: the memo's entry could
@@ -255,6 +275,9 @@ struct step_lookup {
 	 * read-only: LOOKUP_SERVED when it restored and replayed a hit (the
 	 * caller keeps its exit code), else 0. NULL: no remote tier. */
 	int (*remote)(void *ctx);
+	/* lookup_tiers.preprocess; NULL: none. */
+	int (*preprocess)(void *ctx, char *const *argv, int want_record,
+	                  struct lookup_preprocessed *out);
 	void *ctx;
 
 	/* The engine's, readable by the caller. */

@@ -119,5 +119,10 @@ int step_shape_key(const struct step *s, struct digest *out);
  * the step's own, under another tag than the weak key: the key of the
  * step with its output words masked (duplicate.h). -1 as step_weak_key. */
 int step_argv_key(const struct step *s, char *const *argv, struct digest *out);
+/* step_shape_key and step_argv_key for the step's argv with its define
+ * words removed (define_words.h), of argc words, under tags of their own:
+ * the keys of preprocessed duplicates (preprocessed_duplicate.h). */
+int step_defines_shape_key(const struct step *s, size_t argc, struct digest *out);
+int step_defines_argv_key(const struct step *s, char *const *argv, struct digest *out);
 
 #endif

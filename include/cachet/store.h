@@ -171,6 +171,16 @@ struct store_duplicate {
 	struct digest weak, pathset, strong;
 	void *words; /* owned by what store_duplicate_get returns */
 	size_t words_len;
+	/* Set when the step may also serve compiles that differ from it in
+	 * their define words (preprocessed_duplicate.h): pkey, the key of its
+	 * argv with them removed and the words of pmask (over that argv)
+	 * masked; pshape, the shape of that argv; defines, the words removed
+	 * (each NUL-terminated, in argv order). */
+	int has_pp;
+	struct digest pkey, pshape;
+	uint64_t pmask;
+	void *defines; /* owned as words */
+	size_t defines_len;
 };
 /* Records d (replacing one under the same dkey). */
 int store_duplicate_put(struct store *s, const struct store_duplicate *d, struct error *e);
@@ -183,6 +193,14 @@ int store_duplicate_masks(struct store *s, const struct digest *shape, uint64_t 
 int store_duplicate_get(struct store *s, const struct digest *dkey, struct store_duplicate *out,
                         struct error *e);
 void store_duplicate_free(struct store_duplicate *d);
+/* The masks recorded for pshape (store_duplicate.pmask), as
+ * store_duplicate_masks. */
+int store_pp_duplicate_masks(struct store *s, const struct digest *pshape, uint64_t *masks,
+                             size_t max, size_t *n, struct error *e);
+/* The entries recorded under pkey, most recently recorded first, at most
+ * max, into out[0..*n) (each freed with store_duplicate_free). */
+int store_pp_duplicate_find(struct store *s, const struct digest *pkey, struct store_duplicate *out,
+                            size_t max, size_t *n, struct error *e);
 
 /* Best effort, never waits for the write lock: marks the path set and result
  * as used now and counts a hit. Returns 0 even when skipped because busy.

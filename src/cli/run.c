@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -330,8 +331,11 @@ static int serve_candidate(void *ctx, struct lookup_candidate *c)
 			return LOOKUP_PASS;
 	}
 	/* A duplicate's hit says so: served from another step's entry. */
-	return serve(r, c->result, c->pathset, &c->strong,
-	             c->tier == LOOKUP_TIER_DUPLICATE ? "duplicate" : NULL);
+	const char *reason = c->tier == LOOKUP_TIER_DUPLICATE ? "duplicate"
+	                     : c->tier == LOOKUP_TIER_PREPROCESSED_DUPLICATE
+	                         ? "preprocessed duplicate"
+	                         : NULL;
+	return serve(r, c->result, c->pathset, &c->strong, reason);
 }
 
 static void lookup_count(void *ctx, const char *name, int64_t delta)
@@ -367,6 +371,101 @@ static int lookup_remote(void *ctx)
 	           : 0;
 }
 
+/* 1 when the run changed a path, or read the stdin it was given: no
+ * preprocessor run (preprocessed_duplicate.h) may. */
+static int preprocessor_run_acted(const struct trace_result *tr)
+{
+	for (size_t i = 0; i < tr->nevents; i++) {
+		const struct trace_event *ev = &tr->events[i];
+		if (ev->kind == TRACE_TOUCH || ev->kind == TRACE_MOVED_IN ||
+		    ev->kind == TRACE_SET_MTIME || ev->kind == TRACE_FINAL ||
+		    (ev->kind == TRACE_FACT && !strcmp(ev->path, TRACE_FACT_STDIN)))
+			return 1;
+	}
+	return 0;
+}
+
+/* Reads what a memory file holds into out. */
+static int read_memfd(int fd, struct buf *out)
+{
+	off_t size = lseek(fd, 0, SEEK_END);
+	if (size < 0)
+		return -1;
+	buf_grow(out, (size_t)size);
+	ssize_t n = pread(fd, out->data + out->len, (size_t)size, 0);
+	if (n != size)
+		return -1;
+	out->len += (size_t)size;
+	return 0;
+}
+
+/* The preprocessor runs of preprocessed duplicates (lookup.h), as a miss
+ * runs its step: traced, in the step's environment with a private TMPDIR,
+ * the same roots ignored; stdin /dev/null, stdout and stderr into memory
+ * files, never where the step writes. */
+static int lookup_preprocess(void *ctx, char *const *argv, int want_record,
+                             struct lookup_preprocessed *out)
+{
+	struct run *r = ctx;
+	struct step_tmpdir tmp;
+	if (step_tmpdir_create(&tmp) < 0)
+		return -1;
+	char **env = step_environment(tmp.path);
+	char **ignore = step_ignore_roots(r->settings, tmp.path, r->cache_dir);
+	int out_fd = memfd_create("cachet-preprocessed", MFD_CLOEXEC);
+	int err_fd = memfd_create("cachet-preprocessor-stderr", MFD_CLOEXEC);
+	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct trace_spec spec = {
+	    .file = r->program,
+	    .argv = argv,
+	    .envp = env,
+	    .stdin_fd = null_fd,
+	    .stdout_fd = out_fd,
+	    .stderr_fd = err_fd,
+	    .ignore_roots = (const char *const *)ignore,
+	    .stdin_is_stream = 1,
+	};
+	struct trace_result tr;
+	memset(&tr, 0, sizeof tr);
+	struct error e = {0};
+	int rc = -1;
+	if (out_fd >= 0 && err_fd >= 0 && null_fd >= 0 && trace_run(&spec, &tr, &e) == 0) {
+		rc = 0;
+		out->ok = !tr.exec_errno && !tr.uncacheable && WIFEXITED(tr.status) &&
+		          WEXITSTATUS(tr.status) == 0 && !preprocessor_run_acted(&tr) &&
+		          read_memfd(out_fd, &out->out) == 0 && read_memfd(err_fd, &out->err) == 0;
+		if (out->ok && want_record) {
+			struct record *rec = xcalloc(1, sizeof *rec);
+			if (record_run(tr.events, tr.nevents, (const char *const *)ignore,
+			               &r->step.bases, NULL, &r->lookup.fps.dc, rec, &e) < 0) {
+				record_free(rec);
+				free(rec);
+				out->ok = 0;
+			} else {
+				record_add_env_facts(rec, r->step.effect_env, r->step.cwd);
+				if (rec->not_storable || portable_record(rec, &r->step.bases) < 0) {
+					record_free(rec);
+					free(rec);
+					out->ok = 0;
+				} else {
+					out->rec = rec;
+				}
+			}
+		}
+		trace_result_free(&tr);
+	}
+	if (out_fd >= 0)
+		close(out_fd);
+	if (err_fd >= 0)
+		close(err_fd);
+	if (null_fd >= 0)
+		close(null_fd);
+	free_strv(env);
+	free_strv(ignore);
+	step_tmpdir_remove(&tmp);
+	return rc;
+}
+
 static void lookup_prepare(struct run *r)
 {
 	struct step_lookup *sl = &r->lookup;
@@ -384,6 +483,7 @@ static void lookup_prepare(struct run *r)
 	sl->fault = lookup_fault;
 	sl->note = lookup_note;
 	sl->remote = lookup_remote;
+	sl->preprocess = lookup_preprocess;
 	sl->ctx = r;
 	lookup_step_init(sl);
 }

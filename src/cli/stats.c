@@ -166,6 +166,11 @@ int cmd_stats(int argc, char **argv)
 		int64_t dups = totals_counter(c, n, "duplicate_hits");
 		if (dups)
 			printf("  duplicate compiles               %12lld\n", (long long)dups);
+		/* Served from a compile that preprocesses to the same text
+		 * (preprocessed_duplicate.h): in hits. */
+		int64_t pp_dups = totals_counter(c, n, "preprocessed_duplicate_hits");
+		if (pp_dups)
+			printf("  preprocessed duplicates          %12lld\n", (long long)pp_dups);
 		printf("misses                             %12lld\n", (long long)misses);
 		text_group(c, n, "miss: ");
 		printf("uncacheable                        %12lld\n", (long long)unc);

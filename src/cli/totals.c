@@ -55,13 +55,14 @@ void totals_json(struct buf *b, const struct totals *t, const struct store_count
 	         "{\"hits\": %lld, \"misses\": %lld, \"uncacheable\": %lld, \"errors\": %lld, "
 	         "\"entries\": %llu, \"pathsets\": %llu, \"blobs\": %llu, \"bytes\": %llu, "
 	         "\"time_saved_ms\": %lld, \"verified\": %lld, \"nondeterministic\": %lld, "
-	         "\"duplicate_hits\": %lld",
+	         "\"duplicate_hits\": %lld, \"preprocessed_duplicate_hits\": %lld",
 	         (long long)t->hits, (long long)t->misses, (long long)t->uncacheable,
 	         (long long)t->errors, (unsigned long long)u->entries,
 	         (unsigned long long)u->pathsets, (unsigned long long)u->blobs,
 	         (unsigned long long)u->blob_bytes, (long long)t->time_saved_ms,
 	         (long long)t->verified, (long long)t->nondeterministic,
-	         (long long)totals_counter(c, n, "duplicate_hits"));
+	         (long long)totals_counter(c, n, "duplicate_hits"),
+	         (long long)totals_counter(c, n, "preprocessed_duplicate_hits"));
 	json_group(b, c, n, "miss_reasons", "miss: ");
 	json_group(b, c, n, "uncacheable_reasons", "uncacheable: ");
 	json_group(b, c, n, "remote", "remote_");

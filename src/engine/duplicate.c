@@ -14,6 +14,7 @@
 #include "cachet/path.h"
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
+#include "cachet/preprocessed_duplicate.h"
 #include "cachet/record.h"
 #include "cachet/result.h"
 #include "cachet/step.h"
@@ -73,9 +74,7 @@ static void names_free(struct names *nm)
 	memset(nm, 0, sizeof *nm);
 }
 
-/* argv with the words of mask replaced by their placeholders (malloc'd
- * vector of malloc'd strings). */
-static char **masked_argv(char *const *argv, uint64_t mask)
+char **duplicate_masked_argv(char *const *argv, uint64_t mask)
 {
 	size_t n = strv_len(argv);
 	char **v = xcalloc(n + 1, sizeof *v);
@@ -183,7 +182,7 @@ int duplicate_note(struct store *s, const struct step *step, const struct record
 	    .pathset = rec->ps_digest,
 	    .strong = *strong,
 	};
-	char **masked = masked_argv(step->argv, mask);
+	char **masked = duplicate_masked_argv(step->argv, mask);
 	int keyed =
 	    step_argv_key(step, masked, &d.dkey) == 0 && step_shape_key(step, &d.shape) == 0;
 	strv_free(masked);
@@ -199,8 +198,13 @@ int duplicate_note(struct store *s, const struct step *step, const struct record
 			buf_add(&words, step->argv[i], strlen(step->argv[i]) + 1);
 	d.words = words.data;
 	d.words_len = words.len;
+	/* A compile may also serve those whose define words differ. */
+	struct buf defines;
+	buf_init(&defines);
+	preprocessed_duplicate_keys(step, rec, mask, &d, &defines);
 	int rc = store_duplicate_put(s, &d, e);
 	buf_free(&words);
+	buf_free(&defines);
 	return rc < 0 ? -1 : 1;
 }
 
@@ -217,8 +221,9 @@ struct renames {
 
 static void renames_add(struct renames *m, const char *from, const char *to, int exact)
 {
-	if (!strcmp(from, to))
-		return;
+	/* A path that keeps its name is kept too: an output of this step
+	 * at the sibling's path (a compile whose define words changed,
+	 * preprocessed_duplicate.h) is still one it names. */
 	for (size_t i = 0; i < m->n; i++)
 		if (!strcmp(m->from[i], from)) {
 			if (strcmp(m->to[i], to))
@@ -394,29 +399,25 @@ static void values_free(struct value_list *l)
 	free(l->len);
 }
 
-/* The entry made for this step from the noted one. */
-struct made {
-	struct buf ps_body;
-	struct digest ps_digest;
-	struct buf values;
-	struct digest strong;
-	struct result res; /* stored form */
+/* What only duplicate.c reads of an entry being made (duplicate_entry). */
+struct duplicate_parts {
+	struct renames local, stored;
+	struct names was, now;
+	void *ps_body; /* the noted entry's path set and result, as stored */
+	size_t ps_len;
+	void *res_body;
+	size_t res_len;
+	struct result res;      /* the noted result, decoded */
+	struct result made_res; /* this step's, stored form */
 	struct buf result_body;
 };
-
-static void made_free(struct made *m)
-{
-	buf_free(&m->ps_body);
-	buf_free(&m->values);
-	buf_free(&m->result_body);
-	result_free(&m->res);
-}
 
 /* This step's path set: the noted one (stored form) renamed and put in
  * canonical order again, with the values found here in that order, and its
  * strong key. */
 static int make_pathset(const struct step *step, const void *body, size_t len,
-                        const struct renames *stored, const struct buf *values, struct made *m)
+                        const struct renames *stored, const struct buf *values,
+                        struct duplicate_entry *m)
 {
 	struct pathset ps;
 	struct error e = {0};
@@ -462,7 +463,8 @@ static int make_pathset(const struct step *step, const void *body, size_t len,
 /* This step's result: the noted one (stored form, res) with its outputs
  * renamed and the names its text outputs hold rewritten (new blobs). */
 static int make_result(struct store *s, struct result *res, const struct renames *stored,
-                       const struct names *was, const struct names *now, struct made *m)
+                       const struct names *was, const struct names *now, const struct buf *values,
+                       struct duplicate_parts *m)
 {
 	for (size_t k = 0; k < res->noutputs; k++) {
 		struct output *o = &res->outputs[k];
@@ -499,102 +501,129 @@ static int make_result(struct store *s, struct result *res, const struct renames
 	res->listings = NULL;
 	res->listings_len = 0;
 	free(res->values);
-	res->values = xmalloc(m->values.len + 1);
-	memcpy(res->values, m->values.data, m->values.len);
-	res->values_len = m->values.len;
-	m->res = *res;
+	res->values = xmalloc(values->len + 1);
+	memcpy(res->values, values->data, values->len);
+	res->values_len = values->len;
+	m->made_res = *res;
 	result_init(res);
-	result_encode(&m->res, &m->result_body);
+	result_encode(&m->made_res, &m->result_body);
 	return 0;
+}
+
+void duplicate_entry_free(struct duplicate_entry *m)
+{
+	buf_free(&m->ps_body);
+	buf_free(&m->values);
+	struct duplicate_parts *p = m->parts;
+	if (p) {
+		renames_free(&p->local);
+		renames_free(&p->stored);
+		names_free(&p->was);
+		names_free(&p->now);
+		free(p->ps_body);
+		free(p->res_body);
+		result_free(&p->res);
+		result_free(&p->made_res);
+		buf_free(&p->result_body);
+		free(p);
+	}
+	memset(m, 0, sizeof *m);
+}
+
+int duplicate_entry_hold(struct lookup_tiers *t, const struct store_duplicate *d, uint64_t mask,
+                         struct duplicate_entry *m)
+{
+	const struct step *step = t->step;
+	memset(m, 0, sizeof *m);
+	buf_init(&m->ps_body);
+	buf_init(&m->values);
+	struct duplicate_parts *p = m->parts = xcalloc(1, sizeof *p);
+	result_init(&p->res);
+	result_init(&p->made_res);
+	buf_init(&p->result_body);
+	struct error e = {0};
+	if (pair_words(step, mask, d->words, d->words_len, &p->local, &p->stored, &p->was,
+	               &p->now) < 0)
+		return -1;
+	if (store_get_pathset(t->store, &d->weak, &d->pathset, &p->ps_body, &p->ps_len, &e) != 1 ||
+	    store_get_result(t->store, &d->strong, &p->res_body, &p->res_len, &e) != 1)
+		return -1;
+	if (result_decode(p->res_body, p->res_len, &p->res, &e) < 0) {
+		t->fault(t->ctx, "corrupt result", &e);
+		return -1;
+	}
+	/* Every blob there before anything is made of them. */
+	if (!lookup_blobs_present(t->store, &p->res))
+		return -1;
+	/* The first step's path set, at this step's output paths, keyed as
+	 * the first step would: its strong key, or it does not hold here. */
+	struct buf values;
+	buf_init(&values);
+	struct pathset_evaluation ev = {
+	    .digest = &d->pathset,
+	    .body = p->ps_body,
+	    .len = p->ps_len,
+	    .rewrite = rename_pathset,
+	    .rewrite_ctx = &p->local,
+	    .values = &values,
+	};
+	int rc = lookup_evaluate_pathset(&step->bases, &d->weak, t->dc, &ev, &e);
+	if (rc == LOOKUP_PATHSET_DAMAGED)
+		t->fault(t->ctx, "corrupt path set", &e);
+	if (rc == LOOKUP_PATHSET_KEYED && digest_equal(&ev.strong, &d->strong))
+		rc = make_pathset(step, p->ps_body, p->ps_len, &p->stored, &values, m);
+	else
+		rc = -1;
+	buf_free(&values);
+	return rc;
+}
+
+int duplicate_entry_serve(struct lookup_tiers *t, struct duplicate_entry *m, enum lookup_tier tier)
+{
+	struct duplicate_parts *p = m->parts;
+	struct error e = {0};
+	if (make_result(t->store, &p->res, &p->stored, &p->was, &p->now, &m->values, p) < 0)
+		return 0;
+	struct lookup_entry entry = {
+	    .step = t->step,
+	    .pathset = &m->ps_digest,
+	    .pathset_body = m->ps_body.data,
+	    .pathset_len = m->ps_body.len,
+	    .strong = &m->strong,
+	    .result_body = p->result_body.data,
+	    .result_len = p->result_body.len,
+	    .result = &p->made_res,
+	};
+	if (lookup_store_entry(t->store, &entry, &e) < 0)
+		t->fault(t->ctx, "cannot store a duplicate's entry", &e);
+	struct result served_res;
+	if (result_decode(p->result_body.data, p->result_body.len, &served_res, &e) < 0)
+		return 0;
+	struct lookup_candidate c = {
+	    .tier = tier,
+	    .pathset = &m->ps_digest,
+	    .pathset_body = m->ps_body.data,
+	    .pathset_len = m->ps_body.len,
+	    .strong = m->strong,
+	    .result_body = p->result_body.data,
+	    .result_len = p->result_body.len,
+	    .result = &served_res,
+	};
+	int served = lookup_offer(t, &c);
+	if (served != LOOKUP_STOP)
+		result_free(&served_res);
+	return served;
 }
 
 /* Tries the entry noted as d for this step. Returns as lookup_offer, or 0
  * when it does not hold. */
 static int try_noted(struct lookup_tiers *t, const struct store_duplicate *d)
 {
-	const struct step *step = t->step;
-	struct renames local = {0}, stored = {0};
-	struct names was = {0}, now = {0};
-	struct made m = {0};
-	buf_init(&m.ps_body);
-	buf_init(&m.values);
-	buf_init(&m.result_body);
-	void *ps_body = NULL, *res_body = NULL;
-	size_t ps_len = 0, res_len = 0;
-	struct result res;
-	result_init(&res);
-	struct error e = {0};
+	struct duplicate_entry m;
 	int served = 0;
-	if (pair_words(step, d->mask, d->words, d->words_len, &local, &stored, &was, &now) < 0)
-		goto out;
-	if (store_get_pathset(t->store, &d->weak, &d->pathset, &ps_body, &ps_len, &e) != 1 ||
-	    store_get_result(t->store, &d->strong, &res_body, &res_len, &e) != 1)
-		goto out;
-	if (result_decode(res_body, res_len, &res, &e) < 0) {
-		t->fault(t->ctx, "corrupt result", &e);
-		goto out;
-	}
-	/* Every blob there before anything is made of them. */
-	if (!lookup_blobs_present(t->store, &res))
-		goto out;
-	/* The first step's path set, at this step's output paths, keyed as
-	 * the first step would: its strong key, or it does not hold here. */
-	struct pathset_evaluation ev = {
-	    .digest = &d->pathset,
-	    .body = ps_body,
-	    .len = ps_len,
-	    .rewrite = rename_pathset,
-	    .rewrite_ctx = &local,
-	    .values = &m.values,
-	};
-	int rc = lookup_evaluate_pathset(&step->bases, &d->weak, t->dc, &ev, &e);
-	if (rc == LOOKUP_PATHSET_DAMAGED)
-		t->fault(t->ctx, "corrupt path set", &e);
-	if (rc != LOOKUP_PATHSET_KEYED || !digest_equal(&ev.strong, &d->strong))
-		goto out;
-	struct buf values = m.values;
-	buf_init(&m.values);
-	rc = make_pathset(step, ps_body, ps_len, &stored, &values, &m);
-	buf_free(&values);
-	if (rc < 0 || make_result(t->store, &res, &stored, &was, &now, &m) < 0)
-		goto out;
-	struct lookup_entry entry = {
-	    .step = step,
-	    .pathset = &m.ps_digest,
-	    .pathset_body = m.ps_body.data,
-	    .pathset_len = m.ps_body.len,
-	    .strong = &m.strong,
-	    .result_body = m.result_body.data,
-	    .result_len = m.result_body.len,
-	    .result = &m.res,
-	};
-	if (lookup_store_entry(t->store, &entry, &e) < 0)
-		t->fault(t->ctx, "cannot store a duplicate's entry", &e);
-	struct result served_res;
-	if (result_decode(m.result_body.data, m.result_body.len, &served_res, &e) < 0)
-		goto out;
-	struct lookup_candidate c = {
-	    .tier = LOOKUP_TIER_DUPLICATE,
-	    .pathset = &m.ps_digest,
-	    .pathset_body = m.ps_body.data,
-	    .pathset_len = m.ps_body.len,
-	    .strong = m.strong,
-	    .result_body = m.result_body.data,
-	    .result_len = m.result_body.len,
-	    .result = &served_res,
-	};
-	served = lookup_offer(t, &c);
-	if (served != LOOKUP_STOP)
-		result_free(&served_res);
-out:
-	result_free(&res);
-	free(ps_body);
-	free(res_body);
-	renames_free(&local);
-	renames_free(&stored);
-	names_free(&was);
-	names_free(&now);
-	made_free(&m);
+	if (duplicate_entry_hold(t, d, d->mask, &m) == 0)
+		served = duplicate_entry_serve(t, &m, LOOKUP_TIER_DUPLICATE);
+	duplicate_entry_free(&m);
 	return served;
 }
 
@@ -620,7 +649,7 @@ int lookup_duplicate_tier(struct lookup_tiers *t)
 		 * but a damaged row is not to be believed. */
 		if (argc < OUTPUT_WORDS_MAX && (masks[i] >> argc))
 			continue;
-		char **masked = masked_argv(step->argv, masks[i]);
+		char **masked = duplicate_masked_argv(step->argv, masks[i]);
 		struct digest dkey;
 		int keyed = step_argv_key(step, masked, &dkey) == 0;
 		strv_free(masked);

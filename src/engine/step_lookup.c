@@ -11,6 +11,7 @@
 
 #include "cachet/dirfp.h"
 #include "cachet/duplicate.h"
+#include "cachet/preprocessed_duplicate.h"
 #include "cachet/portable.h"
 #include "cachet/record.h"
 #include "cachet/result.h"
@@ -131,6 +132,13 @@ static void tier_fault(void *ctx, const char *what, const struct error *e)
 	sl->fault(sl->ctx, what, e);
 }
 
+static int tier_preprocess(void *ctx, char *const *argv, int want_record,
+                           struct lookup_preprocessed *out)
+{
+	struct step_lookup *sl = ctx;
+	return sl->preprocess(sl->ctx, argv, want_record, out);
+}
+
 void lookup_step_init(struct step_lookup *sl)
 {
 	fplog_init(&sl->fps);
@@ -141,6 +149,7 @@ void lookup_step_init(struct step_lookup *sl)
 	    .serve = serve_and_memo,
 	    .count = tier_count,
 	    .fault = tier_fault,
+	    .preprocess = sl->preprocess ? tier_preprocess : NULL,
 	    .ctx = sl,
 	};
 	sl->step_ready = 0;
@@ -187,6 +196,11 @@ static int duplicate_tier(struct step_lookup *sl)
 	return lookup_duplicate_tier(&sl->tiers);
 }
 
+static int preprocessed_duplicate_tier(struct step_lookup *sl)
+{
+	return lookup_preprocessed_duplicate_tier(&sl->tiers);
+}
+
 static int remote_tier(struct step_lookup *sl)
 {
 	/* A remote hit is stored before it is restored: a read-only cache
@@ -199,6 +213,7 @@ static const struct {
 	int (*ask)(struct step_lookup *sl);
 } tiers_after_local_miss[] = {
     {LOOKUP_TIER_DUPLICATE, duplicate_tier},
+    {LOOKUP_TIER_PREPROCESSED_DUPLICATE, preprocessed_duplicate_tier},
     {LOOKUP_TIER_REMOTE, remote_tier},
 };
 

@@ -123,8 +123,19 @@ static int hash_keyed(struct hasher *h, const char *text, int is_path, const str
 /* The weak key's material with argv as given: the step's own for the weak
  * key; with masked words replaced for a duplicate key; none (only argc)
  * for a shape. tag tells the three apart. */
+static int key_material_argc(const struct step *s, const struct step_bases *b, const char *tag,
+                             char *const *argv, size_t argc, struct digest *out);
+
 static int key_material(const struct step *s, const struct step_bases *b, const char *tag,
                         char *const *argv, struct digest *out)
+{
+	return key_material_argc(s, b, tag, argv, strv_len(s->argv), out);
+}
+
+/* key_material with argv (or only argc, argv NULL) of another length than
+ * the step's: its define words removed (define_words.h). */
+static int key_material_argc(const struct step *s, const struct step_bases *b, const char *tag,
+                             char *const *argv, size_t argc, struct digest *out)
 {
 	struct hasher h;
 	if (hasher_init(&h, NULL) < 0)
@@ -132,7 +143,6 @@ static int key_material(const struct step *s, const struct step_bases *b, const 
 	hasher_update_str(&h, tag);
 	hasher_update_u64(&h, CACHET_FORMAT_VERSION);
 	hasher_update_str(&h, s->namespace_ ? s->namespace_ : "");
-	size_t argc = strv_len(s->argv);
 	hasher_update_u64(&h, argc);
 	int rc = 0;
 	for (size_t i = 0; argv && i < argc && rc == 0; i++)
@@ -192,6 +202,18 @@ int step_shape_key(const struct step *s, struct digest *out)
 int step_argv_key(const struct step *s, char *const *argv, struct digest *out)
 {
 	return key_material(s, &s->bases, "cachet duplicate key", argv, out);
+}
+
+int step_defines_shape_key(const struct step *s, size_t argc, struct digest *out)
+{
+	return key_material_argc(s, &s->bases, "cachet step shape without defines", NULL, argc,
+	                         out);
+}
+
+int step_defines_argv_key(const struct step *s, char *const *argv, struct digest *out)
+{
+	return key_material_argc(s, &s->bases, "cachet duplicate key without defines", argv,
+	                         strv_len(argv), out);
 }
 
 int step_init(struct step *step, char *const *argv, const char *exe, char *const *envp,

@@ -163,6 +163,15 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "  last_used INTEGER NOT NULL) WITHOUT ROWID;"
     "CREATE INDEX duplicates_by_shape ON duplicates(shape, mask);"
     "CREATE INDEX duplicates_by_strong ON duplicates(strong);",
+    /* 6: the same entries by their key with the define words removed too
+     * (preprocessed_duplicate.h), the masks seen per shape of that argv,
+     * and the define words removed. NULL for a step not eligible. */
+    "ALTER TABLE duplicates ADD COLUMN pkey BLOB;"
+    "ALTER TABLE duplicates ADD COLUMN pshape BLOB;"
+    "ALTER TABLE duplicates ADD COLUMN pmask INTEGER;"
+    "ALTER TABLE duplicates ADD COLUMN defines BLOB;"
+    "CREATE INDEX duplicates_by_pkey ON duplicates(pkey);"
+    "CREATE INDEX duplicates_by_pshape ON duplicates(pshape, pmask);",
 };
 
 int64_t store_now_ns(void)

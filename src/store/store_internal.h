@@ -30,7 +30,7 @@
 #define STORE_BUSY_TIMEOUT_MS 30000
 
 /* The index schema version (PRAGMA user_version). */
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 /* Prepared statements, prepared on first use: a hit uses only a few. */
 enum stmt_id {

@@ -58,28 +58,28 @@ check_status_file_format
 
 section "a read-only cache: the duplicate runs (it would have to be stored), no error"
 mkdir -p r1 r2
-run_expect miss "" -- $(compile r1 -DRO)
+run_expect miss "" -- $(compile r1 -Wp,-DRO)
 errors_before=$(counters errors)
-CACHET_READ_ONLY=1 run_expect miss "" -- $(compile r2 -DRO)
+CACHET_READ_ONLY=1 run_expect miss "" -- $(compile r2 -Wp,-DRO)
 [ "$(counters errors)" = "$errors_before" ] || fail "errors counted: $(counters errors)"
-run_expect hit duplicate -- $(compile r2 -DRO)
+run_expect hit duplicate -- $(compile r2 -Wp,-DRO)
 
 section "a header edited between the two: the second misses"
 mkdir -p e1 e2
-run_expect miss "" -- $(compile e1 -DEDIT)
+run_expect miss "" -- $(compile e1 -Wp,-DEDIT)
 echo '#define X 43' > "$SRC/x.h"
-run_expect miss "" -- $(compile e2 -DEDIT)
-gcc -g -gno-record-gcc-switches -O2 -I"$SRC" -DEDIT -MD -MT e2/x.c.o -MF "$W/plain-e2.d" -o "$W/plain-e2.o" -c "$SRC/x.c"
+run_expect miss "" -- $(compile e2 -Wp,-DEDIT)
+gcc -g -gno-record-gcc-switches -O2 -I"$SRC" -Wp,-DEDIT -MD -MT e2/x.c.o -MF "$W/plain-e2.d" -o "$W/plain-e2.o" -c "$SRC/x.c"
 assert_same "$W/plain-e2.o" e2/x.c.o
 
 section "an output directory that does not exist for the second: it fails as plainly"
 mkdir -p m1
-run_expect miss "" -- $(compile m1 -DMISSING)
+run_expect miss "" -- $(compile m1 -Wp,-DMISSING)
 set +e
-$(compile m2 -DMISSING) 2> "$T/plain.err"
+$(compile m2 -Wp,-DMISSING) 2> "$T/plain.err"
 plain_rc=$?
 set -e
-step $(compile m2 -DMISSING) 2> "$T/cached.err"
+step $(compile m2 -Wp,-DMISSING) 2> "$T/cached.err"
 [ "$RC" -ne 0 ] && [ "$RC" -eq "$plain_rc" ] || fail "exit status $RC, plainly $plain_rc"
 expect miss
 assert_absent m2
