@@ -56,53 +56,57 @@ assert_same "$P/sub/c.dir/x.c.o" "$C/sub/c.dir/x.c.o"
 assert_same_tree "duplicate hits" "$PLAIN_TREE" "$(tree_state "$C")"
 check_status_file_format
 
+# The output directories below are named with a hyphen: a short name such
+# as r1 could occur in the scratch directory's random suffix (in the -I
+# path), and the duplicate tier rightly refuses a step whose argv names an
+# output directory in another word.
 section "a read-only cache: the duplicate runs (it would have to be stored), no error"
-mkdir -p r1 r2
-run_expect miss "" -- $(compile r1 -Wp,-DRO)
+mkdir -p r-1 r-2
+run_expect miss "" -- $(compile r-1 -Wp,-DRO)
 errors_before=$(counters errors)
-CACHET_READ_ONLY=1 run_expect miss "" -- $(compile r2 -Wp,-DRO)
+CACHET_READ_ONLY=1 run_expect miss "" -- $(compile r-2 -Wp,-DRO)
 [ "$(counters errors)" = "$errors_before" ] || fail "errors counted: $(counters errors)"
-run_expect hit duplicate -- $(compile r2 -Wp,-DRO)
+run_expect hit duplicate -- $(compile r-2 -Wp,-DRO)
 
 section "a header edited between the two: the second misses"
-mkdir -p e1 e2
-run_expect miss "" -- $(compile e1 -Wp,-DEDIT)
+mkdir -p e-1 e-2
+run_expect miss "" -- $(compile e-1 -Wp,-DEDIT)
 echo '#define X 43' > "$SRC/x.h"
-run_expect miss "" -- $(compile e2 -Wp,-DEDIT)
-gcc -g -gno-record-gcc-switches -O2 -I"$SRC" -Wp,-DEDIT -MD -MT e2/x.c.o -MF "$W/plain-e2.d" -o "$W/plain-e2.o" -c "$SRC/x.c"
-assert_same "$W/plain-e2.o" e2/x.c.o
+run_expect miss "" -- $(compile e-2 -Wp,-DEDIT)
+gcc -g -gno-record-gcc-switches -O2 -I"$SRC" -Wp,-DEDIT -MD -MT e-2/x.c.o -MF "$W/plain-e2.d" -o "$W/plain-e2.o" -c "$SRC/x.c"
+assert_same "$W/plain-e2.o" e-2/x.c.o
 
 section "an output directory that does not exist for the second: it fails as plainly"
-mkdir -p m1
-run_expect miss "" -- $(compile m1 -Wp,-DMISSING)
+mkdir -p m-1
+run_expect miss "" -- $(compile m-1 -Wp,-DMISSING)
 set +e
-$(compile m2 -Wp,-DMISSING) 2> "$T/plain.err"
+$(compile m-2 -Wp,-DMISSING) 2> "$T/plain.err"
 plain_rc=$?
 set -e
-step $(compile m2 -Wp,-DMISSING) 2> "$T/cached.err"
+step $(compile m-2 -Wp,-DMISSING) 2> "$T/cached.err"
 [ "$RC" -ne 0 ] && [ "$RC" -eq "$plain_rc" ] || fail "exit status $RC, plainly $plain_rc"
 expect miss
-assert_absent m2
+assert_absent m-2
 
 section "-MD without -MF: the depfile's name derives from -o, the second misses"
-mkdir -p d1 d2
-run_expect miss "" -- gcc -c "$SRC/x.c" -I"$SRC" -o d1/x.o -MD
-run_expect miss "" -- gcc -c "$SRC/x.c" -I"$SRC" -o d2/x.o -MD
-assert_exists d2/x.d
-grep -q '^d2/x.o:' d2/x.d || fail "d2/x.d does not name d2/x.o"
+mkdir -p d-1 d-2
+run_expect miss "" -- gcc -c "$SRC/x.c" -I"$SRC" -o d-1/x.o -MD
+run_expect miss "" -- gcc -c "$SRC/x.c" -I"$SRC" -o d-2/x.o -MD
+assert_exists d-2/x.d
+grep -q '^d-2/x.o:' d-2/x.d || fail "d-2/x.d does not name d-2/x.o"
 
 section "-gsplit-dwarf: the object names its .dwo, the second misses"
-mkdir -p s1 s2
-run_expect miss "" -- gcc -g -gsplit-dwarf -c "$SRC/x.c" -I"$SRC" -o s1/x.o
-run_expect miss "" -- gcc -g -gsplit-dwarf -c "$SRC/x.c" -I"$SRC" -o s2/x.o
-assert_exists s2/x.dwo
+mkdir -p s-1 s-2
+run_expect miss "" -- gcc -g -gsplit-dwarf -c "$SRC/x.c" -I"$SRC" -o s-1/x.o
+run_expect miss "" -- gcc -g -gsplit-dwarf -c "$SRC/x.c" -I"$SRC" -o s-2/x.o
+assert_exists s-2/x.dwo
 
 section "-S and -c: other outputs of other kinds, the second misses"
-mkdir -p k1 k2
-run_expect miss "" -- gcc -S "$SRC/x.c" -I"$SRC" -o k1/x.s
-run_expect miss "" -- gcc -c "$SRC/x.c" -I"$SRC" -o k2/x.s
+mkdir -p k-1 k-2
+run_expect miss "" -- gcc -S "$SRC/x.c" -I"$SRC" -o k-1/x.s
+run_expect miss "" -- gcc -c "$SRC/x.c" -I"$SRC" -o k-2/x.s
 gcc -c "$SRC/x.c" -I"$SRC" -o "$W/plain-k2.o"
-assert_same "$W/plain-k2.o" k2/x.s
+assert_same "$W/plain-k2.o" k-2/x.s
 
 section "a generator that writes its output's name in another form: the second misses"
 cat > "$W/gen.py" <<'EOF'
@@ -112,10 +116,10 @@ guard = os.path.basename(out).upper().replace(".", "_")
 with open(out, "w") as f:
     f.write("#ifndef %s\n#define %s\n#endif\n" % (guard, guard))
 EOF
-mkdir -p g1 g2
-run_expect miss "" -- python3 "$W/gen.py" g1/out1.h
-run_expect miss "" -- python3 "$W/gen.py" g2/out2.h
-grep -q OUT2_H g2/out2.h || fail "g2/out2.h has the wrong guard"
+mkdir -p g-1 g-2
+run_expect miss "" -- python3 "$W/gen.py" g-1/out1.h
+run_expect miss "" -- python3 "$W/gen.py" g-2/out2.h
+grep -q OUT2_H g-2/out2.h || fail "g-2/out2.h has the wrong guard"
 
 if command -v cmake > /dev/null && command -v make > /dev/null; then
     section "CMake: two static libraries of the same source, the second compile served"
