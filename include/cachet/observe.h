@@ -148,6 +148,12 @@ struct observe_memo {
 	int have_digest;
 	struct file_id digest_id;
 	struct digest digest;
+	/* The loader's cache file was found as last read in this evaluation:
+	 * its other ldcache facts (one per soname, ten for a compile) skip
+	 * the stat. An evaluation is not atomic anyway: its facts are then
+	 * all read at the first one, which ldconfig could as well have
+	 * followed. */
+	int ldcache_checked;
 };
 
 /* stat (or lstat, with nofollow) of path through the memo (NULL: none),
@@ -201,6 +207,8 @@ int observe_fact_known(const char *name);
 /* Appends the 'P' value of fact `name` now (the calling process's), or an
  * 'E' value when it cannot be had. */
 void observe_fact_value(const char *name, struct buf *out);
+/* observe_fact_value within an evaluation (memo: as observe_value_memo). */
+void observe_fact_value_memo(const char *name, struct observe_memo *memo, struct buf *out);
 
 /* The parts of an OBS_CREATED observation (see there): what the entry
  * restores at the path, appended to out, and the values of the state a

@@ -546,7 +546,7 @@ void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 		value_of_xattrs(flags, path, out);
 		break;
 	case OBS_FACT:
-		observe_fact_value(path, out);
+		observe_fact_value_memo(path, memo, out);
 		break;
 	case OBS_CREATED:
 		value_of_created(flags, path, excluded, dc, memo, out);
