@@ -15,6 +15,7 @@
 #include "cachet/env.h"
 #include "cachet/fdio.h"
 #include "cachet/ldcache.h"
+#include "cachet/path.h"
 #include "cachet/step.h"
 #include "cachet/trace.h"
 
@@ -129,6 +130,10 @@ static void which_value(const char *prog, struct buf *out)
 	for (const char *p = path; p;) {
 		const char *end = strchr(p, ':');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (path_list_repeats(path, p, len)) {
+			p = end ? end + 1 : NULL;
+			continue;
+		}
 		char *cand = len ? xasprintf("%.*s/%s", (int)len, p, prog) : xstrdup(prog);
 		struct stat st;
 		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
