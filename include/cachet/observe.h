@@ -99,6 +99,17 @@ struct digest_cache {
 	 * restores at path: a file there with that content was made by a step
 	 * or a hit, not by a user's edit (OBS_CREATED). NULL: never. */
 	int (*held)(void *ctx, const char *path, const struct digest *d);
+	/* Optional (NULL: none). note: a digest this process just took of
+	 * path at exactly id, which put was not told (id too recent to be
+	 * kept, or the file system not trusted with it). seen: 1 and *out
+	 * when this process took or trusted path's digest at exactly id
+	 * (get's, put's and note's alike): for the restore of an output,
+	 * which rewrites the file unless it holds the content already, so
+	 * that the lookup's hash of it serves there too. A file that changes
+	 * between the two without its id moving changed during the hit: as
+	 * if after it, as within the restore's own hash. Never for a key. */
+	void (*note)(void *ctx, const char *path, const struct file_id *id, const struct digest *d);
+	int (*seen)(void *ctx, const char *path, const struct file_id *id, struct digest *out);
 };
 
 /* How close to "now" a file may have changed and still have its digest
