@@ -15,6 +15,7 @@
 
 struct fplog {
 	struct strmap map;         /* path -> struct fplog_entry */
+	struct strmap noted;       /* path -> struct fplog_entry: dc.note's, never kept */
 	struct digest_cache inner; /* asked on a miss here; get NULL: none */
 	struct digest_cache dc;    /* what the run hashes through */
 	size_t added;              /* entries learnt in this process */
@@ -29,5 +30,9 @@ void fplog_set_inner(struct fplog *l, const struct digest_cache *inner);
 /* The entries this process used (answered or learnt), for a memo: an
  * array of *n entries pointing into l (free with free()). */
 struct store_memo_fp *fplog_used(const struct fplog *l, size_t *n);
+/* path is about to change (a hit restores it): its fingerprint, which its
+ * next run cannot use, is not left in the memo, and learnt in this
+ * process it makes no reason to write one. */
+void fplog_forget(struct fplog *l, const char *path);
 
 #endif

@@ -99,6 +99,17 @@ struct digest_cache {
 	 * restores at path: a file there with that content was made by a step
 	 * or a hit, not by a user's edit (OBS_CREATED). NULL: never. */
 	int (*held)(void *ctx, const char *path, const struct digest *d);
+	/* Optional (NULL: none). note: a digest this process just took of
+	 * path at exactly id, which put was not told (id too recent to be
+	 * kept, or the file system not trusted with it). seen: 1 and *out
+	 * when this process took or trusted path's digest at exactly id
+	 * (get's, put's and note's alike): for the restore of an output,
+	 * which rewrites the file unless it holds the content already, so
+	 * that the lookup's hash of it serves there too. A file that changes
+	 * between the two without its id moving changed during the hit: as
+	 * if after it, as within the restore's own hash. Never for a key. */
+	void (*note)(void *ctx, const char *path, const struct file_id *id, const struct digest *d);
+	int (*seen)(void *ctx, const char *path, const struct file_id *id, struct digest *out);
 };
 
 /* How close to "now" a file may have changed and still have its digest
@@ -148,6 +159,12 @@ struct observe_memo {
 	int have_digest;
 	struct file_id digest_id;
 	struct digest digest;
+	/* The loader's cache file was found as last read in this evaluation:
+	 * its other ldcache facts (one per soname, ten for a compile) skip
+	 * the stat. An evaluation is not atomic anyway: its facts are then
+	 * all read at the first one, which ldconfig could as well have
+	 * followed. */
+	int ldcache_checked;
 };
 
 /* stat (or lstat, with nofollow) of path through the memo (NULL: none),
@@ -201,6 +218,8 @@ int observe_fact_known(const char *name);
 /* Appends the 'P' value of fact `name` now (the calling process's), or an
  * 'E' value when it cannot be had. */
 void observe_fact_value(const char *name, struct buf *out);
+/* observe_fact_value within an evaluation (memo: as observe_value_memo). */
+void observe_fact_value_memo(const char *name, struct observe_memo *memo, struct buf *out);
 
 /* The parts of an OBS_CREATED observation (see there): what the entry
  * restores at the path, appended to out, and the values of the state a

@@ -27,5 +27,9 @@ char *path_dirname(const char *p);
 
 /* mkdir -p with mode; 0 or -1 with errno set. */
 int path_mkdirs(const char *path, unsigned mode);
+/* 1 when the entry of a colon-separated search list (PATH) that starts at
+ * entry, len bytes long, is also an earlier entry of list: a search finds
+ * there what it found the first time. */
+int path_list_repeats(const char *list, const char *entry, size_t len);
 
 #endif

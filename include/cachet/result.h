@@ -112,6 +112,12 @@ int result_decode(const void *data, size_t len, struct result *r, struct error *
  * refusal: error code EPERM, nothing left written). No output may lie
  * beneath a symlink the entry creates. */
 int result_restore(const struct result *r, struct store *s, struct error *e);
+struct digest_cache;
+/* result_restore where an output already in place is known to hold its
+ * content when seen (observe.h digest_cache.seen) has its digest at the
+ * id it has: the lookup's hash of it is not taken again. */
+int result_restore_seen(const struct result *r, struct store *s, struct digest_cache *seen,
+                        struct error *e);
 
 /* result_restore for an entry that is another's word (a remote's, or a
  * cache others can write): every output must lie strictly beneath one of

@@ -233,10 +233,7 @@ static int dc_held(void *ctx, const char *path, const struct digest *d)
 
 void cli_digest_cache(struct store *s, struct digest_cache *dc)
 {
-	dc->get = dc_get;
-	dc->put = dc_put;
-	dc->ctx = s;
-	dc->held = dc_held;
+	*dc = (struct digest_cache){.get = dc_get, .put = dc_put, .ctx = s, .held = dc_held};
 }
 
 char *cli_self_exe(void)

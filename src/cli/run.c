@@ -286,7 +286,7 @@ static int serve(struct run *r, struct result *res, const struct digest *pathset
 	const char *roots[3] = {r->step.cwd, r->step.bases.dir[STEP_BASE_DIR], NULL};
 	int restored = cache_others_can_write(store_dir(r->store))
 	                   ? result_restore_beneath(res, r->store, roots, &e)
-	                   : result_restore(res, r->store, &e);
+	                   : result_restore_seen(res, r->store, &r->lookup.fps.dc, &e);
 	if (restored < 0 && e.code == EPERM) {
 		count(r, "restore_refused", 1);
 		if (r->verbose)

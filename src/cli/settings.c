@@ -347,37 +347,63 @@ static int holds_credentials(const char *text, size_t len)
 
 /* A credential in a file others can read: said once per process, since
  * every command reads the configuration. */
-static void warn_if_exposed(FILE *f, const char *path)
+static void warn_if_exposed(const struct stat *st, const char *text, size_t len, const char *path)
 {
 	static int warned;
-	struct stat st;
-	if (warned || fstat(fileno(f), &st) < 0 || !(st.st_mode & 077) || st.st_size > (1 << 20))
+	if (warned || !(st->st_mode & 077))
 		return;
-	struct buf text;
-	buf_init(&text);
-	char chunk[4096];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		buf_add(&text, chunk, n);
-	rewind(f);
-	if (holds_credentials(text.data ? text.data : "", text.len)) {
+	if (holds_credentials(text, len)) {
 		warned = 1;
 		cli_warn(
 		    "%s holds a credential and is readable by others (mode %04o): chmod 600 it",
-		    path, (unsigned)(st.st_mode & 07777));
+		    path, (unsigned)(st->st_mode & 07777));
 	}
-	buf_free(&text);
 }
 
-/* Applies the file's settings; a missing file is no error. */
+/* Applies the file's settings; a missing file is no error. Read once, for
+ * the credential check and the settings both: every cachet process reads
+ * it, a hit included (stdio took a stat and three reads more). */
 static int load_file(struct settings *s, const char *path, struct error *e)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : error_errno(e, "%s", path);
-	warn_if_exposed(f, path);
-	int rc = load_stream(s, f, path, e);
-	fclose(f);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int rc = error_errno(e, "%s", path);
+		close(fd);
+		return rc;
+	}
+	struct buf text;
+	buf_init(&text);
+	/* A regular file in one read of its size and one that finds its end
+	 * (read_full stops early only there); anything else as it comes. */
+	size_t step = S_ISREG(st.st_mode) && st.st_size < (1 << 20) ? (size_t)st.st_size + 1 : 4096;
+	ssize_t n;
+	do {
+		buf_grow(&text, step);
+		n = read_full(fd, text.data + text.len, step);
+		if (n > 0)
+			text.len += (size_t)n;
+	} while (n == (ssize_t)step);
+	int err = errno;
+	close(fd);
+	if (n < 0) {
+		buf_free(&text);
+		errno = err;
+		return error_errno(e, "%s", path);
+	}
+	if (st.st_size <= (1 << 20))
+		warn_if_exposed(&st, text.data ? text.data : "", text.len, path);
+	int rc = 0;
+	FILE *f = text.len ? fmemopen(text.data, text.len, "r") : NULL;
+	if (text.len && !f)
+		rc = error_errno(e, "%s", path);
+	else if (f)
+		rc = load_stream(s, f, path, e);
+	if (f)
+		fclose(f);
+	buf_free(&text);
 	return rc;
 }
 

@@ -9,6 +9,7 @@ struct fplog_entry {
 	struct file_id id;
 	struct digest digest;
 	int used;
+	int learnt; /* in this process: counted in added */
 };
 
 static struct fplog_entry *remember(struct fplog *l, const char *path, const struct file_id *id,
@@ -17,7 +18,17 @@ static struct fplog_entry *remember(struct fplog *l, const char *path, const str
 	struct fplog_entry *en = strmap_get_or_new(&l->map, path, sizeof *en, NULL);
 	en->id = *id;
 	en->digest = *d;
+	en->learnt = 0;
 	return en;
+}
+
+/* Counts en as learnt in this process (once). */
+static void learnt(struct fplog *l, struct fplog_entry *en)
+{
+	en->used = 1;
+	if (!en->learnt)
+		l->added++;
+	en->learnt = 1;
 }
 
 static int fplog_get(void *ctx, const char *path, const struct file_id *id, struct digest *out)
@@ -31,8 +42,7 @@ static int fplog_get(void *ctx, const char *path, const struct file_id *id, stru
 	}
 	if (!l->inner.get || l->inner.get(l->inner.ctx, path, id, out) != 1)
 		return 0;
-	remember(l, path, id, out)->used = 1;
-	l->added++;
+	learnt(l, remember(l, path, id, out));
 	return 1;
 }
 
@@ -41,8 +51,41 @@ static void fplog_put(void *ctx, const char *path, const struct file_id *id, con
 	struct fplog *l = ctx;
 	if (l->inner.put)
 		l->inner.put(l->inner.ctx, path, id, d);
-	remember(l, path, id, d)->used = 1;
-	l->added++;
+	learnt(l, remember(l, path, id, d));
+}
+
+static void fplog_note(void *ctx, const char *path, const struct file_id *id,
+                       const struct digest *d)
+{
+	struct fplog *l = ctx;
+	struct fplog_entry *en = strmap_get_or_new(&l->noted, path, sizeof *en, NULL);
+	en->id = *id;
+	en->digest = *d;
+}
+
+static int fplog_seen(void *ctx, const char *path, const struct file_id *id, struct digest *out)
+{
+	struct fplog *l = ctx;
+	const struct strmap *maps[] = {&l->map, &l->noted};
+	for (size_t i = 0; i < 2; i++) {
+		const struct fplog_entry *en = strmap_get(maps[i], path);
+		if (en && file_id_equal(&en->id, id)) {
+			*out = en->digest;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void fplog_forget(struct fplog *l, const char *path)
+{
+	struct fplog_entry *en = strmap_get(&l->map, path);
+	if (!en)
+		return;
+	if (en->learnt)
+		l->added--;
+	en->learnt = 0;
+	en->used = 0;
 }
 
 static int fplog_held(void *ctx, const char *path, const struct digest *d)
@@ -55,18 +98,24 @@ void fplog_init(struct fplog *l)
 {
 	memset(l, 0, sizeof *l);
 	strmap_init(&l->map);
+	strmap_init(&l->noted);
 	l->dc.get = fplog_get;
 	l->dc.put = fplog_put;
+	l->dc.note = fplog_note;
+	l->dc.seen = fplog_seen;
 	l->dc.ctx = l;
 	l->dc.held = fplog_held;
 }
 
 void fplog_free(struct fplog *l)
 {
-	for (size_t i = 0; i < l->map.cap; i++)
-		if (l->map.slots[i].key)
-			free(l->map.slots[i].value);
-	strmap_free(&l->map);
+	struct strmap *maps[] = {&l->map, &l->noted};
+	for (size_t m = 0; m < 2; m++) {
+		for (size_t i = 0; i < maps[m]->cap; i++)
+			if (maps[m]->slots[i].key)
+				free(maps[m]->slots[i].value);
+		strmap_free(maps[m]);
+	}
 }
 
 void fplog_load(struct fplog *l, const struct store_memo *m)

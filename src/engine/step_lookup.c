@@ -113,6 +113,12 @@ static int serve_and_memo(void *ctx, struct lookup_candidate *c)
 	struct step_lookup *sl = ctx;
 	int memo = c->tier == LOOKUP_TIER_MEMO;
 	int served = sl->serve(sl->ctx, c);
+	/* The outputs just restored have new times (or are new files): their
+	 * fingerprints cannot serve the next run, nor make a memo worth
+	 * writing (the object file of every hit that restores in place). */
+	if (served == LOOKUP_SERVED && c->result)
+		for (size_t i = 0; i < c->result->noutputs; i++)
+			fplog_forget(&sl->fps, c->result->outputs[i].path);
 	/* From the memo: files hashed again (changed times, same content)
 	 * keep their new fingerprints for the next hit. */
 	if (served == LOOKUP_SERVED && (memo ? sl->fps.added != 0 : !sl->nondeterministic))

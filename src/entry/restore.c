@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cachet/array.h"
+#include "cachet/observe.h"
 #include "cachet/path.h"
 #include "cachet/strmap.h"
 #include "cachet/unnamed.h"
@@ -312,7 +313,8 @@ struct txn {
 	struct store *s;
 	const char *const *roots;
 	mode_t mode_mask;
-	struct strmap dirs; /* directory path -> (void *)(intptr_t)(O_PATH fd + 1) */
+	struct digest_cache *seen; /* digests this process took: dc->seen, or NULL */
+	struct strmap dirs;        /* directory path -> (void *)(intptr_t)(O_PATH fd + 1) */
 	struct undo *undo;
 	size_t nundo, alloc;
 };
@@ -568,12 +570,20 @@ static int restore_in_place(struct txn *t, int dirfd, const char *dir, const cha
 	struct stat before, after;
 	struct digest d;
 	struct timespec ts[2];
-	/* Unchanged while it was hashed (same inode, size and times), or a
-	 * writer may have been halfway through. */
-	int same = fstat(fd, &before) == 0 && before.st_ino == st->st_ino &&
-	           before.st_dev == st->st_dev && digest_fd(fd, &d, NULL, NULL) == 0 &&
-	           digest_equal(&d, &o->blob.digest) && fstat(fd, &after) == 0 &&
-	           file_id_stat_equal(&before, &after);
+	struct file_id id;
+	int same =
+	    fstat(fd, &before) == 0 && before.st_ino == st->st_ino && before.st_dev == st->st_dev;
+	if (same)
+		file_id_from_stat(&before, &id);
+	/* Hashed by this hit's lookup (the entry's created-path value) with
+	 * the id it has now; else hashed here, unchanged while it was (same
+	 * inode, size and times), or a writer may have been halfway through. */
+	if (same && t->seen && t->seen->seen(t->seen->ctx, o->path, &id, &d) == 1)
+		same = digest_equal(&d, &o->blob.digest);
+	else
+		same = same && digest_fd(fd, &d, NULL, NULL) == 0 &&
+		       digest_equal(&d, &o->blob.digest) && fstat(fd, &after) == 0 &&
+		       file_id_stat_equal(&before, &after);
 	if (same) {
 		struct undo *u = txn_note(t, UNDO_ATTRS, dir, name);
 		u->mode = before.st_mode & 07777;
@@ -773,11 +783,15 @@ static int cmp_output_path(const void *a, const void *b)
 /* The one restore: checks, then every change in order, then the commit;
  * at the first failure everything done is undone. */
 static int restore_outputs(const struct result *r, struct store *s, const char *const *roots,
-                           int untrusted, struct error *e)
+                           int untrusted, struct digest_cache *seen, struct error *e)
 {
 	if (check_outputs(r, roots, untrusted, e) < 0)
 		return -1;
-	struct txn t = {.r = r, .s = s, .roots = roots, .mode_mask = untrusted ? 0777 : 07777};
+	struct txn t = {.r = r,
+	                .s = s,
+	                .roots = roots,
+	                .mode_mask = untrusted ? 0777 : 07777,
+	                .seen = seen && seen->seen ? seen : NULL};
 	strmap_init(&t.dirs);
 	const struct output **sorted = xmalloc((r->noutputs + 1) * sizeof *sorted);
 	for (size_t i = 0; i < r->noutputs; i++)
@@ -803,14 +817,20 @@ static int restore_outputs(const struct result *r, struct store *s, const char *
 	return rc;
 }
 
-int result_restore(const struct result *r, struct store *s, struct error *e)
+int result_restore_seen(const struct result *r, struct store *s, struct digest_cache *seen,
+                        struct error *e)
 {
 	static const char *const everywhere[] = {"/", NULL};
-	return restore_outputs(r, s, everywhere, 0, e);
+	return restore_outputs(r, s, everywhere, 0, seen, e);
+}
+
+int result_restore(const struct result *r, struct store *s, struct error *e)
+{
+	return result_restore_seen(r, s, NULL, e);
 }
 
 int result_restore_beneath(const struct result *r, struct store *s, const char *const *roots,
                            struct error *e)
 {
-	return restore_outputs(r, s, roots, 1, e);
+	return restore_outputs(r, s, roots, 1, NULL, e);
 }

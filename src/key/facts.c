@@ -15,6 +15,7 @@
 #include "cachet/env.h"
 #include "cachet/fdio.h"
 #include "cachet/ldcache.h"
+#include "cachet/path.h"
 #include "cachet/step.h"
 #include "cachet/trace.h"
 
@@ -129,6 +130,10 @@ static void which_value(const char *prog, struct buf *out)
 	for (const char *p = path; p;) {
 		const char *end = strchr(p, ':');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (path_list_repeats(path, p, len)) {
+			p = end ? end + 1 : NULL;
+			continue;
+		}
 		char *cand = len ? xasprintf("%.*s/%s", (int)len, p, prog) : xstrdup(prog);
 		struct stat st;
 		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
@@ -157,9 +162,11 @@ static struct {
 } ldcache;
 
 /* 0, or -1 with errno. */
-static int ldcache_value(const char *soname, struct buf *out)
+static int ldcache_value(const char *soname, struct observe_memo *memo, struct buf *out)
 {
 	struct stat st;
+	if (memo && memo->ldcache_checked && ldcache.have)
+		goto read;
 	if (stat(LDCACHE_PATH, &st) < 0)
 		return -1;
 	if (!ldcache.have || st.st_dev != ldcache.dev || st.st_ino != ldcache.ino ||
@@ -193,6 +200,9 @@ static int ldcache_value(const char *soname, struct buf *out)
 		ldcache.data = data;
 		ldcache.valid = ldcache_index_init(&ldcache.index, data, (size_t)fst.st_size) == 0;
 	}
+	if (memo)
+		memo->ldcache_checked = 1;
+read:
 	if (!ldcache.valid) {
 		errno = EBADMSG;
 		return -1;
@@ -207,6 +217,11 @@ static int ldcache_value(const char *soname, struct buf *out)
  * doing, a function of its other inputs). */
 void observe_fact_value(const char *name, struct buf *out)
 {
+	observe_fact_value_memo(name, NULL, out);
+}
+
+void observe_fact_value_memo(const char *name, struct observe_memo *memo, struct buf *out)
+{
 	size_t start = out->len;
 	buf_addch(out, 'P');
 	int r = rlimit_of(name);
@@ -218,7 +233,7 @@ void observe_fact_value(const char *name, struct buf *out)
 	} else if (prog) {
 		which_value(prog, out);
 	} else if (soname) {
-		if (ldcache_value(soname, out) < 0)
+		if (ldcache_value(soname, memo, out) < 0)
 			goto failed;
 	} else if (!strcmp(name, OBSERVE_FACT_MAKE_VARS)) {
 		env_make_vars_value(getenv("MAKEFLAGS"), out);

@@ -82,6 +82,8 @@ static int digest_cached_stat(const char *path, int nofollow, const struct stat 
 	 * clock tick without its times moving: such a digest is not cached. */
 	if (trusted && file_id_equal(&fid, &id) && file_id_settled(&fid))
 		dc->put(dc->ctx, path, &fid, out);
+	else if (dc && dc->note && file_id_equal(&fid, &id))
+		dc->note(dc->ctx, path, &fid, out);
 	return 0;
 }
 
@@ -546,7 +548,7 @@ void observe_value_memo(enum obs_kind kind, unsigned flags, const char *path,
 		value_of_xattrs(flags, path, out);
 		break;
 	case OBS_FACT:
-		observe_fact_value(path, out);
+		observe_fact_value_memo(path, memo, out);
 		break;
 	case OBS_CREATED:
 		value_of_created(flags, path, excluded, dc, memo, out);

@@ -322,11 +322,10 @@ void step_set_colour(struct step *step, unsigned family)
 		abort();
 }
 
-static int same_file(const char *a, const char *b)
+static int same_file(const struct stat *sa, const char *b)
 {
-	struct stat sa, sb;
-	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-	       sa.st_ino == sb.st_ino;
+	struct stat sb;
+	return stat(b, &sb) == 0 && sa->st_dev == sb.st_dev && sa->st_ino == sb.st_ino;
 }
 
 static char *absolute(const char *p)
@@ -366,12 +365,13 @@ char *step_find_program(const char *name, const char *skip_self)
 	for (const char *p = path;;) {
 		const char *colon = strchr(p, ':');
 		size_t len = colon ? (size_t)(colon - p) : strlen(p);
-		char *cand =
-		    len ? xasprintf("%.*s/%s", (int)len, p, name) : xasprintf("./%s", name);
+		char *cand = path_list_repeats(path, p, len) ? NULL
+		             : len ? xasprintf("%.*s/%s", (int)len, p, name)
+		                   : xasprintf("./%s", name);
 		struct stat st;
-		if (stat(cand, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		if (cand && stat(cand, &st) == 0 && !S_ISDIR(st.st_mode)) {
 			if (access(cand, X_OK) == 0) {
-				if (!skip_self || !same_file(cand, skip_self)) {
+				if (!skip_self || !same_file(&st, skip_self)) {
 					char *abs = absolute(cand);
 					free(cand);
 					return abs;

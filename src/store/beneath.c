@@ -157,9 +157,17 @@ DIR *store_opendir(const struct store *s, const char *path)
 int store_mkdir(const struct store *s, const char *path)
 {
 	const char *leaf;
-	int parent = store_parent(s, path, &leaf);
+	const char *rel = store_rel(s, path);
+	/* A directory of the root itself (blobs/ and tmp/, made or found at
+	 * every open, a hit's included): made through the root's descriptor,
+	 * which is that directory, not through one opened for the purpose. */
+	int in_root = rel && s->root_fd >= 0 && *rel && !strchr(rel, '/') && strcmp(rel, ".") &&
+	              strcmp(rel, "..");
+	int parent = in_root ? s->root_fd : store_parent(s, path, &leaf);
 	if (parent < 0)
 		return -1;
+	if (in_root)
+		leaf = rel;
 	int rc = mkdirat(parent, leaf, s->dir_mode);
 	int err = errno;
 	/* The process umask must not narrow a shared cache's modes, and the
@@ -174,7 +182,8 @@ int store_mkdir(const struct store *s, const char *path)
 		if (fd >= 0)
 			close(fd);
 	}
-	close(parent);
+	if (!in_root)
+		close(parent);
 	errno = err;
 	return rc;
 }

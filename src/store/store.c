@@ -73,7 +73,8 @@ static int make_layout(struct store *s, struct error *e)
 {
 	struct stat st;
 	int existed = stat(s->dir, &st) == 0;
-	if (!s->readonly && path_mkdirs(s->dir, s->dir_mode) < 0) {
+	if (!s->readonly && !(existed && S_ISDIR(st.st_mode)) &&
+	    path_mkdirs(s->dir, s->dir_mode) < 0) {
 		if (errno != EACCES && errno != EPERM && errno != EROFS)
 			return error_errno(e, "creating cache directory %s", s->dir);
 		s->readonly = 1;

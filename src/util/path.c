@@ -103,3 +103,17 @@ int path_mkdirs(const char *path, unsigned mode)
 		return -1;
 	return 0;
 }
+
+int path_list_repeats(const char *list, const char *entry, size_t len)
+{
+	for (const char *p = list; p < entry;) {
+		const char *end = strchr(p, ':');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n == len && memcmp(p, entry, len) == 0)
+			return 1;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return 0;
+}

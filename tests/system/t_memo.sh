@@ -45,6 +45,25 @@ cmp -s main.o ref.o || fail "hit with a damaged index restored a different objec
 rm -rf "$CACHET_DIR"
 cp -a "$W/good-cache" "$CACHET_DIR"
 
+section "a hit restoring its object in place leaves the memo as it was"
+# Each hit gives main.o new times: a fingerprint of it would be stale at
+# the next run, and is no reason to write the memo again. The object is
+# settled here (hashed, fingerprinted); another file of the same size in
+# its place is found, not taken for the object the memo knew.
+compile
+expect hit
+old=$(stat -c %i "$(memo_file)")
+sleep 1.1
+compile
+expect hit
+cmp -s main.o ref.o || fail "the hit restored a different object"
+[ "$(stat -c %i "$(memo_file)")" = "$old" ] || fail "a hit that restored its object in place rewrote the memo"
+size=$(stat -c %s main.o)
+head -c "$size" /dev/zero > main.o
+compile
+expect miss "inputs changed"
+cmp -s main.o ref.o || fail "a same-sized other main.o was left in place"
+
 section "a touched header (same content) hits and refreshes the memo"
 # (Older than the fingerprint margin by then: a file changed just now is
 # hashed on every run until it settles.)
@@ -139,6 +158,28 @@ for damage in flip truncate symlink directory; do
     compile
     expect hit
 done
+
+section "a memo of another version is replaced quietly, not counted as damage"
+for memo in "$CACHET_DIR"/memo/*; do
+    [ -f "$memo" ] || continue # the x.c step's, still damaged from above
+    python3 - "$memo" <<'EOF'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+assert b.startswith(b"cachet memo ")
+b[len(b"cachet memo ")] = ord("1")
+open(p, "wb").write(b)
+EOF
+done
+errors=$(counters errors)
+rm -f main.o
+compile
+expect hit
+cmp -s main.o plain.o || fail "the hit after another version's memo restored a different object"
+[ "$(counters errors)" = "$errors" ] || fail "another version's memo was counted as an error"
+[ "$(head -c 13 "$(memo_file)")" = "cachet memo 2" ] || fail "the memo was not written again in this version"
+compile
+expect hit
 
 section "clear drops every memo"
 cachet clear > /dev/null

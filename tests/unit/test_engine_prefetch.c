@@ -67,7 +67,7 @@ static void cc_put(void *ctx, const char *path, const struct file_id *id, const 
 
 static struct digest_cache cache_of(struct counting_cache *c)
 {
-	struct digest_cache dc = {cc_get, cc_put, c, NULL};
+	struct digest_cache dc = {.get = cc_get, .put = cc_put, .ctx = c};
 	return dc;
 }
 
