@@ -35,17 +35,6 @@ struct names {
 	size_t nneedles;
 };
 
-/* The path without the extension of its basename, or NULL when that is the
- * path itself. */
-static char *stem(const char *path)
-{
-	const char *base = path_basename(path);
-	const char *dot = strrchr(base, '.');
-	if (!dot || dot == base)
-		return NULL;
-	return xasprintf("%.*s", (int)(dot - path), path);
-}
-
 static void names_add(struct names *nm, const char *cwd, const char *word)
 {
 	size_t prefix;
@@ -57,10 +46,10 @@ static void names_add(struct names *nm, const char *cwd, const char *word)
 	strv_push(&nm->needles, &nm->nneedles, xstrdup(abs));
 	/* A relative stem without a directory ("a" of a.o) occurs in any
 	 * binary by chance; the absolute stem covers it. */
-	char *s = strchr(part, '/') ? stem(part) : NULL;
+	char *s = strchr(part, '/') ? output_name_stem(part) : NULL;
 	if (s)
 		strv_push(&nm->needles, &nm->nneedles, s);
-	s = stem(abs);
+	s = output_name_stem(abs);
 	if (s)
 		strv_push(&nm->needles, &nm->nneedles, s);
 	free(abs);
@@ -88,16 +77,25 @@ static char **masked_argv(char *const *argv, uint64_t mask)
 
 /* ---- noting a stored miss ---- */
 
-/* 1 when bytes of a blob may be served under other names (read from the
- * store, within *budget). */
-static int blob_rewritable(struct store *s, const struct blob_ref *ref, const struct names *nm,
-                           size_t *budget)
+/* 1 when bytes of a blob may be served under other names (within
+ * *budget): as output_bytes_rewritable finds them, from what the search
+ * made while the output was recorded, and only where that cannot tell (a
+ * text that holds a name, an output not searched) from the bytes read back
+ * from the store. */
+static int blob_rewritable(struct store *s, const struct record *rec, const struct blob_ref *ref,
+                           const struct names *nm, size_t *budget)
 {
 	if (!ref->size)
 		return 1;
 	if (ref->size > *budget)
 		return 0;
 	*budget -= (size_t)ref->size;
+	int has_nul = 0;
+	int held = record_names_held(rec, &ref->digest, nm->needles, nm->nneedles, &has_nul);
+	if (held == 0)
+		return 1;
+	if (held == 1 && has_nul)
+		return 0;
 	void *data;
 	size_t len;
 	struct error e = {0};
@@ -161,7 +159,7 @@ static const char *eligibility(struct store *s, const struct step *step, const s
 	    !stream_clean(streams->err, streams->err_len, &nm))
 		why = "stdout or stderr names an output";
 	for (size_t k = 0; k < res->noutputs && !why; k++)
-		if (!blob_rewritable(s, &res->outputs[k].blob, &nm, &budget))
+		if (!blob_rewritable(s, rec, &res->outputs[k].blob, &nm, &budget))
 			why = "an output holds an output's name";
 	names_free(&nm);
 	return why;
