@@ -167,23 +167,22 @@ static const char *eligibility(struct store *s, const struct step *step, const s
 
 int duplicate_note(struct store *s, const struct step *step, const struct record *rec,
                    const struct digest *strong, const struct duplicate_streams *streams,
-                   const char **why, struct error *e)
+                   struct store_duplicate *out, const char **why)
 {
+	memset(out, 0, sizeof *out);
 	uint64_t mask = 0;
 	const char *no = eligibility(s, step, rec, streams, &mask);
 	if (why)
 		*why = no;
 	if (no)
 		return 0;
-	struct store_duplicate d = {
-	    .mask = mask,
-	    .weak = step->weak,
-	    .pathset = rec->ps_digest,
-	    .strong = *strong,
-	};
+	out->mask = mask;
+	out->weak = step->weak;
+	out->pathset = rec->ps_digest;
+	out->strong = *strong;
 	char **masked = masked_argv(step->argv, mask);
 	int keyed =
-	    step_argv_key(step, masked, &d.dkey) == 0 && step_shape_key(step, &d.shape) == 0;
+	    step_argv_key(step, masked, &out->dkey) == 0 && step_shape_key(step, &out->shape) == 0;
 	strv_free(masked);
 	if (!keyed) {
 		if (why)
@@ -195,11 +194,9 @@ int duplicate_note(struct store *s, const struct step *step, const struct record
 	for (size_t i = 1; i < OUTPUT_WORDS_MAX && step->argv[i]; i++)
 		if (mask & ((uint64_t)1 << i))
 			buf_add(&words, step->argv[i], strlen(step->argv[i]) + 1);
-	d.words = words.data;
-	d.words_len = words.len;
-	int rc = store_duplicate_put(s, &d, e);
-	buf_free(&words);
-	return rc < 0 ? -1 : 1;
+	/* Owned as store_duplicate_get's are: store_duplicate_free. */
+	out->words = buf_detach(&words, &out->words_len);
+	return 1;
 }
 
 /* ---- renaming paths ---- */
