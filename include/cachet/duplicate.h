@@ -50,13 +50,14 @@ struct duplicate_streams {
 	size_t err_len;
 };
 
-/* Notes the entry just stored for step (rec in its stored form, strong its
- * key) under its duplicate key when the step is eligible. Returns 1 noted,
- * 0 not eligible (*why, when not NULL, says why: a static string), -1 on
- * a failure of the store. */
+/* The row that notes the entry about to be stored for step (rec in its
+ * stored form, strong its key) under its duplicate key, when the step is
+ * eligible: stored in the entry's own transaction (lookup_entry.duplicate).
+ * Returns 1 and *out (free with store_duplicate_free), or 0 when not
+ * eligible (*why, when not NULL, says why: a static string). */
 int duplicate_note(struct store *s, const struct step *step, const struct record *rec,
                    const struct digest *strong, const struct duplicate_streams *streams,
-                   const char **why, struct error *e);
+                   struct store_duplicate *out, const char **why);
 
 /* The duplicate tier, after the index tier missed: an entry noted for
  * another step that differs from this one only in its output words, if it

@@ -115,6 +115,9 @@ struct lookup_entry {
 	 * unused) when the step's argv names no input, as for a remote hit. */
 	uint64_t argv_words;
 	const struct digest *argv_key;
+	/* NULL, or the row that notes the entry under its duplicate key
+	 * (duplicate_note), stored in the entry's transaction. */
+	const struct store_duplicate *duplicate;
 };
 
 /* Stores the entry in the local index, under LOOKUP_MAX_PATHSETS: the one

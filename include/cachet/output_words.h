@@ -41,6 +41,11 @@ uint64_t output_words_mask(char *const *argv, const char *cwd, char *const *outp
  * must never share a key), the rest of the path left out. malloc'd. */
 char *output_word_placeholder(const char *word);
 
+/* The path without the extension of its basename (malloc'd), or NULL when
+ * that is the path itself: the name derived outputs share (x.c.gcda and
+ * x.c.dwo beside x.c.o). */
+char *output_name_stem(const char *path);
+
 /* 1 when a program the step executed computes outputs that depend on their
  * names only where it writes the names out (see output_words.c for the
  * list and why a generic program cannot be one). */

@@ -30,6 +30,13 @@
 
 struct step;
 
+/* What the search of one output file's content for rec->names found. */
+struct record_names_seen {
+	struct digest content;
+	uint64_t found; /* bit i: names[i] occurs */
+	int has_nul;
+};
+
 struct record {
 	struct pathset ps;
 	struct digest ps_digest;
@@ -50,6 +57,18 @@ struct record {
 	/* Bit v: the value of variable v of scan_env (step.h effect_env)
 	 * occurs in an output, stdout or stderr (env_finder). */
 	uint64_t env_held;
+	/* The names of the paths the step changed, in the forms an argv word
+	 * that names an output gives them (duplicate.h): each path, as it was
+	 * touched and physical, relative to the cwd when under it, and without
+	 * the extension of its basename. When every program the step ran is a
+	 * compiler (output_program_name_blind), each output file is searched
+	 * for them while it is hashed (seen, one per content), so that noting
+	 * a duplicate need not read it back from the store. At most
+	 * FINDER_MAX; malloc'd. */
+	char **names;
+	size_t nnames;
+	struct record_names_seen *seen;
+	size_t nseen;
 };
 
 /* Builds the path set and values from the events, checks that every
@@ -82,6 +101,12 @@ void record_scan_stream_env(struct record *rec, const void *data, size_t len,
  * canonical order again: after record_run and record_scan_stream, on the
  * run's real paths (before portable_record). cwd: the step's. */
 void record_add_env_facts(struct record *rec, char *const *effect_env, const char *cwd);
+/* Whether the output file whose content is content holds one of
+ * needles[0..n) (empty ones never do), as found while it was recorded: 1
+ * (*has_nul then says whether it holds a NUL byte), 0 not, -1 unknown (the
+ * content was not searched, or a needle is not one of rec->names). */
+int record_names_held(const struct record *rec, const struct digest *content, char *const *needles,
+                      size_t n, int *has_nul);
 void record_free(struct record *r);
 
 /* The argv words of a recorded run that are its inputs (argv_inputs.h): bit i set when

@@ -149,6 +149,9 @@ struct store_entry {
 	 * unused) when the step's argv names no input. */
 	uint64_t argv_words;
 	const struct digest *argv_key;
+	/* NULL, or a row for the duplicates (store_duplicate_put), written in
+	 * the entry's transaction: one commit per stored miss. */
+	const struct store_duplicate *duplicate;
 };
 
 /* Stores the entry in one BEGIN IMMEDIATE transaction (replacing an equal

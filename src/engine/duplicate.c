@@ -36,17 +36,6 @@ struct names {
 	size_t nneedles;
 };
 
-/* The path without the extension of its basename, or NULL when that is the
- * path itself. */
-static char *stem(const char *path)
-{
-	const char *base = path_basename(path);
-	const char *dot = strrchr(base, '.');
-	if (!dot || dot == base)
-		return NULL;
-	return xasprintf("%.*s", (int)(dot - path), path);
-}
-
 static void names_add(struct names *nm, const char *cwd, const char *word)
 {
 	size_t prefix;
@@ -58,10 +47,10 @@ static void names_add(struct names *nm, const char *cwd, const char *word)
 	strv_push(&nm->needles, &nm->nneedles, xstrdup(abs));
 	/* A relative stem without a directory ("a" of a.o) occurs in any
 	 * binary by chance; the absolute stem covers it. */
-	char *s = strchr(part, '/') ? stem(part) : NULL;
+	char *s = strchr(part, '/') ? output_name_stem(part) : NULL;
 	if (s)
 		strv_push(&nm->needles, &nm->nneedles, s);
-	s = stem(abs);
+	s = output_name_stem(abs);
 	if (s)
 		strv_push(&nm->needles, &nm->nneedles, s);
 	free(abs);
@@ -87,16 +76,25 @@ char **duplicate_masked_argv(char *const *argv, uint64_t mask)
 
 /* ---- noting a stored miss ---- */
 
-/* 1 when bytes of a blob may be served under other names (read from the
- * store, within *budget). */
-static int blob_rewritable(struct store *s, const struct blob_ref *ref, const struct names *nm,
-                           size_t *budget)
+/* 1 when bytes of a blob may be served under other names (within
+ * *budget): as output_bytes_rewritable finds them, from what the search
+ * made while the output was recorded, and only where that cannot tell (a
+ * text that holds a name, an output not searched) from the bytes read back
+ * from the store. */
+static int blob_rewritable(struct store *s, const struct record *rec, const struct blob_ref *ref,
+                           const struct names *nm, size_t *budget)
 {
 	if (!ref->size)
 		return 1;
 	if (ref->size > *budget)
 		return 0;
 	*budget -= (size_t)ref->size;
+	int has_nul = 0;
+	int held = record_names_held(rec, &ref->digest, nm->needles, nm->nneedles, &has_nul);
+	if (held == 0)
+		return 1;
+	if (held == 1 && has_nul)
+		return 0;
 	void *data;
 	size_t len;
 	struct error e = {0};
@@ -160,7 +158,7 @@ static const char *eligibility(struct store *s, const struct step *step, const s
 	    !stream_clean(streams->err, streams->err_len, &nm))
 		why = "stdout or stderr names an output";
 	for (size_t k = 0; k < res->noutputs && !why; k++)
-		if (!blob_rewritable(s, &res->outputs[k].blob, &nm, &budget))
+		if (!blob_rewritable(s, rec, &res->outputs[k].blob, &nm, &budget))
 			why = "an output holds an output's name";
 	names_free(&nm);
 	return why;
@@ -168,23 +166,22 @@ static const char *eligibility(struct store *s, const struct step *step, const s
 
 int duplicate_note(struct store *s, const struct step *step, const struct record *rec,
                    const struct digest *strong, const struct duplicate_streams *streams,
-                   const char **why, struct error *e)
+                   struct store_duplicate *out, const char **why)
 {
+	memset(out, 0, sizeof *out);
 	uint64_t mask = 0;
 	const char *no = eligibility(s, step, rec, streams, &mask);
 	if (why)
 		*why = no;
 	if (no)
 		return 0;
-	struct store_duplicate d = {
-	    .mask = mask,
-	    .weak = step->weak,
-	    .pathset = rec->ps_digest,
-	    .strong = *strong,
-	};
+	out->mask = mask;
+	out->weak = step->weak;
+	out->pathset = rec->ps_digest;
+	out->strong = *strong;
 	char **masked = duplicate_masked_argv(step->argv, mask);
 	int keyed =
-	    step_argv_key(step, masked, &d.dkey) == 0 && step_shape_key(step, &d.shape) == 0;
+	    step_argv_key(step, masked, &out->dkey) == 0 && step_shape_key(step, &out->shape) == 0;
 	strv_free(masked);
 	if (!keyed) {
 		if (why)
@@ -196,16 +193,17 @@ int duplicate_note(struct store *s, const struct step *step, const struct record
 	for (size_t i = 1; i < OUTPUT_WORDS_MAX && step->argv[i]; i++)
 		if (mask & ((uint64_t)1 << i))
 			buf_add(&words, step->argv[i], strlen(step->argv[i]) + 1);
-	d.words = words.data;
-	d.words_len = words.len;
+	/* Owned as store_duplicate_get's are: store_duplicate_free. */
+	out->words = buf_detach(&words, &out->words_len);
 	/* A compile may also serve those whose define words differ. */
 	struct buf defines;
 	buf_init(&defines);
-	preprocessed_duplicate_keys(step, rec, mask, &d, &defines);
-	int rc = store_duplicate_put(s, &d, e);
-	buf_free(&words);
-	buf_free(&defines);
-	return rc < 0 ? -1 : 1;
+	preprocessed_duplicate_keys(step, rec, mask, out, &defines);
+	if (out->has_pp)
+		out->defines = buf_detach(&defines, &out->defines_len);
+	else
+		buf_free(&defines);
+	return 1;
 }
 
 /* ---- renaming paths ---- */

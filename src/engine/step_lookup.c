@@ -324,15 +324,14 @@ int lookup_store_run(struct step_lookup *sl, struct record *rec, const struct lo
 	struct digest argv_key;
 	entry.argv_words = argv_inputs_recorded(sl->step, rec, &argv_key);
 	entry.argv_key = &argv_key;
+	/* Under its duplicate key too, when another step that differs only in
+	 * its output names may be served from it. */
+	struct duplicate_streams streams = {end->out, end->out_len, end->err, end->err_len};
+	struct store_duplicate dup;
+	if (duplicate_note(sl->store, sl->step, rec, &strong, &streams, &dup, NULL) == 1)
+		entry.duplicate = &dup;
 	int rc = store_with_memo(sl, &entry, e);
-	if (rc == 0) {
-		/* Under its duplicate key too, when another step that differs
-		 * only in its output names may be served from it. */
-		struct duplicate_streams streams = {end->out, end->out_len, end->err, end->err_len};
-		struct error de = {0};
-		if (duplicate_note(sl->store, sl->step, rec, &strong, &streams, NULL, &de) < 0)
-			sl->fault(sl->ctx, "cannot note a duplicate key", &de);
-	}
+	store_duplicate_free(&dup);
 	buf_free(&result_body);
 	return rc;
 }

@@ -12,6 +12,7 @@
 
 #include "cachet/env.h"
 #include "cachet/find.h"
+#include "cachet/output_words.h"
 #include "cachet/path.h"
 #include "cachet/step.h"
 #include "cachet/strmap.h"
@@ -876,21 +877,29 @@ static void pin(struct record *rec, const struct finder *f, const char *where)
 }
 
 /* The searches that ride on reading an output or a stream: the bases'
- * real paths, the values of the variables keyed by effect. */
+ * real paths, the values of the variables keyed by effect, the names of
+ * the paths the step changed (record.names, outputs only). */
 struct scans {
-	int bases, env;
+	int bases, env, names;
 	struct finder f;
 	struct env_finder ef;
+	struct finder nf;
+	int has_nul;
 };
 
-static void scans_init(struct scans *sc, const struct step_bases *scan, char *const *scan_env)
+static void scans_init(struct scans *sc, const struct step_bases *scan, char *const *scan_env,
+                       const struct record *names_of)
 {
 	sc->bases = portable_has_bases(scan);
 	sc->env = scan_env && scan_env[0];
+	sc->names = names_of && names_of->nnames;
+	sc->has_nul = 0;
 	if (sc->bases)
 		portable_finder(&sc->f, scan);
 	if (sc->env)
 		env_finder_init(&sc->ef, (const char *const *)scan_env);
+	if (sc->names)
+		finder_init(&sc->nf, (const char *const *)names_of->names, names_of->nnames);
 }
 
 static void feed_scans(void *p, const void *chunk, size_t len)
@@ -900,6 +909,12 @@ static void feed_scans(void *p, const void *chunk, size_t len)
 		finder_feed(&sc->f, chunk, len);
 	if (sc->env)
 		env_finder_feed(&sc->ef, chunk, len);
+	if (sc->names) {
+		/* A binary shows its NUL in its first bytes. */
+		if (!sc->has_nul && memchr(chunk, '\0', len))
+			sc->has_nul = 1;
+		finder_feed(&sc->nf, chunk, len);
+	}
 }
 
 /* Notes what the scans found (where: "output x", "stdout") and frees them;
@@ -916,13 +931,109 @@ static void scans_done(struct scans *sc, struct record *rec, const char *where)
 		if (where)
 			rec->env_held |= held;
 	}
+	if (sc->names)
+		finder_free(&sc->nf);
+}
+
+/* Notes what the search for rec->names found in the content, once per
+ * content. */
+static void names_seen(struct record *rec, const struct scans *sc, const struct digest *content)
+{
+	if (!sc->names)
+		return;
+	for (size_t i = 0; i < rec->nseen; i++)
+		if (digest_equal(&rec->seen[i].content, content))
+			return;
+	rec->seen = xrealloc(rec->seen, (rec->nseen + 1) * sizeof *rec->seen);
+	rec->seen[rec->nseen++] = (struct record_names_seen){*content, sc->nf.found, sc->has_nul};
+}
+
+int record_names_held(const struct record *rec, const struct digest *content, char *const *needles,
+                      size_t n, int *has_nul)
+{
+	const struct record_names_seen *seen = NULL;
+	for (size_t i = 0; i < rec->nseen && !seen; i++)
+		if (digest_equal(&rec->seen[i].content, content))
+			seen = &rec->seen[i];
+	if (!seen)
+		return -1;
+	int held = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (!needles[k][0])
+			continue;
+		size_t i = 0;
+		while (i < rec->nnames && strcmp(rec->names[i], needles[k]))
+			i++;
+		if (i == rec->nnames)
+			return -1;
+		if (seen->found & (1ull << i))
+			held = 1;
+	}
+	*has_nul = seen->has_nul;
+	return held;
+}
+
+/* A name to search the outputs for, unless it is one already or the
+ * finder holds no more (a name left out is unknown: duplicate_note reads
+ * the output back). Takes name. */
+static void name_add(struct record *rec, char *name)
+{
+	if (!name)
+		return;
+	for (size_t i = 0; i < rec->nnames; i++)
+		if (!strcmp(rec->names[i], name)) {
+			free(name);
+			return;
+		}
+	if (rec->nnames >= FINDER_MAX || !name[0]) {
+		free(name);
+		return;
+	}
+	rec->names = xrealloc(rec->names, (rec->nnames + 1) * sizeof *rec->names);
+	rec->names[rec->nnames++] = name;
+}
+
+/* The names an argv word naming path may give it (duplicate.c's names_add
+ * for a word that is path, absolute or relative to the cwd). */
+static void names_of_path(struct record *rec, const char *path, const char *cwd)
+{
+	name_add(rec, xstrdup(path));
+	name_add(rec, output_name_stem(path));
+	if (!cwd || !path_is_under(path, cwd) || !strcmp(path, cwd))
+		return;
+	const char *rel = path + (strcmp(cwd, "/") ? strlen(cwd) + 1 : 1);
+	name_add(rec, xstrdup(rel));
+	if (strchr(rel, '/'))
+		name_add(rec, output_name_stem(rel));
+}
+
+/* Sets rec->names when every program the step ran may have its outputs
+ * served under other names (duplicate.h): the only steps noted. */
+static void collect_names(struct recorder *rc)
+{
+	int ran = 0;
+	for (size_t i = 0; i < rc->n; i++) {
+		const struct trace_event *ev = &rc->events[i];
+		if (ev->kind != TRACE_EXEC)
+			continue;
+		if (!output_program_name_blind(ev->path))
+			return;
+		ran = 1;
+	}
+	if (!ran)
+		return;
+	const struct strmap *maps[2] = {&rc->touched, &rc->touched_real};
+	for (int m = 0; m < 2; m++)
+		for (size_t i = 0; i < maps[m]->cap; i++)
+			if (maps[m]->slots[i].key)
+				names_of_path(rc->rec, maps[m]->slots[i].key, rc->cwd);
 }
 
 void record_scan_stream(struct record *rec, const char *name, const void *data, size_t len,
                         const struct step_bases *scan)
 {
 	struct scans sc;
-	scans_init(&sc, scan, NULL);
+	scans_init(&sc, scan, NULL, NULL);
 	feed_scans(&sc, data, len);
 	scans_done(&sc, rec, name);
 }
@@ -930,7 +1041,7 @@ void record_scan_stream(struct record *rec, const char *name, const void *data, 
 void record_scan_stream_env(struct record *rec, const void *data, size_t len, char *const *scan_env)
 {
 	struct scans sc;
-	scans_init(&sc, NULL, scan_env);
+	scans_init(&sc, NULL, scan_env, NULL);
 	feed_scans(&sc, data, len);
 	scans_done(&sc, rec, "");
 }
@@ -983,8 +1094,8 @@ static int capture_file(struct recorder *rc, const char *path, const struct stat
 	/* The search for the bases' real paths rides on the hashing read: an
 	 * output is not read once more for it. */
 	struct scans sc;
-	scans_init(&sc, rc->scan, rc->scan_env);
-	int scan = sc.bases || sc.env;
+	scans_init(&sc, rc->scan, rc->scan_env, rc->rec);
+	int scan = sc.bases || sc.env || sc.names;
 	/* Hashed through a descriptor of the very file that was checked, and
 	 * still that file, unchanged, at that path once stored. */
 	if (fstat(fd, &fst) < 0 || !file_id_stat_equal(&fst, st) ||
@@ -994,6 +1105,7 @@ static int capture_file(struct recorder *rc, const char *path, const struct stat
 		return modified(rc);
 	}
 	if (scan) {
+		names_seen(rc->rec, &sc, &d);
 		char *where = xasprintf("output %s", path);
 		scans_done(&sc, rc->rec, where);
 		free(where);
@@ -1358,6 +1470,8 @@ int record_run_scanning(const struct trace_event *events, size_t n, const char *
 	rc.cwd = getcwd(NULL, 0);
 
 	collect_touches(&rc);
+	if (s)
+		collect_names(&rc);
 	collect_uses(&rc);
 	collect_observations(&rc);
 	check_holds(&rc);
@@ -1500,4 +1614,8 @@ void record_free(struct record *r)
 	result_free(&r->result);
 	for (int i = 0; i < STEP_MAX_BASES; i++)
 		free(r->pinned_by[i]);
+	for (size_t i = 0; i < r->nnames; i++)
+		free(r->names[i]);
+	free(r->names);
+	free(r->seen);
 }

@@ -101,6 +101,15 @@ char *output_word_placeholder(const char *word)
 	return xasprintf("%.*s\001output%s", (int)prefix, word, dot && dot != base ? dot : "");
 }
 
+char *output_name_stem(const char *path)
+{
+	const char *base = path_basename(path);
+	const char *dot = strrchr(base, '.');
+	if (!dot || dot == base)
+		return NULL;
+	return xasprintf("%.*s", (int)(dot - path), path);
+}
+
 /* The programs of a C toolchain write an output's NAME only where they
  * write it out (which the scan of outputs finds). A generic program may
  * derive content from its output's name in any form (a generator that

@@ -14,9 +14,15 @@ int store_duplicate_put(struct store *s, const struct store_duplicate *d, struct
 {
 	if (s->readonly)
 		return 0;
+	if (store_index_open(s, e) < 0)
+		return -1;
+	return duplicate_row_put(s, d, e);
+}
+
+int duplicate_row_put(struct store *s, const struct store_duplicate *d, struct error *e)
+{
 	sqlite3_stmt *st;
-	if (store_index_open(s, e) < 0 ||
-	    index_prepare(s,
+	if (index_prepare(s,
 	                  "INSERT OR REPLACE INTO duplicates(dkey, shape, mask, weak, pathset,"
 	                  " strong, words, last_used, pkey, pshape, pmask, defines)"
 	                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",

@@ -1021,6 +1021,8 @@ static int put_entry_rows(struct store *s, const struct store_entry *en, unsigne
 
 	if (max_pathsets > 0 && drop_old_pathsets(s, en, key, max_pathsets, e) < 0)
 		return -1;
+	if (en->duplicate && duplicate_row_put(s, en->duplicate, e) < 0)
+		return -1;
 	return 0;
 }
 

@@ -207,6 +207,9 @@ void *index_column_copy(sqlite3_stmt *st, int col, size_t *len);
 int index_column_digest(sqlite3_stmt *st, int col, struct digest *out);
 /* The same, all zeros when the column holds no digest. */
 void index_column_digest_or_zero(sqlite3_stmt *st, int col, struct digest *out);
+/* Writes the row of d into the duplicates table of the open index, within
+ * the caller's transaction if there is one (store_put_entry's). */
+int duplicate_row_put(struct store *s, const struct store_duplicate *d, struct error *e);
 /* sqlite3_prepare_v3 of one of cachet's own statements (sql is never the
  * user's): an SQLite code, with SQLITE_ERROR reported as SQLITE_CORRUPT,
  * since such a statement fails to compile only on a damaged schema. */

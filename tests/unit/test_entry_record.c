@@ -199,6 +199,74 @@ static void ignored_roots_leave_no_observation(void **state)
 	free(f);
 }
 
+/* The names of the paths a compiler wrote, searched for in its outputs
+ * while they are hashed (duplicate.h asks, without reading them back). */
+static void outputs_are_searched_for_the_names_of_the_steps_paths(void **state)
+{
+	char *old_cwd = getcwd(NULL, 0);
+	assert_int_equal(chdir(dir), 0);
+	char *obj = in_dir("x.o"), *dep = in_dir("x.d"), *cache = in_dir("cache");
+	char *stem = in_dir("x"), *gcc = in_dir("gcc"), *sh = in_dir("sh");
+	write_file(gcc, "a compiler, by its name");
+	write_file(sh, "a shell");
+	FILE *f = fopen(obj, "w");
+	assert_non_null(f);
+	fwrite("\177ELF\0", 1, 5, f);
+	fputs(obj, f); /* as an object names its own .dwo beside it */
+	fclose(f);
+	write_file(dep, "x.o: x.c\n");
+	struct trace_event events[5];
+	events[0] = ev(TRACE_EXEC, gcc);
+	const char *paths[2] = {obj, dep};
+	for (int i = 0; i < 2; i++) {
+		events[1 + 2 * i] = ev(TRACE_TOUCH, paths[i]);
+		events[2 + 2 * i] = ev(TRACE_FINAL, paths[i]);
+	}
+	struct store *s;
+	struct error e = {0};
+	assert_int_equal(store_open(cache, 0, &s, &e), 0);
+	struct record rec;
+	assert_int_equal(record_run(events, 5, NULL, NULL, s, NULL, &rec, &e), 0);
+	if (rec.not_storable)
+		fail_msg("%s", rec.not_storable);
+	assert_int_equal(rec.result.noutputs, 2);
+	const struct digest *of_obj = NULL, *of_dep = NULL;
+	for (size_t k = 0; k < rec.result.noutputs; k++)
+		if (!strcmp(rec.result.outputs[k].path, obj))
+			of_obj = &rec.result.outputs[k].blob.digest;
+		else
+			of_dep = &rec.result.outputs[k].blob.digest;
+	assert_non_null(of_obj);
+	assert_non_null(of_dep);
+	int has_nul = -1;
+	char *abs_obj[] = {obj}, *rel_obj[] = {"x.o"}, *stems[] = {stem, ""}, *other[] = {"y.o"};
+	assert_int_equal(record_names_held(&rec, of_obj, abs_obj, 1, &has_nul), 1);
+	assert_int_equal(has_nul, 1);
+	assert_int_equal(record_names_held(&rec, of_obj, stems, 2, &has_nul), 1);
+	assert_int_equal(record_names_held(&rec, of_dep, rel_obj, 1, &has_nul), 1);
+	assert_int_equal(has_nul, 0);
+	assert_int_equal(record_names_held(&rec, of_dep, abs_obj, 1, &has_nul), 0);
+	/* A name not searched for is unknown, not absent. */
+	assert_int_equal(record_names_held(&rec, of_dep, other, 1, &has_nul), -1);
+	record_free(&rec);
+	/* A step that ran a shell is never served under other names: its
+	 * outputs are not searched. */
+	events[0] = ev(TRACE_EXEC, sh);
+	assert_int_equal(record_run(events, 5, NULL, NULL, s, NULL, &rec, &e), 0);
+	assert_int_equal(rec.nnames, 0);
+	assert_int_equal(record_names_held(&rec, of_obj, abs_obj, 1, &has_nul), -1);
+	record_free(&rec);
+	store_close(s);
+	assert_int_equal(chdir(old_cwd), 0);
+	free(old_cwd);
+	free(sh);
+	free(gcc);
+	free(stem);
+	free(cache);
+	free(dep);
+	free(obj);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +281,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 	        a_path_found_absent_that_appeared_during_the_run_is_not_stored, setup, teardown),
 	    cmocka_unit_test_setup_teardown(ignored_roots_leave_no_observation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(outputs_are_searched_for_the_names_of_the_steps_paths,
+	                                    setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -271,6 +271,57 @@ static void an_entry_whose_blob_is_missing_is_not_stored(void **state)
 	store_close(s);
 }
 
+/* The row noting an entry under its duplicate key goes in with the entry,
+ * in its transaction: both or neither. */
+static void an_entrys_duplicate_row_is_stored_with_it(void **state)
+{
+	struct store *s = open_cache();
+	struct digest weak = key_digest("weak", 1), ps = key_digest("pathset", 1),
+	              strong = key_digest("strong", 1);
+	struct store_duplicate d = {
+	    .dkey = key_digest("dkey", 1),
+	    .shape = key_digest("shape", 1),
+	    .mask = 1u << 3,
+	    .weak = weak,
+	    .pathset = ps,
+	    .strong = strong,
+	    .words = "-ox.o",
+	    .words_len = 6,
+	};
+	struct blob_ref missing = {digest_of("never stored", 12), 12, BLOB_RAW};
+	struct store_entry en = {
+	    .weak = &weak,
+	    .step_body = "a",
+	    .step_len = 1,
+	    .pathset = &ps,
+	    .pathset_body = "p",
+	    .pathset_len = 1,
+	    .strong = &strong,
+	    .result_body = "result body 1",
+	    .result_len = 13,
+	    .blobs = &missing,
+	    .nblobs = 1,
+	    .duplicate = &d,
+	};
+	struct error e = {0, ""};
+	struct store_duplicate got;
+	assert_int_equal(store_put_entry(s, &en, 8, &e), -1);
+	assert_int_equal(store_duplicate_get(s, &d.dkey, &got, &e), 0);
+	struct blob_ref blob;
+	assert_int_equal(store_put_blob_mem(s, "output", 6, &blob, &e), 0);
+	en.blobs = &blob;
+	assert_int_equal(store_put_entry(s, &en, 8, &e), 0);
+	assert_int_equal(has_result(s, 1), 1);
+	assert_int_equal(store_duplicate_get(s, &d.dkey, &got, &e), 1);
+	assert_true(digest_equal(&got.strong, &strong));
+	assert_true(digest_equal(&got.shape, &d.shape));
+	assert_int_equal(got.mask, d.mask);
+	assert_int_equal(got.words_len, 6);
+	assert_memory_equal(got.words, "-ox.o", 6);
+	store_duplicate_free(&got);
+	store_close(s);
+}
+
 static void usage_counts_and_clear_empties_the_cache(void **state)
 {
 	struct store *s = open_cache();
@@ -759,6 +810,7 @@ int main(void)
 	    T(the_least_recently_used_path_sets_beyond_the_bound_are_dropped),
 	    T(path_sets_are_found_and_bounded_per_argv_group),
 	    T(an_equal_strong_key_replaces_the_result),
+	    T(an_entrys_duplicate_row_is_stored_with_it),
 	    T(an_entry_whose_blob_is_missing_is_not_stored),
 	    T(usage_counts_and_clear_empties_the_cache),
 	    T(fingerprints_round_trip_through_the_queue_and_the_index),
