@@ -332,8 +332,8 @@ static int run_step(struct ctx *c, struct repro_run *run, struct error *e)
 		} else if (snapshot_copy(r->cwd, run->moved_to, 1, e) < 0) {
 			error_wrap(e, "cannot copy the work tree for the build path variation");
 			step_tmpdir_remove(&tmp);
-			free_strv(env);
-			free_strv(ignore);
+			strv_free(env);
+			strv_free(ignore);
 			return -1;
 		}
 	}
@@ -401,8 +401,8 @@ done:
 	free(out_path);
 	free(err_path);
 	step_tmpdir_remove(&tmp);
-	free_strv(env);
-	free_strv(ignore);
+	strv_free(env);
+	strv_free(ignore);
 	return rc;
 }
 

@@ -35,6 +35,7 @@
 #include "cachet/step_name.h"
 #include "cachet/thread.h"
 #include "cachet/trace.h"
+#include "cachet/strv.h"
 #include "cli/run_checks.h"
 #include "cli/remote_tier.h"
 #include "cli/gc.h"
@@ -460,8 +461,8 @@ static int lookup_preprocess(void *ctx, char *const *argv, int want_record,
 		close(err_fd);
 	if (null_fd >= 0)
 		close(null_fd);
-	free_strv(env);
-	free_strv(ignore);
+	strv_free(env);
+	strv_free(ignore);
 	step_tmpdir_remove(&tmp);
 	return rc;
 }
@@ -736,8 +737,8 @@ static void miss(struct run *r, const char *reason)
 			report(r, result, reason);
 			trace_result_free(&tr);
 			tee_free(&t);
-			free_strv(env);
-			free_strv(ignore);
+			strv_free(env);
+			strv_free(ignore);
 			side_job_wait(&tmp_removal);
 			exit_like(r, check_status);
 		}
@@ -754,8 +755,8 @@ static void miss(struct run *r, const char *reason)
 		step_reason_remember(r->store, &r->step);
 	trace_result_free(&tr);
 	tee_free(&t);
-	free_strv(env);
-	free_strv(ignore);
+	strv_free(env);
+	strv_free(ignore);
 	side_job_wait(&tmp_removal);
 	exit_like(r, status == -1 ? 1 << 8 : status);
 }

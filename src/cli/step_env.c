@@ -160,10 +160,3 @@ char **step_ignore_roots(const struct settings *settings, const char *tmpdir, co
 	free(user);
 	return roots;
 }
-
-void free_strv(char **v)
-{
-	for (char **p = v; p && *p; p++)
-		free(*p);
-	free(v);
-}

@@ -30,16 +30,15 @@ void step_tmpdir_remove(struct step_tmpdir *t);
 size_t step_tmpdir_sweep(int dry_run);
 
 /* The step's environment: the caller's, with TMPDIR set to tmpdir. A
- * NULL-terminated, malloc'd array of malloc'd strings (free_strv). */
+ * NULL-terminated, malloc'd array of malloc'd strings (strv_free). */
 char **step_environment(const char *tmpdir);
 
 /* Roots whose accesses are neither inputs nor outputs: the step's private
  * TMPDIR, the cache itself and the user's ignore_paths (none when settings
- * is NULL). Freed with free_strv. */
+ * is NULL). Freed with strv_free. */
 char **step_ignore_roots(const struct settings *settings, const char *tmpdir,
                          const char *cache_dir);
 
 /* Frees a NULL-terminated array of malloc'd strings and the array. */
-void free_strv(char **v);
 
 #endif
