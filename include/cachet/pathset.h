@@ -51,6 +51,14 @@ size_t pathset_add(struct pathset *ps, enum obs_kind kind, unsigned flags, const
  * survivor). */
 void pathset_canonicalise(struct pathset *ps, size_t **perm_out);
 
+/* pathset_canonicalise for a path set whose observation i (before) had the
+ * value v[i] of vlen[i] bytes: the values, in the new order, are appended
+ * to out (buf_put_bytes each). Observations that became one must have held
+ * one value, or a file changed between the looks that made them: -1 then,
+ * and out holds a part. */
+int pathset_canonicalise_values(struct pathset *ps, const unsigned char *const *v,
+                                const size_t *vlen, struct buf *out);
+
 void pathset_encode(const struct pathset *ps, struct buf *out);
 /* Decodes untrusted bytes: every index and length is checked. */
 int pathset_decode(const void *data, size_t len, struct pathset *ps, struct error *e);

@@ -425,28 +425,9 @@ static int make_pathset(const struct step *step, const void *body, size_t len,
 	int rc = values_split(values->data, values->len, ps.nobs, &vl);
 	if (rc == 0)
 		rc = rename_pathset((void *)stored, &ps);
-	size_t nold = ps.nobs;
-	size_t *perm = NULL;
-	if (rc == 0) {
-		pathset_canonicalise(&ps, &perm);
-		/* Observations that became one must have agreed. */
-		const unsigned char **v = xcalloc(ps.nobs ? ps.nobs : 1, sizeof *v);
-		size_t *vlen = xcalloc(ps.nobs ? ps.nobs : 1, sizeof *vlen);
-		for (size_t i = 0; i < nold && rc == 0; i++) {
-			size_t k = perm[i];
-			if (!v[k]) {
-				v[k] = vl.v[i];
-				vlen[k] = vl.len[i];
-			} else if (vlen[k] != vl.len[i] || memcmp(v[k], vl.v[i], vlen[k])) {
-				rc = -1;
-			}
-		}
-		for (size_t k = 0; k < ps.nobs && rc == 0; k++)
-			buf_put_bytes(&m->values, v[k], vlen[k]);
-		free(v);
-		free(vlen);
-		free(perm);
-	}
+	/* Observations that became one must have agreed. */
+	if (rc == 0)
+		rc = pathset_canonicalise_values(&ps, vl.v, vl.len, &m->values);
 	if (rc == 0) {
 		pathset_encode(&ps, &m->ps_body);
 		digest_bytes(m->ps_body.data, m->ps_body.len, &m->ps_digest);

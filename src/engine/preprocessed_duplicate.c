@@ -224,29 +224,10 @@ static int unite(const struct step *step, struct duplicate_entry *m, const struc
 	if (rc == 0)
 		rc = add_observations(&u, &own->ps, own->values.data, own->values.len, &v, &vlen,
 		                      &nv);
-	size_t nadded = u.nobs;
-	size_t *perm = NULL;
 	struct buf values;
 	buf_init(&values);
-	if (rc == 0) {
-		pathset_canonicalise(&u, &perm);
-		const unsigned char **nvv = xcalloc(u.nobs ? u.nobs : 1, sizeof *nvv);
-		size_t *nvlen = xcalloc(u.nobs ? u.nobs : 1, sizeof *nvlen);
-		for (size_t i = 0; i < nadded && rc == 0; i++) {
-			size_t k = perm[i];
-			if (!nvv[k]) {
-				nvv[k] = v[i];
-				nvlen[k] = vlen[i];
-			} else if (nvlen[k] != vlen[i] || memcmp(nvv[k], v[i], vlen[i])) {
-				rc = -1;
-			}
-		}
-		for (size_t k = 0; k < u.nobs && rc == 0; k++)
-			buf_put_bytes(&values, nvv[k], nvlen[k]);
-		free(nvv);
-		free(nvlen);
-		free(perm);
-	}
+	if (rc == 0)
+		rc = pathset_canonicalise_values(&u, v, vlen, &values);
 	if (rc == 0) {
 		buf_reset(&m->ps_body);
 		pathset_encode(&u, &m->ps_body);

@@ -238,6 +238,32 @@ void pathset_canonicalise(struct pathset *ps, size_t **perm_out)
 		*perm_out = perm;
 }
 
+int pathset_canonicalise_values(struct pathset *ps, const unsigned char *const *v,
+                                const size_t *vlen, struct buf *out)
+{
+	size_t nold = ps->nobs;
+	size_t *perm;
+	pathset_canonicalise(ps, &perm);
+	const unsigned char **nv = xcalloc(ps->nobs ? ps->nobs : 1, sizeof *nv);
+	size_t *nlen = xcalloc(ps->nobs ? ps->nobs : 1, sizeof *nlen);
+	int rc = 0;
+	for (size_t i = 0; i < nold && rc == 0; i++) {
+		size_t k = perm[i];
+		if (!nv[k]) {
+			nv[k] = v[i];
+			nlen[k] = vlen[i];
+		} else if (nlen[k] != vlen[i] || memcmp(nv[k], v[i], vlen[i])) {
+			rc = -1;
+		}
+	}
+	for (size_t k = 0; k < ps->nobs && rc == 0; k++)
+		buf_put_bytes(out, nv[k], nlen[k]);
+	free(nv);
+	free(nlen);
+	free(perm);
+	return rc;
+}
+
 void pathset_encode(const struct pathset *ps, struct buf *out)
 {
 	buf_put_u32(out, PATHSET_MAGIC);
