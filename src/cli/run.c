@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachet/fdio.h"
 #include "cachet/buf.h"
 #include "cachet/elfsyms.h"
 #include "cachet/lookup.h"
@@ -390,11 +391,10 @@ static int preprocessor_run_acted(const struct trace_result *tr)
 static int read_memfd(int fd, struct buf *out)
 {
 	off_t size = lseek(fd, 0, SEEK_END);
-	if (size < 0)
+	if (size < 0 || lseek(fd, 0, SEEK_SET) < 0)
 		return -1;
 	buf_grow(out, (size_t)size);
-	ssize_t n = pread(fd, out->data + out->len, (size_t)size, 0);
-	if (n != size)
+	if (read_full(fd, out->data + out->len, (size_t)size) != size)
 		return -1;
 	out->len += (size_t)size;
 	return 0;
