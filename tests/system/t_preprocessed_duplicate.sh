@@ -28,6 +28,25 @@ int used(void) { return 1; }
 #endif
 EOF
 echo '#define X 42' > "$SRC/x.h"
+cat > "$SRC/y.cpp" <<'EOF'
+#include <vector>
+#include "x.h"
+#ifdef lib_EXPORTS
+#define API __attribute__((visibility("default")))
+#else
+#define API
+#endif
+template <typename T> struct box { T v; T twice() const { return v + v; } };
+inline int sum(const std::vector<int> &v) { int s = 0; for (int x : v) s += x; return s; }
+API int g(int a) { box<int> b{a * X}; return b.twice() + sum({a, a}); }
+EOF
+cat > "$SRC/z.cpp" <<'EOF'
+#include <vector>
+#include "x.h"
+template <typename T> struct box { T v; T twice() const { return v + v; } };
+inline int sum(const std::vector<int> &v) { int s = 0; for (int x : v) s += x; return s; }
+int g(int a) { box<int> b{a * X}; return b.twice() + sum({a, a}); }
+EOF
 cat > "$SRC/redef.c" <<'EOF'
 #define R 1
 int r(void) { return R; }
@@ -150,3 +169,22 @@ if command -v clang > /dev/null; then
     run_expect miss "" -- $(compile clang cd x.c -g3 -Dlib_EXPORTS)
     same_as_plain cd
 fi
+
+# C++: templates and inline functions in COMDAT groups, the standard
+# library's headers; a -D that only the export macro of one compile tests
+# is a miss, one no header tests is served.
+for cxx in g++ clang++; do
+    command -v $cxx > /dev/null || { echo "(no $cxx: its C++ section is not run)"; continue; }
+    section "$cxx: a -D the source never tests, served; the export macro it tests, a miss"
+    n=${cxx%%+*}
+    plain $cxx ${n}za z.cpp
+    plain $cxx ${n}zb z.cpp -Dlib_EXPORTS
+    run_expect miss "" -- $(compile $cxx ${n}za z.cpp)
+    run_expect hit "preprocessed duplicate" -- $(compile $cxx ${n}zb z.cpp -Dlib_EXPORTS)
+    same_as_plain ${n}zb
+    plain $cxx ${n}ya y.cpp
+    plain $cxx ${n}yb y.cpp -Dlib_EXPORTS
+    run_expect miss "" -- $(compile $cxx ${n}ya y.cpp)
+    run_expect miss "" -- $(compile $cxx ${n}yb y.cpp -Dlib_EXPORTS)
+    same_as_plain ${n}yb
+done
