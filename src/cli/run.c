@@ -368,6 +368,7 @@ static int lookup_init_step(void *ctx, struct step *step, struct digest_cache *d
 static int lookup_remote(void *ctx)
 {
 	struct run *r = ctx;
+	inherited_snapshot();
 	return remote_tier_lookup(r->store, &r->step, &r->lookup.fps.dc, &r->exit_code)
 	           ? LOOKUP_SERVED
 	           : 0;
@@ -408,6 +409,7 @@ static int lookup_preprocess(void *ctx, char *const *argv, int want_record,
                              struct lookup_preprocessed *out)
 {
 	struct run *r = ctx;
+	inherited_snapshot();
 	struct step_tmpdir tmp;
 	if (step_tmpdir_create(&tmp) < 0)
 		return -1;
@@ -604,6 +606,7 @@ static void remove_tmpdir(void *tmp)
 static void miss(struct run *r, const char *reason) __attribute__((noreturn));
 static void miss(struct run *r, const char *reason)
 {
+	inherited_snapshot();
 	struct error e = {0};
 	if (step_tmpdir_create(&r->tmp) < 0) {
 		cli_warn("cannot create a private TMPDIR, running without the cache: %s",
