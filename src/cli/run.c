@@ -867,9 +867,9 @@ static int run_main(int argc, char **argv, int masquerade);
 /* The file this process runs, to be skipped on PATH (a masquerading
  * symlink named like the compiler leads to it): by the name it was
  * executed by (AT_EXECFN), which leads to it through the file system as
- * such a symlink does, even after an upgrade replaced it. /proc/self/exe
- * costs a hit 1% of its CPU; it stays for a name that leads nowhere now
- * (a relative one is relative to this cwd, which has not changed). */
+ * such a symlink does, even after an upgrade replaced it. A readlink of
+ * /proc/self/exe costs a process 10 us; it stays for a name that leads
+ * nowhere now (a relative one is relative to this cwd, not changed since). */
 static char *self_by_exec_name(void)
 {
 	const char *name = (const char *)getauxval(AT_EXECFN);
