@@ -11,7 +11,8 @@
  * that a path's parent resolves to keeps its device, inode, mtime and
  * ctime, such a value still holds. gcc's include search makes most of its
  * lookups this way: of 426 for one compile of Lua's lparser.c, 227 find
- * nothing and 116 are readlinks.
+ * nothing and 116 are readlinks. The facts the loader's cache answers
+ * (facts.c) are decided the same way by that file's fingerprint.
  *
  * A fingerprint is only taken of a directory that has not changed within
  * DIGEST_CACHE_MARGIN_NS of now (inode times come from a coarse clock:

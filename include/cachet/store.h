@@ -464,6 +464,9 @@ struct store_memo {
 	size_t dirs_len;
 	struct store_memo_fp *fps;
 	size_t nfps;
+	/* Decoded: the bytes read, which the three bodies above are parts of
+	 * (store_memo_free frees it); NULL in a memo being written. */
+	void *image;
 };
 
 /* 1 and *out (store_memo_free it), 0 when there is none, -1 with e set when

@@ -15,6 +15,7 @@
 
 static int inherited[KEPT_MAX];
 static size_t ninherited;
+static int snapshot_taken;
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -24,6 +25,9 @@ static int cmp_int(const void *a, const void *b)
 
 void inherited_snapshot(void)
 {
+	if (snapshot_taken)
+		return;
+	snapshot_taken = 1;
 	DIR *d = opendir("/proc/self/fd");
 	if (!d)
 		return;

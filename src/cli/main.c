@@ -9,7 +9,6 @@
 #include "cachet/buf.h"
 #include "cachet/path.h"
 #include "cli/cli.h"
-#include "cli/inherited.h"
 
 struct subcommand {
 	const char *name;
@@ -47,7 +46,6 @@ static int launch(int argc, char **argv, int first, int masquerade)
 
 int main(int argc, char **argv)
 {
-	inherited_snapshot();
 	const char *me = argc > 0 ? path_basename(argv[0]) : "cachet";
 	/* Masquerading: invoked through a symlink named after the compiler. */
 	if (strcmp(me, "cachet") != 0 && strncmp(me, "cachet-", 7) != 0 &&

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -368,6 +369,7 @@ static int lookup_init_step(void *ctx, struct step *step, struct digest_cache *d
 static int lookup_remote(void *ctx)
 {
 	struct run *r = ctx;
+	inherited_snapshot();
 	return remote_tier_lookup(r->store, &r->step, &r->lookup.fps.dc, &r->exit_code)
 	           ? LOOKUP_SERVED
 	           : 0;
@@ -408,6 +410,7 @@ static int lookup_preprocess(void *ctx, char *const *argv, int want_record,
                              struct lookup_preprocessed *out)
 {
 	struct run *r = ctx;
+	inherited_snapshot();
 	struct step_tmpdir tmp;
 	if (step_tmpdir_create(&tmp) < 0)
 		return -1;
@@ -604,6 +607,7 @@ static void remove_tmpdir(void *tmp)
 static void miss(struct run *r, const char *reason) __attribute__((noreturn));
 static void miss(struct run *r, const char *reason)
 {
+	inherited_snapshot();
 	struct error e = {0};
 	if (step_tmpdir_create(&r->tmp) < 0) {
 		cli_warn("cannot create a private TMPDIR, running without the cache: %s",
@@ -860,6 +864,21 @@ const struct cli_command cli_cmd_run = {
 
 static int run_main(int argc, char **argv, int masquerade);
 
+/* The file this process runs, to be skipped on PATH (a masquerading
+ * symlink named like the compiler leads to it): by the name it was
+ * executed by (AT_EXECFN), which leads to it through the file system as
+ * such a symlink does, even after an upgrade replaced it. A readlink of
+ * /proc/self/exe costs a process 10 us; it stays for a name that leads
+ * nowhere now (a relative one is relative to this cwd, not changed since). */
+static char *self_by_exec_name(void)
+{
+	const char *name = (const char *)getauxval(AT_EXECFN);
+	struct stat st;
+	if (name && *name && stat(name, &st) == 0 && S_ISREG(st.st_mode))
+		return xstrdup(name);
+	return cli_self_exe();
+}
+
 int cmd_run(int argc, char **argv)
 {
 	return run_main(argc, argv, 0);
@@ -904,7 +923,7 @@ static int run_main(int argc, char **argv, int masquerade)
 	}
 	r.argv = argv + i;
 
-	char *self = cli_self_exe();
+	char *self = self_by_exec_name();
 	r.program = step_find_program(r.argv[0], self);
 	free(self);
 	if (!r.program) {

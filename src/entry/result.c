@@ -160,17 +160,32 @@ static int get_stream_runs(struct reader *rd, struct result *r)
 	return rd->failed || sum[0] != r->out.size || sum[1] != r->err.size ? -1 : 0;
 }
 
+static int decode_body(const void *data, size_t len, struct result *r, struct error *e);
+
 int result_decode(const void *data, size_t len, struct result *r, struct error *e)
 {
-	struct reader rd;
 	result_init(r);
 	struct digest sum;
 	if (len < DIGEST_LEN)
 		return error_set(e, "result: truncated");
-	len -= DIGEST_LEN;
-	digest_bytes(data, len, &sum);
-	if (memcmp(sum.b, (const char *)data + len, DIGEST_LEN) != 0)
+	digest_bytes(data, len - DIGEST_LEN, &sum);
+	if (memcmp(sum.b, (const char *)data + len - DIGEST_LEN, DIGEST_LEN) != 0)
 		return error_set(e, "result: checksum mismatch (damaged entry)");
+	return decode_body(data, len - DIGEST_LEN, r, e);
+}
+
+int result_decode_summed(const void *data, size_t len, struct result *r, struct error *e)
+{
+	result_init(r);
+	if (len < DIGEST_LEN)
+		return error_set(e, "result: truncated");
+	return decode_body(data, len - DIGEST_LEN, r, e);
+}
+
+/* The body without its trailer. */
+static int decode_body(const void *data, size_t len, struct result *r, struct error *e)
+{
+	struct reader rd;
 	reader_init(&rd, data, len);
 	if (reader_u32(&rd) != RESULT_MAGIC)
 		return error_set(e, "result: bad magic");

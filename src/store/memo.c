@@ -85,20 +85,19 @@ void store_memo_encode(const struct store_memo *m, struct buf *b)
 	buf_put_u32(b, memo_sum(b->data, b->len));
 }
 
-static void *copy_bytes(struct reader *r, size_t *len)
+/* A part of the memo's image, which the memo keeps: not copied. */
+static void *image_bytes(struct reader *r, size_t *len)
 {
-	const void *p = reader_bytes(r, len);
-	if (!p)
-		return NULL;
-	void *out = xmalloc(*len ? *len : 1);
-	memcpy(out, p, *len);
-	return out;
+	return (void *)reader_bytes(r, len);
 }
 
-int store_memo_decode(const void *bytes, size_t len, struct store_memo *m)
+/* store_memo_decode of an image the memo takes (and frees) whatever the
+ * outcome: its three bodies are parts of it, not copies (40 KB a hit
+ * copied and faulted in for nothing). */
+static int decode_image(unsigned char *data, size_t len, struct store_memo *m)
 {
-	const unsigned char *data = bytes;
 	memset(m, 0, sizeof *m);
+	m->image = data;
 	size_t magic = strlen(MEMO_MAGIC);
 	if (len < magic + MEMO_SUM_LEN || memcmp(data, MEMO_MAGIC, magic) != 0)
 		return -1;
@@ -111,9 +110,9 @@ int store_memo_decode(const void *bytes, size_t len, struct store_memo *m)
 	reader_raw(&r, m->weak.b, DIGEST_LEN);
 	reader_raw(&r, m->pathset.b, DIGEST_LEN);
 	reader_raw(&r, m->strong.b, DIGEST_LEN);
-	m->pathset_body = copy_bytes(&r, &m->pathset_len);
-	m->result_body = copy_bytes(&r, &m->result_len);
-	m->dirs = copy_bytes(&r, &m->dirs_len);
+	m->pathset_body = image_bytes(&r, &m->pathset_len);
+	m->result_body = image_bytes(&r, &m->result_len);
+	m->dirs = image_bytes(&r, &m->dirs_len);
 	uint32_t n = reader_u32(&r);
 	/* Each fingerprint takes at least 81 bytes: a count beyond what is
 	 * left is damage, not a reason to allocate. */
@@ -128,6 +127,13 @@ int store_memo_decode(const void *bytes, size_t len, struct store_memo *m)
 		m->nfps = i + 1;
 	}
 	return r.failed || r.left != 0 || !m->pathset_body || !m->result_body || !m->dirs ? -1 : 0;
+}
+
+int store_memo_decode(const void *bytes, size_t len, struct store_memo *m)
+{
+	unsigned char *copy = xmalloc(len ? len : 1);
+	memcpy(copy, bytes, len);
+	return decode_image(copy, len, m);
 }
 
 static int other_version(const unsigned char *data, size_t len)
@@ -182,7 +188,10 @@ int store_memo_read(struct store *s, const struct digest *name, struct store_mem
 		rc = 0;
 		goto out;
 	}
-	if (!whole || store_memo_decode(data, len, out) < 0) {
+	int decoded = whole && decode_image(data, len, out) == 0;
+	if (whole)
+		data = NULL; /* the memo's image now, freed with it */
+	if (!decoded) {
 		store_memo_free(out);
 		/* Damaged (or cut short by a crash of a file system without
 		 * ordered renames): drop it, the index still has the entry. */
@@ -242,9 +251,7 @@ out:
 
 void store_memo_free(struct store_memo *m)
 {
-	free(m->pathset_body);
-	free(m->result_body);
-	free(m->dirs);
+	free(m->image);
 	for (size_t i = 0; i < m->nfps; i++)
 		free(m->fps[i].path);
 	free(m->fps);

@@ -169,6 +169,13 @@ assert_contains_bytes m.o MASK_END
 PATH=$MPATH timeout 120 gcc --version > mask-version.out
 grep -qi 'gcc' mask-version.out || fail "masqueraded gcc --version: $(cat mask-version.out)"
 
+section "masquerade: started by a relative name, cachet still skips itself on PATH"
+# The name it was executed by is how it knows its own file (run.c).
+rm m.o
+PATH=$MPATH timeout 120 ./mask2/gcc -c m.c -o m.o || fail "gcc started as ./mask2/gcc failed"
+expect hit
+assert_contains_bytes m.o MASK_END
+
 section "CACHET_DISABLE=1 runs the command untouched"
 S=(sh -c 'date +%s%N > stamp.txt')
 run_expect miss "new step" -- "${S[@]}"

@@ -315,6 +315,32 @@ static void a_results_stream_order_survives_encoding_and_is_checked(void **state
 		}
 }
 
+/* Bytes a container's checksum covers (a memo's) decode without their
+ * trailer hashed: a trailer that does not match is no refusal there, while
+ * result_decode refuses it; the body is checked all the same. */
+static void a_summed_result_skips_its_trailer_not_its_checks(void **state)
+{
+	(void)state;
+	struct result r, back;
+	empty_result(&r);
+	r.stdin_advance = 6;
+	struct buf b;
+	buf_init(&b);
+	result_encode(&r, &b);
+	struct error e = {0};
+	b.data[b.len - 1] ^= 1;
+	assert_int_equal(result_decode(b.data, b.len, &back, &e), -1);
+	assert_int_equal(result_decode_summed(b.data, b.len, &back, &e), 0);
+	assert_int_equal(back.stdin_advance, 6);
+	result_free(&back);
+	/* A damaged body, and one too short for a trailer. */
+	b.data[0] ^= 1;
+	assert_int_equal(result_decode_summed(b.data, b.len, &back, &e), -1);
+	assert_int_equal(result_decode_summed(b.data, DIGEST_LEN - 1, &back, &e), -1);
+	result_free(&r);
+	buf_free(&b);
+}
+
 #define CASE(f) cmocka_unit_test_setup_teardown(f, setup, scratch_teardown)
 
 int main(void)
@@ -331,6 +357,7 @@ int main(void)
 	    CASE(a_file_added_to_a_directory_moved_into_place_after_the_step_is_not_stored),
 	    cmocka_unit_test(a_results_stdin_advance_and_pin_survive_encoding),
 	    cmocka_unit_test(a_results_stream_order_survives_encoding_and_is_checked),
+	    cmocka_unit_test(a_summed_result_skips_its_trailer_not_its_checks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

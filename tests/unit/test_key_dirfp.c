@@ -15,7 +15,10 @@
 #include <unistd.h>
 
 #include "cachet/dirfp.h"
+#include "cachet/ldcache.h"
+#include "cachet/observe.h"
 #include "cachet/pathset.h"
+#include "cachet/trace.h"
 
 static char root[64];
 
@@ -201,6 +204,47 @@ static void damaged_encodings_are_refused(void **state)
 	pathset_free(&ps);
 }
 
+/* The loader's cache decides its facts as a directory decides its
+ * lookups: while its fingerprint holds they are not looked up (nor the
+ * file read), and another file there (ldconfig renames a new one into
+ * place) has them looked up again. Facts of another kind never. */
+static void ldcache_facts_are_decided_by_the_cache_file(void **state)
+{
+	struct stat st;
+	struct file_id id;
+	if (stat(LDCACHE_PATH, &st) < 0 || !S_ISREG(st.st_mode))
+		skip();
+	file_id_from_stat(&st, &id);
+	if (!file_id_settled(&id) || !file_id_fs_trusted(-1, LDCACHE_PATH))
+		skip();
+	struct pathset ps;
+	pathset_init(&ps);
+	pathset_add(&ps, OBS_FACT, 0, OBSERVE_FACT_LDCACHE "libc.so.6", NULL);
+	pathset_add(&ps, OBS_FACT, 0, OBSERVE_FACT_LDCACHE "libcachet-none.so.0", NULL);
+	pathset_add(&ps, OBS_FACT, 0, TRACE_FACT_UNAME, NULL);
+	pathset_canonicalise(&ps, NULL);
+	struct buf values;
+	struct digest strong, got;
+	recorded(&ps, &values, &strong);
+	struct dirfp_set set;
+	dirfp_collect(&ps, values.data, values.len, &set);
+	assert_int_equal(eligible(&set), 2);
+	assert_int_equal(set.ndirs, 1);
+	assert_string_equal(set.dirs[0].dir, LDCACHE_PATH);
+	assert_int_equal(
+	    dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len, &got), 2);
+	assert_memory_equal(got.b, strong.b, DIGEST_LEN);
+	/* As if the cache had been replaced since. */
+	set.dirs[0].id.ino++;
+	set.dirs[0].state = 0;
+	assert_int_equal(
+	    dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len, &got), 0);
+	assert_memory_equal(got.b, strong.b, DIGEST_LEN);
+	dirfp_free(&set);
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,6 +254,7 @@ int main(void)
 	    cmocka_unit_test(a_retargeted_symlink_is_seen),
 	    cmocka_unit_test(a_directory_changed_just_now_is_not_fingerprinted),
 	    cmocka_unit_test(damaged_encodings_are_refused),
+	    cmocka_unit_test(ldcache_facts_are_decided_by_the_cache_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
