@@ -874,7 +874,10 @@ static char *self_by_exec_name(void)
 {
 	const char *name = (const char *)getauxval(AT_EXECFN);
 	struct stat st;
-	if (name && *name && stat(name, &st) == 0 && S_ISREG(st.st_mode))
+	/* fexecve's name is /dev/fd/N (or /proc/self/fd/N), a descriptor
+	 * closed at the exec or since reused for another file. */
+	if (name && *name && strncmp(name, "/dev/fd/", 8) != 0 && strncmp(name, "/proc/", 6) != 0 &&
+	    stat(name, &st) == 0 && S_ISREG(st.st_mode))
 		return xstrdup(name);
 	return cli_self_exe();
 }
