@@ -71,20 +71,36 @@ struct record {
 	size_t nseen;
 };
 
+/* The variables of a run's environment that its record keys by effect
+ * (env.h env_effect_facts), and where their values are searched for. */
+struct record_env {
+	char *const *effect_env; /* step.h effect_env, "NAME=VALUE"; may be NULL */
+	const char *cwd;         /* the step's */
+	/* Search the outputs and the two streams for the values (env_held);
+	 * without, only the lookups key a variable. */
+	int scan;
+	const void *out, *err; /* the run's stdout and stderr */
+	size_t out_len, err_len;
+};
+
 /* Builds the path set and values from the events, checks that every
  * observation still holds what the step saw, and captures the outputs into
  * store s (skipped when s is NULL or not_storable is set); an output that
  * changed since the step ended (or has no TRACE_FINAL) sets not_storable.
  * Paths under ignore_roots (NULL-terminated) are neither observations nor
  * outputs. Each captured file is searched for the real path of every base
- * in scan (may be NULL) while it is hashed, which sets pinned, and for the
- * values of the variables keyed by effect in scan_env ("NAME=VALUE", may be
- * NULL), which sets env_held. Returns -1
- * only on a failure of cachet itself (store full, ...). */
+ * in scan (may be NULL) while it is hashed, which sets pinned. With env
+ * (may be NULL), the facts of the variables keyed by effect join the path
+ * set with their values now, after env->scan searched the outputs and the
+ * streams for their values (env_held): in the one canonical ordering of
+ * the path set, not a second one after it. On the run's real paths
+ * (before portable_record). Returns -1 only on a failure of cachet itself
+ * (store full, ...). */
 int record_run_scanning(const struct trace_event *events, size_t n, const char *const *ignore_roots,
-                        const struct step_bases *scan, char *const *scan_env, struct store *s,
-                        struct digest_cache *dc, struct record *out, struct error *e);
-/* record_run_scanning without scan_env. */
+                        const struct step_bases *scan, const struct record_env *env,
+                        struct store *s, struct digest_cache *dc, struct record *out,
+                        struct error *e);
+/* record_run_scanning without env. */
 int record_run(const struct trace_event *events, size_t n, const char *const *ignore_roots,
                const struct step_bases *scan, struct store *s, struct digest_cache *dc,
                struct record *out, struct error *e);
@@ -92,15 +108,6 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
  * real paths, as record_run searches outputs. */
 void record_scan_stream(struct record *rec, const char *name, const void *data, size_t len,
                         const struct step_bases *scan);
-/* Searches them for the values of scan_env, as record_run_scanning searches
- * outputs. */
-void record_scan_stream_env(struct record *rec, const void *data, size_t len,
-                            char *const *scan_env);
-/* Adds the facts of the variables keyed by effect (step.h
- * env_effect_facts) to the path set, with their values now, and puts it in
- * canonical order again: after record_run and record_scan_stream, on the
- * run's real paths (before portable_record). cwd: the step's. */
-void record_add_env_facts(struct record *rec, char *const *effect_env, const char *cwd);
 /* Whether the output file whose content is content holds one of
  * needles[0..n) (empty ones never do), as found while it was recorded: 1
  * (*has_nul then says whether it holds a NUL byte), 0 not, -1 unknown (the

@@ -440,13 +440,15 @@ static int lookup_preprocess(void *ctx, char *const *argv, int want_record,
 		          read_memfd(out_fd, &out->out) == 0 && read_memfd(err_fd, &out->err) == 0;
 		if (out->ok && want_record) {
 			struct record *rec = xcalloc(1, sizeof *rec);
-			if (record_run(tr.events, tr.nevents, (const char *const *)ignore,
-			               &r->step.bases, NULL, &r->lookup.fps.dc, rec, &e) < 0) {
+			struct record_env renv = {.effect_env = r->step.effect_env,
+			                          .cwd = r->step.cwd};
+			if (record_run_scanning(tr.events, tr.nevents, (const char *const *)ignore,
+			                        &r->step.bases, &renv, NULL, &r->lookup.fps.dc, rec,
+			                        &e) < 0) {
 				record_free(rec);
 				free(rec);
 				out->ok = 0;
 			} else {
-				record_add_env_facts(rec, r->step.effect_env, r->step.cwd);
 				if (rec->not_storable || portable_record(rec, &r->step.bases) < 0) {
 					record_free(rec);
 					free(rec);
@@ -521,9 +523,6 @@ static int stored_form(struct run *r, struct record *rec, const struct tee *t)
 {
 	record_scan_stream(rec, "stdout", t->out.data, t->out.len, &r->step.bases);
 	record_scan_stream(rec, "stderr", t->err.data, t->err.len, &r->step.bases);
-	record_scan_stream_env(rec, t->out.data, t->out.len, r->step.effect_env);
-	record_scan_stream_env(rec, t->err.data, t->err.len, r->step.effect_env);
-	record_add_env_facts(rec, r->step.effect_env, r->step.cwd);
 	return portable_record(rec, &r->step.bases);
 }
 
@@ -709,9 +708,16 @@ static void miss(struct run *r, const char *reason)
 	} else {
 		struct record rec;
 		int check_status = 0;
+		struct record_env renv = {.effect_env = r->step.effect_env,
+		                          .cwd = r->step.cwd,
+		                          .scan = 1,
+		                          .out = t.out.data,
+		                          .out_len = t.out.len,
+		                          .err = t.err.data,
+		                          .err_len = t.err.len};
 		if (record_run_scanning(tr.events, tr.nevents, (const char *const *)ignore,
-		                        &r->step.bases, r->step.effect_env, r->store,
-		                        &r->lookup.fps.dc, &rec, &e) < 0) {
+		                        &r->step.bases, &renv, r->store, &r->lookup.fps.dc, &rec,
+		                        &e) < 0) {
 			count_error(r, "cannot store the outputs", &e);
 		} else if (rec.not_storable) {
 			reason = rec.not_storable;

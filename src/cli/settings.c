@@ -36,7 +36,7 @@ const struct setting_def setting_defs[] = {
     {"base_dir", SETTING_STRING, NULL, 0, 0,
      "a checkout's root: paths under it are keyed relative to it, so checkouts at "
      "different paths share hits (outputs naming it are keyed on its real path)"},
-    {"compression_level", SETTING_INT, "3", 1, 19, "zstd level for stored blobs"},
+    {"compression_level", SETTING_INT, "1", 1, 19, "zstd level for stored blobs"},
     {"verify_rate", SETTING_RATE, "0", 0, 0,
      "fraction of hits that also run the step and compare its outputs"},
     {"nondeterministic", SETTING_STRING, "warn", 0, 0,

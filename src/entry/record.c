@@ -32,7 +32,8 @@ struct recorder {
 	size_t n;
 	const char *const *ignore_roots;
 	const struct step_bases *scan;
-	char *const *scan_env;
+	const struct record_env *env;
+	char *const *scan_env;   /* env's variables, when it scans */
 	struct strmap touched;   /* path -> struct touch */
 	struct strmap dir_names; /* directory -> struct buf of NUL-separated names */
 	struct strmap outputs;   /* path -> (void *)1, outputs already added */
@@ -1038,12 +1039,33 @@ void record_scan_stream(struct record *rec, const char *name, const void *data, 
 	scans_done(&sc, rec, name);
 }
 
-void record_scan_stream_env(struct record *rec, const void *data, size_t len, char *const *scan_env)
+/* The facts of the variables keyed by effect, added before the path set
+ * is put in canonical order: once, where adding them after it meant
+ * building, ordering and encoding the whole path set a second time. A
+ * value held by stdout or stderr keys its variable as one held by an
+ * output does; each stream is searched on its own, as a value split
+ * between the two is printed by neither. */
+static void add_env_facts(struct recorder *rc)
 {
-	struct scans sc;
-	scans_init(&sc, NULL, scan_env, NULL);
-	feed_scans(&sc, data, len);
-	scans_done(&sc, rec, "");
+	const struct record_env *env = rc->env;
+	struct record *rec = rc->rec;
+	if (env->scan && env->effect_env && env->effect_env[0]) {
+		const void *data[] = {env->out, env->err};
+		size_t len[] = {env->out_len, env->err_len};
+		for (int i = 0; i < 2; i++) {
+			struct scans sc;
+			scans_init(&sc, NULL, env->effect_env, NULL);
+			feed_scans(&sc, data[i], len[i]);
+			scans_done(&sc, rec, "");
+		}
+	}
+	char **names = env_effect_facts(&rec->ps, env->effect_env, rec->env_held, env->cwd);
+	for (char **n = names; *n; n++) {
+		pathset_add(&rec->ps, OBS_FACT, 0, *n, NULL);
+		add_obs_slot(rc, NULL);
+		free(*n);
+	}
+	free(names);
 }
 
 /* The output at a path is the step's only while it is what the step left
@@ -1437,8 +1459,9 @@ int record_run(const struct trace_event *events, size_t n, const char *const *ig
 }
 
 int record_run_scanning(const struct trace_event *events, size_t n, const char *const *ignore_roots,
-                        const struct step_bases *scan, char *const *scan_env, struct store *s,
-                        struct digest_cache *dc, struct record *out, struct error *e)
+                        const struct step_bases *scan, const struct record_env *env,
+                        struct store *s, struct digest_cache *dc, struct record *out,
+                        struct error *e)
 {
 	memset(out, 0, sizeof *out);
 	pathset_init(&out->ps);
@@ -1451,7 +1474,8 @@ int record_run_scanning(const struct trace_event *events, size_t n, const char *
 	                      .n = n,
 	                      .ignore_roots = ignore_roots,
 	                      .scan = scan,
-	                      .scan_env = scan_env,
+	                      .env = env,
+	                      .scan_env = env && env->scan ? env->effect_env : NULL,
 	                      .rec = out,
 	                      .store = s,
 	                      .dc = dc};
@@ -1486,6 +1510,8 @@ int record_run_scanning(const struct trace_event *events, size_t n, const char *
 		store_snapshot_begin(s);
 	if (rc2 == 0)
 		add_prior_states(&rc);
+	if (env)
+		add_env_facts(&rc);
 	compute_values(&rc);
 	if (s)
 		store_snapshot_end(s);
@@ -1529,80 +1555,6 @@ int record_run_scanning(const struct trace_event *events, size_t n, const char *
 	free(rc.detail);
 	free(rc.obs_event);
 	return rc2;
-}
-
-void record_add_env_facts(struct record *rec, char *const *effect_env, const char *cwd)
-{
-	char **names = env_effect_facts(&rec->ps, effect_env, rec->env_held, cwd);
-	if (!names[0]) {
-		free(names);
-		return;
-	}
-	struct pathset *ps = &rec->ps;
-	size_t before = ps->nobs;
-	struct buf *vals = xcalloc(before + 1, sizeof *vals);
-	struct reader r;
-	reader_init(&r, rec->values.data, rec->values.len);
-	for (size_t i = 0; i < before; i++) {
-		size_t len;
-		const void *v = reader_bytes(&r, &len);
-		buf_init(&vals[i]);
-		if (v)
-			buf_add(&vals[i], v, len);
-	}
-	/* A canonical path set interns no more: built afresh. */
-	struct pathset fresh;
-	pathset_init(&fresh);
-	for (size_t i = 0; i < before; i++) {
-		const char **excluded = pathset_excluded(ps, i);
-		pathset_add(&fresh, (enum obs_kind)ps->obs[i].kind, ps->obs[i].flags,
-		            ps->paths[ps->obs[i].path], excluded);
-		free(excluded);
-	}
-	pathset_free(ps);
-	*ps = fresh;
-	size_t added = 0;
-	for (char **n = names; *n; n++, added++) {
-		pathset_add(ps, OBS_FACT, 0, *n, NULL);
-		free(*n);
-	}
-	free(names);
-	vals = xrealloc(vals, (before + added) * sizeof *vals);
-	for (size_t i = before; i < before + added; i++) {
-		buf_init(&vals[i]);
-		observe_fact_value(ps->paths[ps->obs[i].path], &vals[i]);
-	}
-	size_t *perm;
-	pathset_canonicalise(ps, &perm);
-	const struct buf **at = xcalloc(ps->nobs ? ps->nobs : 1, sizeof *at);
-	for (size_t i = 0; i < before + added; i++)
-		at[perm[i]] = &vals[i];
-	buf_reset(&rec->values);
-	for (size_t i = 0; i < ps->nobs; i++)
-		buf_put_bytes(&rec->values, at[i]->data, at[i]->len);
-	/* Listings name their observation by index. */
-	struct buf listings;
-	buf_init(&listings);
-	reader_init(&r, rec->listings.data, rec->listings.len);
-	while (r.left && !r.failed) {
-		uint32_t idx = reader_u32(&r);
-		size_t len;
-		const void *l = reader_bytes(&r, &len);
-		if (!l || idx >= before)
-			break;
-		buf_put_u32(&listings, (uint32_t)perm[idx]);
-		buf_put_bytes(&listings, l, len);
-	}
-	buf_free(&rec->listings);
-	rec->listings = listings;
-	for (size_t i = 0; i < before + added; i++)
-		buf_free(&vals[i]);
-	free(vals);
-	free(at);
-	free(perm);
-	buf_reset(&rec->ps_body);
-	pathset_encode(ps, &rec->ps_body);
-	digest_bytes(rec->ps_body.data, rec->ps_body.len, &rec->ps_digest);
 }
 
 void record_free(struct record *r)

@@ -23,8 +23,11 @@
 
 /* Content at or above this size is kept raw: a restore can then reflink or
  * copy_file_range it instead of decompressing it through user space. */
-#define STORE_COMPRESS_LIMIT     ((uint64_t)64 << 20)
-#define STORE_DEFAULT_ZSTD_LEVEL 3
+#define STORE_COMPRESS_LIMIT ((uint64_t)64 << 20)
+/* Level 1, as ccache's: against level 3, a Lua miss compressed its object
+ * with 0.54 M instructions fewer (zstd's tables for level 3 alone are some
+ * 768 KiB to zero), for 0.6% more bytes stored. Any level reads back. */
+#define STORE_DEFAULT_ZSTD_LEVEL 1
 
 /* Write transactions wait this long for the write lock. */
 #define STORE_BUSY_TIMEOUT_MS 30000

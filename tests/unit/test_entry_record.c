@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachet/observe.h"
 #include "cachet/record.h"
 
 static char dir[64];
@@ -267,6 +268,135 @@ static void outputs_are_searched_for_the_names_of_the_steps_paths(void **state)
 	free(obj);
 }
 
+/* Value i of rec's path set, as record.h stores them. */
+static void value_at(const struct record *rec, size_t i, struct buf *out)
+{
+	struct reader r;
+	reader_init(&r, rec->values.data, rec->values.len);
+	const void *v = NULL;
+	size_t len = 0;
+	for (size_t k = 0; k <= i; k++)
+		v = reader_bytes(&r, &len);
+	assert_non_null(v);
+	buf_reset(out);
+	buf_add(out, v, len);
+}
+
+static int env_fact(const char *name)
+{
+	return !strncmp(name, OBSERVE_FACT_ENV, strlen(OBSERVE_FACT_ENV)) ||
+	       !strncmp(name, OBSERVE_FACT_WHICH, strlen(OBSERVE_FACT_WHICH)) ||
+	       !strcmp(name, OBSERVE_FACT_MAKE_VARS);
+}
+
+/* The facts of the variables keyed by effect join the path set inside the
+ * record, in its one canonical ordering: what the run observed keeps its
+ * values, each fact has its value now, the encoding is canonical, and a
+ * variable is keyed where an output or one stream holds its value, or
+ * where PATH led a search. */
+static void the_env_facts_join_the_recorded_path_set_in_canonical_order(void **state)
+{
+	char *bin = in_dir("bin"), *tool = in_dir("bin/tool"), *src = in_dir("a.c");
+	char *obj = in_dir("a.o"), *cache = in_dir("cache");
+	assert_int_equal(mkdir(bin, 0755), 0);
+	write_file(tool, "a tool found along PATH");
+	write_file(src, "int a;");
+	write_file(obj, "object made with held-in-output");
+	char *path_var = xasprintf("PATH=%s", bin);
+	char *effect_env[] = {path_var,
+	                      "FROM_OUTPUT=held-in-output",
+	                      "FROM_STDOUT=held-in-stdout",
+	                      "FROM_STDERR=held-in-stderr",
+	                      "SPLIT=split-value",
+	                      "UNSEEN=never-printed",
+	                      NULL};
+	const char out[] = "printed held-in-stdout and split-";
+	const char err[] = "value, then held-in-stderr\n";
+	struct trace_event events[4];
+	events[0] = ev(TRACE_EXEC, tool);
+	events[1] = ev(TRACE_READ, src);
+	events[2] = ev(TRACE_TOUCH, obj);
+	events[3] = ev(TRACE_FINAL, obj);
+	struct store *s;
+	struct error e = {0};
+	assert_int_equal(store_open(cache, 0, &s, &e), 0);
+
+	struct record plain, rec;
+	assert_int_equal(record_run(events, 4, NULL, NULL, s, NULL, &plain, &e), 0);
+	assert_null(plain.not_storable);
+	struct record_env env = {.effect_env = effect_env,
+	                         .cwd = dir,
+	                         .scan = 1,
+	                         .out = out,
+	                         .out_len = strlen(out),
+	                         .err = err,
+	                         .err_len = strlen(err)};
+	assert_int_equal(record_run_scanning(events, 4, NULL, NULL, &env, s, NULL, &rec, &e), 0);
+	assert_null(rec.not_storable);
+
+	/* Canonical: decoded and ordered again, the same bytes and digest. */
+	struct pathset again;
+	assert_int_equal(pathset_decode(rec.ps_body.data, rec.ps_body.len, &again, &e), 0);
+	pathset_canonicalise(&again, NULL);
+	struct buf body;
+	buf_init(&body);
+	pathset_encode(&again, &body);
+	assert_int_equal(body.len, rec.ps_body.len);
+	assert_memory_equal(body.data, rec.ps_body.data, body.len);
+	pathset_free(&again);
+	struct digest d;
+	digest_bytes(rec.ps_body.data, rec.ps_body.len, &d);
+	assert_true(digest_equal(&d, &rec.ps_digest));
+
+	/* The run's own observations, with the values they have without the
+	 * facts; then only facts, with their values now. */
+	struct buf v, want;
+	buf_init(&v);
+	buf_init(&want);
+	size_t facts = 0;
+	for (size_t i = 0; i < rec.ps.nobs; i++) {
+		const struct observation *o = &rec.ps.obs[i];
+		const char *name = rec.ps.paths[o->path];
+		value_at(&rec, i, &v);
+		if (o->kind == OBS_FACT && env_fact(name)) {
+			facts++;
+			buf_reset(&want);
+			observe_fact_value(name, &want);
+		} else {
+			int k = find_obs(&plain.ps, (enum obs_kind)o->kind, name);
+			assert_true(k >= 0);
+			value_at(&plain, (size_t)k, &want);
+		}
+		assert_int_equal(v.len, want.len);
+		assert_memory_equal(v.data, want.data, v.len);
+	}
+	assert_int_equal(rec.ps.nobs, plain.ps.nobs + facts);
+	assert_true(find_obs(&rec.ps, OBS_FACT, OBSERVE_FACT_ENV "FROM_OUTPUT") >= 0);
+	assert_true(find_obs(&rec.ps, OBS_FACT, OBSERVE_FACT_ENV "FROM_STDOUT") >= 0);
+	assert_true(find_obs(&rec.ps, OBS_FACT, OBSERVE_FACT_ENV "FROM_STDERR") >= 0);
+	assert_true(find_obs(&rec.ps, OBS_FACT, OBSERVE_FACT_WHICH "tool") >= 0);
+	/* Printed by neither stream, nor anywhere. */
+	assert_int_equal(find_obs(&rec.ps, OBS_FACT, OBSERVE_FACT_ENV "SPLIT"), -1);
+	assert_int_equal(find_obs(&rec.ps, OBS_FACT, OBSERVE_FACT_ENV "UNSEEN"), -1);
+	record_free(&rec);
+
+	/* Unscanned (a preprocessor run's record): the lookups still key. */
+	env.scan = 0;
+	assert_int_equal(record_run_scanning(events, 4, NULL, NULL, &env, s, NULL, &rec, &e), 0);
+	assert_true(find_obs(&rec.ps, OBS_FACT, OBSERVE_FACT_WHICH "tool") >= 0);
+	assert_int_equal(find_obs(&rec.ps, OBS_FACT, OBSERVE_FACT_ENV "FROM_OUTPUT"), -1);
+	assert_int_equal(find_obs(&rec.ps, OBS_FACT, OBSERVE_FACT_ENV "FROM_STDOUT"), -1);
+	record_free(&rec);
+
+	record_free(&plain);
+	buf_free(&v);
+	buf_free(&want);
+	buf_free(&body);
+	store_close(s);
+	free(path_var);
+	free(bin), free(tool), free(src), free(obj), free(cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +413,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(ignored_roots_leave_no_observation, setup, teardown),
 	    cmocka_unit_test_setup_teardown(outputs_are_searched_for_the_names_of_the_steps_paths,
 	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        the_env_facts_join_the_recorded_path_set_in_canonical_order, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -493,6 +493,35 @@ static void compression_level_is_checked(void **state)
 	store_close(s);
 }
 
+/* The default level went from 3 to 1: blobs stored at another level, as
+ * every store made before holds them, restore unchanged. */
+static void blobs_of_another_level_restore_at_the_default(void **state)
+{
+	struct store *s = open_cache();
+	assert_int_equal(store_set_compression_level(s, 3), 0);
+	size_t len = 100000;
+	char *text = text_bytes(len);
+	struct blob_ref by_fd, by_mem;
+	put_fd(s, text, len, &by_fd);
+	struct error e = {0, ""};
+	assert_int_equal(store_put_blob_mem(s, text, len / 2, &by_mem, &e), 0);
+	assert_int_equal(by_fd.form, BLOB_ZSTD);
+	assert_int_equal(by_mem.form, BLOB_ZSTD);
+	store_close(s);
+	s = open_cache();
+	assert_restores(s, &by_fd, text, len);
+	assert_restores(s, &by_mem, text, len / 2);
+	/* And the default level still compresses what is worth it. */
+	struct blob_ref other;
+	char *more = text_bytes(len + 1);
+	put_fd(s, more, len + 1, &other);
+	assert_int_equal(other.form, BLOB_ZSTD);
+	assert_restores(s, &other, more, len + 1);
+	free(more);
+	free(text);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +541,7 @@ int main(void)
 	    T(a_missing_blob_is_reported_as_missing),
 	    T(a_wrong_size_in_the_entry_fails_without_removing_the_blob),
 	    T(compression_level_is_checked),
+	    T(blobs_of_another_level_restore_at_the_default),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
