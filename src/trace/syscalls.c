@@ -674,31 +674,6 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
 	return RESUME_SYSCALL;
 }
 
-/* The dev:inode of the mapping of process tid that holds address ip
- * (start: the one that begins there), or 0 when none or unreadable. */
-static int mapping_file(pid_t tid, uint64_t ip, int start, char *id, size_t cap)
-{
-	char maps[64];
-	snprintf(maps, sizeof maps, "/proc/%d/maps", (int)tid);
-	FILE *f = fopen(maps, "re");
-	if (!f)
-		return 0;
-	char line[TRACE_PATHBUF + 128];
-	int found = 0;
-	while (!found && fgets(line, sizeof line, f)) {
-		unsigned long long lo, hi, inode;
-		char dev[32];
-		if (sscanf(line, "%llx-%llx %*s %*s %31s %llu", &lo, &hi, dev, &inode) != 4)
-			continue;
-		if (inode && (start ? lo == ip : lo <= ip && ip < hi)) {
-			snprintf(id, cap, "%s:%llu", dev, inode);
-			found = 1;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 /* The program interpreter's load address (AT_BASE) in process tid, or 0
  * (a static program, or a loader run as the program). */
 static uint64_t interpreter_base(pid_t tid)
@@ -734,10 +709,7 @@ static int loaders_cache_read(struct tracer *tr, struct tracee *t)
 	if (t->rec_res || !t->loader_searched || !t->entry_ip || strcmp(tr->raw, LDCACHE_PATH) != 0)
 		return 0;
 	uint64_t base = interpreter_base(t->tid);
-	char loader[64], caller[64];
-	return base && mapping_file(t->tid, base, 1, loader, sizeof loader) &&
-	       mapping_file(t->tid, t->entry_ip, 0, caller, sizeof caller) &&
-	       !strcmp(loader, caller);
+	return base && tracee_maps_same_file(t->tid, base, t->entry_ip) == 1;
 }
 
 void syscall_soname_search(struct tracer *tr, pid_t tid, const char *soname)
