@@ -683,11 +683,13 @@ static uint64_t interpreter_base(pid_t tid)
 	int fd = open(auxv, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	uint64_t v[2], base = 0;
-	while (read_full(fd, v, sizeof v) == (ssize_t)sizeof v && v[0] != AT_NULL)
-		if (v[0] == AT_BASE)
-			base = v[1];
+	/* At once: a read per entry was two dozen syscalls per process. */
+	uint64_t v[512], base = 0;
+	ssize_t n = read_full(fd, v, sizeof v);
 	close(fd);
+	for (size_t i = 0; n > 0 && i + 1 < (size_t)n / sizeof v[0] && v[i] != AT_NULL; i += 2)
+		if (v[i] == AT_BASE)
+			base = v[i + 1];
 	return base;
 }
 
