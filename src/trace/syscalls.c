@@ -65,7 +65,7 @@ static int cut_to_parent(char *path)
  * them with names of their pid), not a file of a build. */
 static int is_device(struct tracer *tr, const char *path)
 {
-	if (!path_is_under(path, "/dev"))
+	if (path[0] != '/' || path[1] != 'd' || !path_is_under(path, "/dev"))
 		return 0;
 	struct stat st;
 	if (!tr->dev_fs) {
@@ -104,8 +104,10 @@ static int is_device(struct tracer *tr, const char *path)
 
 static int is_ignored(struct tracer *tr, const char *path)
 {
-	for (size_t i = 0; i < sizeof always_ignored / sizeof always_ignored[0]; i++)
-		if (path_is_under(path, always_ignored[i]))
+	/* The fixed roots ("/x..."), by their second byte first: this runs
+	 * for every path recorded. */
+	for (size_t i = 0; path[0] && i < sizeof always_ignored / sizeof always_ignored[0]; i++)
+		if (path[1] == always_ignored[i][1] && path_is_under(path, always_ignored[i]))
 			return 1;
 	if (is_device(tr, path))
 		return 1;
