@@ -1366,12 +1366,12 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 		 * step sees is the caller's affinity, which is keyed. */
 		return entry_fact(tr, t, TRACE_FACT_CPUS);
 	case __NR_getrlimit:
-		return entry_rlimit(tr, t, a[0]);
+		return entry_rlimit(tr, t, (uint32_t)a[0]); /* the kernel's unsigned int */
 	case __NR_prlimit64:
 		/* Only a call that reads a limit (old_limit given). */
 		if (!a[3])
 			return RESUME_CONT;
-		return entry_rlimit(tr, t, a[1]);
+		return entry_rlimit(tr, t, (uint32_t)a[1]);
 	case __NR_connect:
 		return entry_connect(tr, t, a[1], a[2]);
 	case __NR_sendto:
