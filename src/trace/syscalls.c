@@ -1578,16 +1578,18 @@ static void emit_stat(struct tracer *tr, struct tracee *t, enum trace_event_kind
 		emit(tr, t, kind, 0, 0, path, &st);
 }
 
-/* The "#!" chain from path: each script is READ, each interpreter EXEC
- * (the kernel opens them with no syscall of the step's). Uses tr->raw2,
- * tr->path2 and tr->path3. */
-static void exec_scripts(struct tracer *tr, struct tracee *t, const char *path, int record)
+/* The "#!" chain from path, whose first n bytes are in head (n < 0: not
+ * readable): each script is READ, each interpreter EXEC (the kernel opens
+ * them with no syscall of the step's). Uses tr->raw2, tr->path2 and
+ * tr->path3. */
+static void exec_scripts(struct tracer *tr, struct tracee *t, const char *path, int record,
+                         char *head, long n)
 {
-	char head[EXEC_HEAD_LEN];
 	const char *cur = path;
 	/* The kernel allows 4 levels of interpreters (BINPRM_MAX_RECURSION). */
 	for (int depth = 0; depth < 5; depth++) {
-		long n = exec_image_read_head(cur, head);
+		if (depth)
+			n = exec_image_read_head(cur, head);
 		if (n < 2 || !shebang_interpreter(head, (size_t)n, tr->raw2, PATH_MAX))
 			break;
 		if (record)
@@ -1631,10 +1633,11 @@ void syscall_exec_done(struct tracer *tr, struct tracee *t)
 		record = !is_ignored(tr, p->path);
 	}
 	/* The program itself: a script's own bytes, else the binary the
-	 * kernel mapped (/proc/PID/exe: immune to a rename since). */
+	 * kernel mapped (/proc/PID/exe: immune to a rename since). Its head
+	 * is read once, for this and for the "#!" chain. */
+	char head[EXEC_HEAD_LEN];
+	long n = exec_image_read_head(p->path, head);
 	if (record) {
-		char head[EXEC_HEAD_LEN];
-		long n = exec_image_read_head(p->path, head);
 		struct stat st;
 		if (n >= 2 && shebang_interpreter(head, (size_t)n, tr->raw2, PATH_MAX))
 			emit_stat(tr, t, TRACE_EXEC, p->path);
@@ -1645,7 +1648,7 @@ void syscall_exec_done(struct tracer *tr, struct tracee *t)
 		/* /proc/self/exe and $ORIGIN are where the name led. */
 		key_links_crossed(tr, t, p->path);
 	}
-	exec_scripts(tr, t, p->path, record);
+	exec_scripts(tr, t, p->path, record, head, n);
 	/* The ELF interpreter (ld.so) of the final program. */
 	int fd = open(exe, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
