@@ -128,14 +128,13 @@ int main(int argc, char **argv)
 	}
 	struct rusage self;
 	getrusage(RUSAGE_SELF, &self);
-	double cpu = (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
-	             (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
-	fprintf(
-	    stderr,
-	    "%s: %d runs, mean %.2f ms, %zu seccomp + %zu exit stops/run, %zu preload records/run, "
-	    "tracer cpu %.2f ms/run\n",
-	    plain ? "plain" : "traced", runs, total / runs * 1000, stops, exit_stops, records,
-	    cpu / runs * 1000);
+	double user = (double)self.ru_utime.tv_sec + (double)self.ru_utime.tv_usec / 1e6;
+	double sys = (double)self.ru_stime.tv_sec + (double)self.ru_stime.tv_usec / 1e6;
+	fprintf(stderr,
+	        "%s: %d runs, mean %.2f ms, %zu seccomp + %zu exit stops/run, %zu preload "
+	        "records/run, tracer cpu %.2f ms/run (user %.2f, sys %.2f)\n",
+	        plain ? "plain" : "traced", runs, total / runs * 1000, stops, exit_stops, records,
+	        (user + sys) / runs * 1000, user / runs * 1000, sys / runs * 1000);
 	free(file);
 	return 0;
 }

@@ -31,6 +31,9 @@ void *strmap_put(struct strmap *m, const char *key, void *value);
 void *strmap_get_or_new(struct strmap *m, const char *key, size_t size, int *added);
 /* Makes room for n keys in all, so that adding them never grows the map. */
 void strmap_reserve(struct strmap *m, size_t n);
+/* The hash the map keeps of key: for tables of their own over strings
+ * (the tracer's event log compares events, not keys). */
+uint64_t strmap_hash(const char *key);
 /* Iteration: for (size_t i = 0; i < m.cap; i++) if (m.slots[i].key) ... */
 
 #endif

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -483,6 +484,62 @@ EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
 		return r;
 	REAL(readlink)
 	return real_readlink(path, buf, size);
+}
+
+/* ---- resource limits -------------------------------------------------- */
+
+/* A read of a limit (old_limit given) is a fact of the process, which the
+ * tracer keys (rlimit:N): reported through the ring, the call made from
+ * the trusted page, which the filter lets prlimit64 through from. gcc
+ * reads its stack limit in every process, cc1 a few more. A call that only
+ * sets a limit does not stop anyway: libc's. -2 when not fast-pathed. */
+static int fast_prlimit(pid_t pid, int resource, const void *new_limit, void *old_limit)
+{
+	uint64_t seq;
+	struct ring_slot *s;
+	if (!old_limit ||
+	    !(s = record(SYS_prlimit64, pid, resource, (long)new_limit, (long)old_limit, "", &seq)))
+		return -2;
+	long rv = rc_safe_syscall(SYS_prlimit64, pid, resource, (long)new_limit, (long)old_limit);
+	return (int)ret_errno(rc_done(s, seq, rv));
+}
+
+EXPORT int getrlimit(__rlimit_resource_t resource, struct rlimit *old_limit)
+{
+	int r = fast_prlimit(0, (int)resource, NULL, old_limit);
+	if (r != -2)
+		return r;
+	REAL(getrlimit)
+	return real_getrlimit(resource, old_limit);
+}
+
+EXPORT int getrlimit64(__rlimit_resource_t resource, struct rlimit64 *old_limit)
+{
+	int r = fast_prlimit(0, (int)resource, NULL, old_limit);
+	if (r != -2)
+		return r;
+	REAL(getrlimit64)
+	return real_getrlimit64(resource, old_limit);
+}
+
+EXPORT int prlimit(pid_t pid, __rlimit_resource_t resource, const struct rlimit *new_limit,
+                   struct rlimit *old_limit)
+{
+	int r = fast_prlimit(pid, (int)resource, new_limit, old_limit);
+	if (r != -2)
+		return r;
+	REAL(prlimit)
+	return real_prlimit(pid, resource, new_limit, old_limit);
+}
+
+EXPORT int prlimit64(pid_t pid, __rlimit_resource_t resource, const struct rlimit64 *new_limit,
+                     struct rlimit64 *old_limit)
+{
+	int r = fast_prlimit(pid, (int)resource, new_limit, old_limit);
+	if (r != -2)
+		return r;
+	REAL(prlimit64)
+	return real_prlimit64(pid, resource, new_limit, old_limit);
 }
 
 /* ---- realpath -------------------------------------------------------- */

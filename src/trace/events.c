@@ -7,14 +7,12 @@
 #include <sys/stat.h>
 
 #include "cachet/array.h"
+#include "cachet/buf.h"
 
 void event_log_init(struct event_log *l)
 {
 	memset(l, 0, sizeof *l);
-	strmap_init(&l->seen);
 	strmap_init(&l->touched);
-	strmap_init(&l->read);
-	buf_init(&l->key);
 }
 
 void trace_listing_free(struct trace_listing *l)
@@ -34,10 +32,9 @@ void event_log_free(struct event_log *l)
 		trace_listing_free(l->ev[i].listing);
 	}
 	free(l->ev);
-	strmap_free(&l->seen);
+	free(l->seen.slots);
+	free(l->read.slots);
 	strmap_free(&l->touched);
-	strmap_free(&l->read);
-	buf_free(&l->key);
 	memset(l, 0, sizeof *l);
 }
 
@@ -50,37 +47,119 @@ static void append(struct event_log *l, const struct trace_event *ev)
 	e->listing = NULL; /* attached at the end of the run (dirviews.h) */
 }
 
-/* One field of the de-duplication key, in hex and ':'-terminated: a
- * printf per event was a tenth of the tracer's time per event. */
-static void key_num(struct buf *b, unsigned long long v)
+/* What makes two events of event_log_add the same observation: kind,
+ * flags, errno, path, whether a value was seen (or an unknown one) and,
+ * for READ and EXEC, the fingerprint of the file. Not the value seen
+ * itself: the first lookup's is kept, and src/key checks it holds. */
+static unsigned seen_bits(const struct trace_event *ev)
 {
-	buf_addhex(b, v);
-	buf_addch(b, ':');
+	return (unsigned)ev->has_seen | (unsigned)ev->seen_unknown << 1;
+}
+
+static int has_id(const struct trace_event *ev)
+{
+	return ev->kind == TRACE_READ || ev->kind == TRACE_EXEC;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t observation_hash(const struct trace_event *ev, uint64_t path_hash)
+{
+	uint64_t h = mix(path_hash, (uint64_t)ev->kind << 32 | ev->flags);
+	h = mix(h, (uint64_t)(unsigned)ev->err << 32 | seen_bits(ev));
+	if (has_id(ev)) {
+		h = mix(h, ev->id.dev);
+		h = mix(h, ev->id.ino);
+		h = mix(h, ev->id.size);
+		h = mix(h, (uint64_t)ev->id.mtime_ns);
+		h = mix(h, (uint64_t)ev->id.ctime_ns);
+		h = mix(h, ev->id.mode);
+	}
+	return h;
+}
+
+static int same_observation(const struct trace_event *a, const struct trace_event *b)
+{
+	if (a->kind != b->kind || a->flags != b->flags || a->err != b->err ||
+	    seen_bits(a) != seen_bits(b))
+		return 0;
+	if (has_id(a) && (a->id.dev != b->id.dev || a->id.ino != b->id.ino ||
+	                  a->id.size != b->id.size || a->id.mtime_ns != b->id.mtime_ns ||
+	                  a->id.ctime_ns != b->id.ctime_ns || a->id.mode != b->id.mode))
+		return 0;
+	return strcmp(a->path, b->path) == 0;
+}
+
+static int same_path(const struct trace_event *a, const struct trace_event *b)
+{
+	return strcmp(a->path, b->path) == 0;
+}
+
+/* The slot of set s that holds an event equal to ev (by `same`) with this
+ * hash, or the empty slot where it would go. s has room. */
+static struct event_set_slot *
+set_find(const struct event_log *l, const struct event_set *s, const struct trace_event *ev,
+         uint64_t hash, int (*same)(const struct trace_event *, const struct trace_event *))
+{
+	size_t at = hash & (s->cap - 1);
+	for (;; at = (at + 1) & (s->cap - 1)) {
+		struct event_set_slot *slot = &s->slots[at];
+		if (slot->index == SIZE_MAX ||
+		    (slot->hash == hash && same(&l->ev[slot->index], ev)))
+			return slot;
+	}
+}
+
+static void set_grow(struct event_set *s)
+{
+	struct event_set old = *s;
+	s->cap = old.cap ? old.cap * 2 : 256;
+	s->slots = xmalloc(s->cap * sizeof *s->slots);
+	for (size_t i = 0; i < s->cap; i++)
+		s->slots[i].index = SIZE_MAX;
+	for (size_t i = 0; i < old.cap; i++) {
+		if (old.slots[i].index == SIZE_MAX)
+			continue;
+		size_t at = old.slots[i].hash & (s->cap - 1);
+		while (s->slots[at].index != SIZE_MAX)
+			at = (at + 1) & (s->cap - 1);
+		s->slots[at] = old.slots[i];
+	}
+	free(old.slots);
+}
+
+/* The slot for ev in s (grown first when half full). */
+static struct event_set_slot *
+set_slot(const struct event_log *l, struct event_set *s, const struct trace_event *ev,
+         uint64_t hash, int (*same)(const struct trace_event *, const struct trace_event *))
+{
+	if ((s->count + 1) * 2 > s->cap)
+		set_grow(s);
+	return set_find(l, s, ev, hash, same);
 }
 
 int event_log_add(struct event_log *l, const struct trace_event *ev)
 {
-	buf_reset(&l->key);
-	key_num(&l->key, (unsigned)ev->kind);
-	key_num(&l->key, ev->flags);
-	key_num(&l->key, (unsigned)ev->err);
-	if (ev->kind == TRACE_READ || ev->kind == TRACE_EXEC) {
-		key_num(&l->key, (unsigned long long)ev->id.dev);
-		key_num(&l->key, (unsigned long long)ev->id.ino);
-		key_num(&l->key, (unsigned long long)ev->id.size);
-		key_num(&l->key, (unsigned long long)ev->id.mtime_ns);
-		key_num(&l->key, (unsigned long long)ev->id.ctime_ns);
-		key_num(&l->key, ev->id.mode);
-	}
-	/* A stat and an access() of one path are two lookups: the stat's
-	 * value is checked at the end, the access's is not. */
-	key_num(&l->key, (unsigned)(ev->has_seen | ev->seen_unknown << 1));
-	buf_addstr(&l->key, ev->path);
-	if (strmap_get(&l->seen, l->key.data))
+	uint64_t path_hash = strmap_hash(ev->path);
+	uint64_t hash = observation_hash(ev, path_hash);
+	struct event_set_slot *seen = set_slot(l, &l->seen, ev, hash, same_observation);
+	if (seen->index != SIZE_MAX)
 		return 0;
-	strmap_put(&l->seen, l->key.data, (void *)1);
-	if (ev->kind == TRACE_READ && !strmap_get(&l->read, ev->path))
-		strmap_put(&l->read, ev->path, (void *)1);
+	seen->hash = hash;
+	seen->index = l->n;
+	l->seen.count++;
+	if (ev->kind == TRACE_READ) {
+		struct event_set_slot *read = set_slot(l, &l->read, ev, path_hash, same_path);
+		if (read->index == SIZE_MAX) {
+			read->hash = path_hash;
+			read->index = l->n;
+			l->read.count++;
+		}
+	}
 	append(l, ev);
 	return 1;
 }
@@ -92,7 +171,10 @@ int event_log_was_touched(const struct event_log *l, const char *path)
 
 int event_log_was_read(const struct event_log *l, const char *path)
 {
-	return strmap_get(&l->read, path) != NULL;
+	if (!l->read.count)
+		return 0;
+	struct trace_event probe = {.path = (char *)path};
+	return set_find(l, &l->read, &probe, strmap_hash(path), same_path)->index != SIZE_MAX;
 }
 
 void event_log_touch(struct event_log *l, const struct trace_event *ev)
@@ -163,6 +245,11 @@ struct trace_event *event_log_detach(struct event_log *l, size_t *n_out)
 {
 	struct trace_event *ev = l->ev;
 	*n_out = l->n;
+	/* The sets hold indexes into the events that leave. */
+	free(l->seen.slots);
+	free(l->read.slots);
+	memset(&l->seen, 0, sizeof l->seen);
+	memset(&l->read, 0, sizeof l->read);
 	l->ev = NULL;
 	l->n = l->cap = 0;
 	return ev;

@@ -14,17 +14,28 @@
 
 #include <stddef.h>
 
-#include "cachet/buf.h"
+#include <stdint.h>
+
 #include "cachet/strmap.h"
 #include "cachet/trace.h"
+
+/* A set of events of the log, each held by its index: the log's own
+ * events are the keys, compared field by field, so that a lookup builds
+ * no key string and an addition copies nothing. */
+struct event_set {
+	struct event_set_slot {
+		uint64_t hash;
+		size_t index; /* into event_log.ev; SIZE_MAX: empty */
+	} * slots;
+	size_t cap, count;
+};
 
 struct event_log {
 	struct trace_event *ev;
 	size_t n, cap;
-	struct strmap seen;    /* dedup keys -> (void *)1 */
+	struct event_set seen; /* the events event_log_add kept, by all they say */
+	struct event_set read; /* the first TRACE_READ of each path, by path */
 	struct strmap touched; /* path -> (void *)1 */
-	struct strmap read;    /* path -> (void *)1 */
-	struct buf key;        /* scratch for dedup keys */
 	size_t touches;        /* TRACE_TOUCH events so far */
 };
 

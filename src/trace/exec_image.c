@@ -57,18 +57,30 @@ long exec_image_read_head(const char *path, char *buf)
 	return n;
 }
 
-static int read_exact(int fd, void *buf, size_t len, unsigned long long off)
+/* A file and its first bytes, read once: an executable's headers are at
+ * its start, and a read for each of them was a syscall apiece. */
+struct image {
+	int fd;
+	unsigned char head[1024];
+	size_t got;
+};
+
+static int read_exact(const struct image *im, void *buf, size_t len, unsigned long long off)
 {
-	ssize_t n = pread(fd, buf, len, (off_t)off);
+	if (off <= im->got && len <= im->got - off) {
+		memcpy(buf, im->head + off, len);
+		return 0;
+	}
+	ssize_t n = pread(im->fd, buf, len, (off_t)off);
 	return n == (ssize_t)len ? 0 : -1;
 }
 
-static int read_interp(int fd, unsigned long long off, unsigned long long size, char *out,
-                       size_t cap)
+static int read_interp(const struct image *im, unsigned long long off, unsigned long long size,
+                       char *out, size_t cap)
 {
 	if (size == 0 || size > cap)
 		return -1;
-	if (read_exact(fd, out, (size_t)size, off) < 0)
+	if (read_exact(im, out, (size_t)size, off) < 0)
 		return -1;
 	out[size - 1] = '\0'; /* the segment includes its NUL */
 	return 1;
@@ -76,40 +88,44 @@ static int read_interp(int fd, unsigned long long off, unsigned long long size, 
 
 int elf_interpreter(int fd, char *out, size_t cap)
 {
+	struct image image, *im = &image;
+	im->fd = fd;
+	ssize_t got = pread(fd, im->head, sizeof im->head, 0);
+	im->got = got > 0 ? (size_t)got : 0;
 	unsigned char ident[EI_NIDENT];
-	if (read_exact(fd, ident, sizeof ident, 0) < 0)
+	if (read_exact(im, ident, sizeof ident, 0) < 0)
 		return 0;
 	if (memcmp(ident, ELFMAG, SELFMAG) != 0 || ident[EI_DATA] != ELFDATA2LSB)
 		return 0;
 	if (ident[EI_CLASS] == ELFCLASS64) {
 		Elf64_Ehdr eh;
-		if (read_exact(fd, &eh, sizeof eh, 0) < 0)
+		if (read_exact(im, &eh, sizeof eh, 0) < 0)
 			return -1;
 		if (eh.e_phentsize != sizeof(Elf64_Phdr))
 			return 0;
 		for (unsigned i = 0; i < eh.e_phnum; i++) {
 			Elf64_Phdr ph;
-			if (read_exact(fd, &ph, sizeof ph,
+			if (read_exact(im, &ph, sizeof ph,
 			               eh.e_phoff + (unsigned long long)i * sizeof ph) < 0)
 				return -1;
 			if (ph.p_type == PT_INTERP)
-				return read_interp(fd, ph.p_offset, ph.p_filesz, out, cap);
+				return read_interp(im, ph.p_offset, ph.p_filesz, out, cap);
 		}
 		return 0;
 	}
 	if (ident[EI_CLASS] == ELFCLASS32) {
 		Elf32_Ehdr eh;
-		if (read_exact(fd, &eh, sizeof eh, 0) < 0)
+		if (read_exact(im, &eh, sizeof eh, 0) < 0)
 			return -1;
 		if (eh.e_phentsize != sizeof(Elf32_Phdr))
 			return 0;
 		for (unsigned i = 0; i < eh.e_phnum; i++) {
 			Elf32_Phdr ph;
-			if (read_exact(fd, &ph, sizeof ph,
+			if (read_exact(im, &ph, sizeof ph,
 			               eh.e_phoff + (unsigned long long)i * sizeof ph) < 0)
 				return -1;
 			if (ph.p_type == PT_INTERP)
-				return read_interp(fd, ph.p_offset, ph.p_filesz, out, cap);
+				return read_interp(im, ph.p_offset, ph.p_filesz, out, cap);
 		}
 	}
 	return 0;

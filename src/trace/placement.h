@@ -17,9 +17,10 @@
  *     in /proc/PID/status is the one place it could), and with it all it
  *     starts after; a call about another tracee lets the whole step go;
  *   - the whole step once it waits for the CPU: its threads' time waiting
- *     on a run queue, read from /proc every CHECK_NS, passes a fifth of
- *     two periods in a row, be it two of them running side by side or
- *     another program beside.
+ *     on a run queue, read from /proc every 20 ms (less often while it
+ *     does not wait: placement.c), passes a fifth of two periods in a
+ *     row, be it two of them running side by side or another program
+ *     beside.
  * Never held when it was given fewer CPUs (trace_spec.max_cpus) or when
  * there is only one.
  */
@@ -42,8 +43,9 @@ struct placement {
 	cpu_set_t step_affinity; /* the step's own */
 	cpu_set_t one;           /* {cpu}: the step's while it is held there */
 	int step_held, step_was_held;
-	int64_t next_check_ns;
-	int slow_checks; /* periods in a row with too much waiting */
+	int64_t last_check_ns, next_check_ns;
+	int64_t period_ns; /* between checks now (placement.c) */
+	int slow_checks;   /* periods in a row with too much waiting */
 	struct sigaction old_alarm;
 	int alarm_installed;
 	timer_t timer;

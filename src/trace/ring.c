@@ -125,8 +125,7 @@ int ring_open(struct tracer *tr)
 	tr->ring_fd = fd;
 	tr->audit_path = find_audit(lib);
 	tr->ring_env = step_env(spec->envp, lib, tr->audit_path, path);
-	strmap_init(&tr->rec_seen);
-	buf_init(&tr->rec_key);
+	buf_init(&tr->rec_paths);
 	/* As the step's programs will name it: the loader opens the
 	 * LD_PRELOAD entry as given. */
 	tr->preload_path = lib;
@@ -147,8 +146,10 @@ void ring_close(struct tracer *tr)
 	free(tr->preload_path);
 	free(tr->audit_path);
 	if (tr->ring) {
-		strmap_free(&tr->rec_seen);
-		buf_free(&tr->rec_key);
+		free(tr->rec_seen);
+		tr->rec_seen = NULL;
+		tr->rec_seen_cap = tr->rec_seen_count = 0;
+		buf_free(&tr->rec_paths);
 	}
 	free(tr->ring_pending);
 	tr->ring_pending = NULL;
@@ -158,6 +159,25 @@ void ring_close(struct tracer *tr)
 	tr->ring_env = NULL;
 	tr->preload_path = NULL;
 	tr->audit_path = NULL;
+}
+
+static void rec_seen_grow(struct tracer *tr)
+{
+	struct rec_seen *old = tr->rec_seen;
+	size_t old_cap = tr->rec_seen_cap;
+	tr->rec_seen_cap = old_cap ? old_cap * 2 : 256;
+	tr->rec_seen = xmalloc(tr->rec_seen_cap * sizeof *tr->rec_seen);
+	for (size_t i = 0; i < tr->rec_seen_cap; i++)
+		tr->rec_seen[i].path_at = SIZE_MAX;
+	for (size_t i = 0; i < old_cap; i++) {
+		if (old[i].path_at == SIZE_MAX)
+			continue;
+		size_t at = old[i].hash & (tr->rec_seen_cap - 1);
+		while (tr->rec_seen[at].path_at != SIZE_MAX)
+			at = (at + 1) & (tr->rec_seen_cap - 1);
+		tr->rec_seen[at] = old[i];
+	}
+	free(old);
 }
 
 /* 1 when the same call (number, flag arguments, path) was classified
@@ -191,20 +211,37 @@ static int seen_before(struct tracer *tr, const struct ring_slot *s)
 		b = s->args[3];
 		break;
 	}
-	struct buf *k = &tr->rec_key;
-	buf_reset(k);
-	buf_addhex(k, (uint32_t)s->nr);
-	buf_addch(k, ':');
-	buf_addhex(k, a);
-	buf_addch(k, ':');
-	buf_addhex(k, b);
-	buf_addch(k, ':');
-	buf_addstr(k, s->str);
+	uint64_t h = strmap_hash(s->str);
+	h = (h ^ (uint64_t)(uint32_t)s->nr) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ a) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ b) * 0x9e3779b97f4a7c15ull;
+	h ^= h >> 29;
+	if ((tr->rec_seen_count + 1) * 2 > tr->rec_seen_cap)
+		rec_seen_grow(tr);
+	struct rec_seen *e;
+	for (size_t at = h & (tr->rec_seen_cap - 1);; at = (at + 1) & (tr->rec_seen_cap - 1)) {
+		e = &tr->rec_seen[at];
+		if (e->path_at == SIZE_MAX) {
+			e->hash = h;
+			e->nr = s->nr;
+			e->a = a;
+			e->b = b;
+			e->touches = 0;
+			e->path_at = tr->rec_paths.len;
+			buf_add(&tr->rec_paths, s->str, strlen(s->str) + 1);
+			tr->rec_seen_count++;
+			break;
+		}
+		if (e->hash == h && e->nr == s->nr && e->a == a && e->b == b &&
+		    strcmp(tr->rec_paths.data + e->path_at, s->str) == 0)
+			break;
+	}
 	/* Each key keeps the number of the last change it was classified
 	 * after: one probe per record, and a change forgets every key
 	 * without visiting them (nvcc writes hundreds of files). */
-	void *since = (void *)(uintptr_t)(tr->log.touches + 1);
-	return strmap_put(&tr->rec_seen, k->data, since) == since;
+	int same = e->touches == tr->log.touches + 1;
+	e->touches = tr->log.touches + 1;
+	return same;
 }
 
 /* Classifies the record in s with the result its call reported, or, when

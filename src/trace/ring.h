@@ -8,7 +8,9 @@
  * for calls that only look (read-only opens, stat, access, readlink of an
  * absolute path, or of a relative one that it joins to the cwd first),
  * makes the syscall from one page at a fixed address that
- * the seccomp filter lets through without a stop. Before each such call it
+ * the seccomp filter lets through without a stop; so too for reads of
+ * resource limits, facts of the process that hold in any order with the
+ * changes of files (seccomp_filter.c, block_rlimit). Before each such call it
  * appends a raw record of the syscall (number, arguments, the path) to a
  * ring in shared memory. The tracer drains the ring before it handles any
  * stop or exit and feeds each record to the same syscall_entry as a stop,

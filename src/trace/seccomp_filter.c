@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -118,8 +119,6 @@ static const int always_traced[] = {
     __NR_getresuid,
     __NR_getresgid,
     __NR_getgroups,
-    __NR_getrlimit,
-    __NR_prlimit64,
 };
 
 /* sendto is not here: its own block below stops it when it names a
@@ -274,6 +273,39 @@ static void block_stat(struct seccomp_program *p, int nr, int path_arg, int flag
 #define IP_LO ((unsigned)offsetof(struct seccomp_data, instruction_pointer))
 #define IP_HI (IP_LO + 4)
 
+/* getrlimit and prlimit64: a read of a limit is a fact of the process
+ * (syscalls.c, entry_rlimit), save RLIMIT_NOFILE, which is not keyed; a
+ * call that only sets one (prlimit64's old_limit NULL) reads nothing:
+ * neither of those stops (gcc makes both). With the fast path, a call from the
+ * trusted page goes through too: the preload library reports its read
+ * through the ring (a fact holds whatever the order of the file changes
+ * around it). res_arg and old_arg: the resource and old_limit arguments. */
+static void block_rlimit(struct seccomp_program *p, int nr, int res_arg, int old_arg, int fast_path)
+{
+	unsigned short b = block_begin(p, nr);
+	if (fast_path) {
+		ld(p, IP_HI);
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+		                                    (unsigned)(RING_SAFE_PAGE >> 32), 0, 3));
+		ld(p, IP_LO);
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K,
+		                                    (unsigned)(RING_SAFE_PAGE & 0xffffffffu) +
+		                                        (unsigned)RING_SAFE_PAGE_SIZE,
+		                                    1, 0));
+		ret(p, SECCOMP_RET_ALLOW);
+	}
+	/* The kernel reads the resource as an unsigned int. */
+	ld(p, ARG_LO(res_arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RLIMIT_NOFILE, 4, 0));
+	ld(p, ARG_LO(old_arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
+	ld(p, ARG_HI(old_arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1));
+	ret(p, SECCOMP_RET_ALLOW);
+	ret(p, RET_TRACE);
+	block_end(p, b);
+}
+
 /* The preload fast path (ring.h): the call goes through when it comes
  * from the trusted page and, for an open (flags_arg >= 0), cannot write,
  * create or truncate, whoever jumped there; else it gets the verdict it
@@ -381,6 +413,8 @@ void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t
 	}
 	for (size_t i = 0; i < sizeof always_traced / sizeof always_traced[0]; i++)
 		block_trace(p, always_traced[i]);
+	block_rlimit(p, __NR_getrlimit, 0, 1, 0);
+	block_rlimit(p, __NR_prlimit64, 1, 3, fast_path);
 	block_stat(p, __NR_newfstatat, 1, 3);
 	block_stat(p, __NR_statx, 1, 2);
 	block_trace_if_eq(p, __NR_prctl, 0, PR_SET_SECCOMP);

@@ -65,7 +65,7 @@ static int cut_to_parent(char *path)
  * them with names of their pid), not a file of a build. */
 static int is_device(struct tracer *tr, const char *path)
 {
-	if (!path_is_under(path, "/dev"))
+	if (path[0] != '/' || path[1] != 'd' || !path_is_under(path, "/dev"))
 		return 0;
 	struct stat st;
 	if (!tr->dev_fs) {
@@ -104,8 +104,10 @@ static int is_device(struct tracer *tr, const char *path)
 
 static int is_ignored(struct tracer *tr, const char *path)
 {
-	for (size_t i = 0; i < sizeof always_ignored / sizeof always_ignored[0]; i++)
-		if (path_is_under(path, always_ignored[i]))
+	/* The fixed roots ("/x..."), by their second byte first: this runs
+	 * for every path recorded. */
+	for (size_t i = 0; path[0] && i < sizeof always_ignored / sizeof always_ignored[0]; i++)
+		if (path[1] == always_ignored[i][1] && path_is_under(path, always_ignored[i]))
 			return 1;
 	if (is_device(tr, path))
 		return 1;
@@ -674,31 +676,6 @@ static enum resume entry_open(struct tracer *tr, struct tracee *t, int dirfd, ui
 	return RESUME_SYSCALL;
 }
 
-/* The dev:inode of the mapping of process tid that holds address ip
- * (start: the one that begins there), or 0 when none or unreadable. */
-static int mapping_file(pid_t tid, uint64_t ip, int start, char *id, size_t cap)
-{
-	char maps[64];
-	snprintf(maps, sizeof maps, "/proc/%d/maps", (int)tid);
-	FILE *f = fopen(maps, "re");
-	if (!f)
-		return 0;
-	char line[TRACE_PATHBUF + 128];
-	int found = 0;
-	while (!found && fgets(line, sizeof line, f)) {
-		unsigned long long lo, hi, inode;
-		char dev[32];
-		if (sscanf(line, "%llx-%llx %*s %*s %31s %llu", &lo, &hi, dev, &inode) != 4)
-			continue;
-		if (inode && (start ? lo == ip : lo <= ip && ip < hi)) {
-			snprintf(id, cap, "%s:%llu", dev, inode);
-			found = 1;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 /* The program interpreter's load address (AT_BASE) in process tid, or 0
  * (a static program, or a loader run as the program). */
 static uint64_t interpreter_base(pid_t tid)
@@ -708,11 +685,13 @@ static uint64_t interpreter_base(pid_t tid)
 	int fd = open(auxv, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	uint64_t v[2], base = 0;
-	while (read_full(fd, v, sizeof v) == (ssize_t)sizeof v && v[0] != AT_NULL)
-		if (v[0] == AT_BASE)
-			base = v[1];
+	/* At once: a read per entry was two dozen syscalls per process. */
+	uint64_t v[512], base = 0;
+	ssize_t n = read_full(fd, v, sizeof v);
 	close(fd);
+	for (size_t i = 0; n > 0 && i + 1 < (size_t)n / sizeof v[0] && v[i] != AT_NULL; i += 2)
+		if (v[i] == AT_BASE)
+			base = v[i + 1];
 	return base;
 }
 
@@ -734,10 +713,7 @@ static int loaders_cache_read(struct tracer *tr, struct tracee *t)
 	if (t->rec_res || !t->loader_searched || !t->entry_ip || strcmp(tr->raw, LDCACHE_PATH) != 0)
 		return 0;
 	uint64_t base = interpreter_base(t->tid);
-	char loader[64], caller[64];
-	return base && mapping_file(t->tid, base, 1, loader, sizeof loader) &&
-	       mapping_file(t->tid, t->entry_ip, 0, caller, sizeof caller) &&
-	       !strcmp(loader, caller);
+	return base && tracee_maps_same_file(t->tid, base, t->entry_ip) == 1;
 }
 
 void syscall_soname_search(struct tracer *tr, pid_t tid, const char *soname)
@@ -1390,12 +1366,12 @@ enum resume syscall_entry(struct tracer *tr, struct tracee *t,
 		 * step sees is the caller's affinity, which is keyed. */
 		return entry_fact(tr, t, TRACE_FACT_CPUS);
 	case __NR_getrlimit:
-		return entry_rlimit(tr, t, a[0]);
+		return entry_rlimit(tr, t, (uint32_t)a[0]); /* the kernel's unsigned int */
 	case __NR_prlimit64:
 		/* Only a call that reads a limit (old_limit given). */
 		if (!a[3])
 			return RESUME_CONT;
-		return entry_rlimit(tr, t, a[1]);
+		return entry_rlimit(tr, t, (uint32_t)a[1]);
 	case __NR_connect:
 		return entry_connect(tr, t, a[1], a[2]);
 	case __NR_sendto:
@@ -1602,16 +1578,18 @@ static void emit_stat(struct tracer *tr, struct tracee *t, enum trace_event_kind
 		emit(tr, t, kind, 0, 0, path, &st);
 }
 
-/* The "#!" chain from path: each script is READ, each interpreter EXEC
- * (the kernel opens them with no syscall of the step's). Uses tr->raw2,
- * tr->path2 and tr->path3. */
-static void exec_scripts(struct tracer *tr, struct tracee *t, const char *path, int record)
+/* The "#!" chain from path, whose first n bytes are in head (n < 0: not
+ * readable): each script is READ, each interpreter EXEC (the kernel opens
+ * them with no syscall of the step's). Uses tr->raw2, tr->path2 and
+ * tr->path3. */
+static void exec_scripts(struct tracer *tr, struct tracee *t, const char *path, int record,
+                         char *head, long n)
 {
-	char head[EXEC_HEAD_LEN];
 	const char *cur = path;
 	/* The kernel allows 4 levels of interpreters (BINPRM_MAX_RECURSION). */
 	for (int depth = 0; depth < 5; depth++) {
-		long n = exec_image_read_head(cur, head);
+		if (depth)
+			n = exec_image_read_head(cur, head);
 		if (n < 2 || !shebang_interpreter(head, (size_t)n, tr->raw2, PATH_MAX))
 			break;
 		if (record)
@@ -1655,10 +1633,11 @@ void syscall_exec_done(struct tracer *tr, struct tracee *t)
 		record = !is_ignored(tr, p->path);
 	}
 	/* The program itself: a script's own bytes, else the binary the
-	 * kernel mapped (/proc/PID/exe: immune to a rename since). */
+	 * kernel mapped (/proc/PID/exe: immune to a rename since). Its head
+	 * is read once, for this and for the "#!" chain. */
+	char head[EXEC_HEAD_LEN];
+	long n = exec_image_read_head(p->path, head);
 	if (record) {
-		char head[EXEC_HEAD_LEN];
-		long n = exec_image_read_head(p->path, head);
 		struct stat st;
 		if (n >= 2 && shebang_interpreter(head, (size_t)n, tr->raw2, PATH_MAX))
 			emit_stat(tr, t, TRACE_EXEC, p->path);
@@ -1669,7 +1648,7 @@ void syscall_exec_done(struct tracer *tr, struct tracee *t)
 		/* /proc/self/exe and $ORIGIN are where the name led. */
 		key_links_crossed(tr, t, p->path);
 	}
-	exec_scripts(tr, t, p->path, record);
+	exec_scripts(tr, t, p->path, record, head, n);
 	/* The ELF interpreter (ld.so) of the final program. */
 	int fd = open(exe, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

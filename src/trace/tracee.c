@@ -207,6 +207,101 @@ int tracee_read_string(pid_t tid, uint64_t addr, char *out, size_t cap)
 	return -1;
 }
 
+/* The hexadecimal number at *s, *s moved past it; -1 when there is none. */
+static int parse_hex(const char **s, uint64_t *v)
+{
+	const char *p = *s;
+	uint64_t x = 0;
+	for (;; p++) {
+		unsigned d;
+		if (*p >= '0' && *p <= '9')
+			d = (unsigned)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			d = (unsigned)(*p - 'a' + 10);
+		else
+			break;
+		x = x << 4 | d;
+	}
+	if (p == *s)
+		return -1;
+	*v = x;
+	*s = p;
+	return 0;
+}
+
+static int parse_dec(const char **s, uint64_t *v)
+{
+	const char *p = *s;
+	uint64_t x = 0;
+	for (; *p >= '0' && *p <= '9'; p++)
+		x = x * 10 + (uint64_t)(*p - '0');
+	if (p == *s)
+		return -1;
+	*v = x;
+	*s = p;
+	return 0;
+}
+
+/* Past one field and the blanks after it. */
+static const char *next_field(const char *s)
+{
+	while (*s && *s != ' ' && *s != '\n')
+		s++;
+	while (*s == ' ')
+		s++;
+	return s;
+}
+
+/* By hand: sscanf of every line was most of the tracer's time at a
+ * stop that reads the maps (cc1 maps hundreds of ranges). */
+int maps_line_parse(const char *s, struct maps_line *out)
+{
+	uint64_t major, minor;
+	if (parse_hex(&s, &out->lo) < 0 || *s++ != '-' || parse_hex(&s, &out->hi) < 0 || *s != ' ')
+		return -1;
+	s = next_field(next_field(s + 1)); /* perms, offset */
+	if (parse_hex(&s, &major) < 0 || *s++ != ':' || parse_hex(&s, &minor) < 0 || *s != ' ')
+		return -1;
+	while (*s == ' ')
+		s++;
+	if (parse_dec(&s, &out->inode) < 0)
+		return -1;
+	out->dev_major = (unsigned)major;
+	out->dev_minor = (unsigned)minor;
+	return 0;
+}
+
+int tracee_maps_same_file(pid_t tid, uint64_t start, uint64_t addr)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/maps", (int)tid);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return -1;
+	/* Only the fields at the start of a line are needed: the rest of a
+	 * longer one (a long path) is skipped. */
+	char line[512];
+	struct maps_line m, at_start = {0}, holding = {0};
+	int have_start = 0, have_holding = 0, at_line_start = 1;
+	while ((!have_start || !have_holding) && fgets(line, sizeof line, f)) {
+		int starts = at_line_start;
+		at_line_start = strchr(line, '\n') != NULL;
+		if (!starts || maps_line_parse(line, &m) < 0)
+			continue;
+		if (!have_start && m.lo == start) {
+			at_start = m;
+			have_start = 1;
+		}
+		if (!have_holding && m.lo <= addr && addr < m.hi) {
+			holding = m;
+			have_holding = 1;
+		}
+	}
+	fclose(f);
+	return have_start && have_holding && at_start.inode && at_start.inode == holding.inode &&
+	       at_start.dev_major == holding.dev_major && at_start.dev_minor == holding.dev_minor;
+}
+
 int tracee_fd_path(pid_t tid, int fd, char *out, size_t cap)
 {
 	char p[64];

@@ -97,6 +97,21 @@ int tracee_write(pid_t tid, uint64_t addr, const void *data, size_t len);
  * page boundary, so a string ending just before an unmapped page reads. */
 int tracee_read_string(pid_t tid, uint64_t addr, char *out, size_t cap);
 
+/* One line of /proc/<tid>/maps: the range and the file mapped there
+ * (inode 0: none). */
+struct maps_line {
+	uint64_t lo, hi;
+	unsigned dev_major, dev_minor;
+	uint64_t inode;
+};
+/* Parses the line at s (up to its '\n' or NUL). 0, or -1 when it is not
+ * one. */
+int maps_line_parse(const char *s, struct maps_line *out);
+/* 1 when the mapping of tid that begins at start and the one that holds
+ * addr map the same file, 0 when not (or either is anonymous or absent),
+ * -1 when the maps cannot be read. One pass over the maps. */
+int tracee_maps_same_file(pid_t tid, uint64_t start, uint64_t addr);
+
 /* readlink of /proc/<tid>/fd/<fd> (or /proc/<tid>/cwd when fd is
  * TRACEE_FD_CWD or any other negative, /proc/<tid>/root when
  * TRACEE_FD_ROOT) into out. 0, or -1 (closed descriptor, gone process,

@@ -52,9 +52,17 @@ struct tracer {
 	struct tracee rec_tracee; /* syscall_record's stand-in for the caller */
 	/* Records classified, each with the TOUCH count it was classified
 	 * after (ring.c): a repeat with no TOUCH since finds the same
-	 * outcome, and the log would drop it. */
-	struct strmap rec_seen;
-	struct buf rec_key;
+	 * outcome, and the log would drop it. Their paths are kept one
+	 * after another in rec_paths. */
+	struct rec_seen {
+		uint64_t hash;
+		uint64_t a, b;  /* the arguments that shape the lookup */
+		size_t touches; /* log.touches when it was last classified */
+		size_t path_at; /* its path in rec_paths; SIZE_MAX: empty slot */
+		int nr;
+	} * rec_seen;
+	size_t rec_seen_cap, rec_seen_count;
+	struct buf rec_paths;
 	/* The next record to look at, and those looked at whose call had not
 	 * returned yet (ring.c: their slots are not freed until it has). */
 	uint64_t ring_next;

@@ -7,8 +7,23 @@
 
 #include "cachet/buf.h"
 
+/* 1 when path_tidy would leave p as it is: most paths a tracer sees are
+ * tidy already, and this looks at its slashes only. */
+static int is_tidy(const char *p)
+{
+	if (!p[0] || (p[0] == '.' && p[1] == '/'))
+		return 0;
+	for (const char *s = strchr(p, '/'); s; s = strchr(s + 1, '/')) {
+		if (s[1] == '/' || (s[1] == '.' && (s[2] == '/' || !s[2])) || (!s[1] && s != p))
+			return 0;
+	}
+	return 1;
+}
+
 void path_tidy(char *p)
 {
+	if (is_tidy(p))
+		return;
 	char *r = p, *w = p;
 	int absolute = *p == '/';
 	while (*r) {

@@ -26,6 +26,11 @@ static uint64_t hash_key(const char *s)
 	return h ^ (h >> 29);
 }
 
+uint64_t strmap_hash(const char *key)
+{
+	return hash_key(key);
+}
+
 void strmap_init(struct strmap *m)
 {
 	m->slots = NULL;

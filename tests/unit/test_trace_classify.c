@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -294,6 +295,53 @@ static void elf_interpreter_of_a_dynamic_program(void **state)
 	close(fd);
 }
 
+/* A made-up ELF file whose program headers start at phoff and whose
+ * interpreter name lies at interp_off: headers anywhere in the file are
+ * read, within the first block or beyond it. */
+static int made_up_elf(unsigned long phoff, unsigned long interp_off, const char *name)
+{
+	int fd = open("/tmp", O_TMPFILE | O_RDWR, 0600);
+	assert_true(fd >= 0);
+	Elf64_Ehdr eh;
+	memset(&eh, 0, sizeof eh);
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_phoff = phoff;
+	eh.e_phentsize = sizeof(Elf64_Phdr);
+	eh.e_phnum = 3;
+	Elf64_Phdr ph[3];
+	memset(ph, 0, sizeof ph);
+	ph[0].p_type = PT_PHDR;
+	ph[1].p_type = PT_LOAD;
+	ph[2].p_type = PT_INTERP;
+	ph[2].p_offset = interp_off;
+	ph[2].p_filesz = strlen(name) + 1;
+	assert_int_equal(pwrite(fd, &eh, sizeof eh, 0), (ssize_t)sizeof eh);
+	assert_int_equal(pwrite(fd, ph, sizeof ph, (off_t)phoff), (ssize_t)sizeof ph);
+	assert_int_equal(pwrite(fd, name, strlen(name) + 1, (off_t)interp_off),
+	                 (ssize_t)strlen(name) + 1);
+	return fd;
+}
+
+static void elf_interpreter_wherever_the_headers_lie(void **state)
+{
+	const unsigned long at[][2] = {{64, 400},    {64, 5000},  {900, 1100},
+	                               {1000, 1200}, {3000, 200}, {5000, 9000}};
+	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+		char interp[64];
+		int fd = made_up_elf(at[i][0], at[i][1], "/opt/ld-test.so");
+		assert_int_equal(elf_interpreter(fd, interp, sizeof interp), 1);
+		assert_string_equal(interp, "/opt/ld-test.so");
+		/* Too long for the caller's buffer. */
+		assert_int_equal(elf_interpreter(fd, interp, 8), -1);
+		/* Cut off before its program headers. */
+		assert_int_equal(ftruncate(fd, (off_t)at[i][0] + 10), 0);
+		assert_int_equal(elf_interpreter(fd, interp, sizeof interp), -1);
+		close(fd);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -310,6 +358,7 @@ int main(void)
 	    cmocka_unit_test(descriptor_magic_links),
 	    cmocka_unit_test(shebang_lines_as_the_kernel_reads_them),
 	    cmocka_unit_test(elf_interpreter_of_a_dynamic_program),
+	    cmocka_unit_test(elf_interpreter_wherever_the_headers_lie),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -165,12 +165,34 @@ static void parallel_programs_are_let_go(void **state)
 	free(script);
 }
 
+/* The same after a long serial start, through which the checks grow
+ * rarer: the programs it starts then are checked soon again. */
+static void parallel_programs_after_a_long_serial_start_are_let_go(void **state)
+{
+	(void)state;
+	if (ncpus < 2)
+		skip();
+	char *script =
+	    xasprintf("%s spin 700 && { %s spin 400 status & %s spin 400 status & wait; }", probe,
+	              probe, probe);
+	char *argv[] = {"/bin/sh", "-c", script, NULL};
+	char *out = traced(argv);
+	char want[32];
+	snprintf(want, sizeof want, "status %d\n", ncpus);
+	const char *second = strstr(out, want);
+	if (!second || !strstr(second + 1, want))
+		fail_msg("both should see %d CPUs after spinning:\n%s", ncpus, out);
+	free(out);
+	free(script);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(a_serial_step_is_held_and_reads_its_own_mask),
 	    cmocka_unit_test(a_mask_the_step_sets_is_its_own),
 	    cmocka_unit_test(parallel_programs_are_let_go),
+	    cmocka_unit_test(parallel_programs_after_a_long_serial_start_are_let_go),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

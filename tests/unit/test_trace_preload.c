@@ -645,6 +645,62 @@ static void the_stat_functions_of_older_programs_spare_their_stops(void **state)
 		free(argv[i]);
 }
 
+/* Reads of resource limits are facts of the process (rlimit:N), reported
+ * through the ring without a stop; a read of RLIMIT_NOFILE (not keyed) and
+ * a call that only sets a limit stop with or without the library. */
+static void limits_read_are_reported_without_their_stops(void **state)
+{
+	static const char src[] =
+	    "#define _GNU_SOURCE\n#include <stdio.h>\n#include <stdlib.h>\n"
+	    "#include <sys/resource.h>\n"
+	    "int main(int argc, char **argv) {\n"
+	    "  int reads = atoi(argv[1]), others = atoi(argv[2]);\n"
+	    "  struct rlimit l; struct rlimit64 l64;\n"
+	    "  for (int i = 0; i < reads; i++) {\n"
+	    "    if (getrlimit(RLIMIT_STACK, &l) || getrlimit64(RLIMIT_AS, &l64) ||\n"
+	    "        prlimit(0, RLIMIT_DATA, NULL, &l) || prlimit64(0, RLIMIT_CORE, NULL, &l64))\n"
+	    "      return 1;\n"
+	    "    printf(\"%llu\\n\", (unsigned long long)l.rlim_cur);\n"
+	    "  }\n"
+	    "  for (int i = 0; i < others; i++) {\n"
+	    "    if (getrlimit(RLIMIT_NOFILE, &l) || setrlimit(RLIMIT_NOFILE, &l) ||\n"
+	    "        prlimit(0, RLIMIT_CORE, NULL, NULL))\n"
+	    "      return 1;\n"
+	    "  }\n"
+	    "  puts(\"done\"); /* stdout's first use stops (its fstat) in every run */\n"
+	    "  return 0;\n"
+	    "}\n";
+	char *prog = compile_here("limits", src, "");
+	char *none[] = {prog, "0", "0", NULL}, *reads[] = {prog, "3", "0", NULL},
+	     *others[] = {prog, "0", "5", NULL};
+	struct slow_and_fast base, read, other;
+	run_slow_and_fast(none, &base);
+	run_slow_and_fast(reads, &read);
+	run_slow_and_fast(others, &other);
+	assert_string_equal(read.fast_out, read.slow_out);
+	assert_string_equal(read.fast_events, read.slow_events);
+	const char *const facts[] = {"rlimit:3", "rlimit:9", "rlimit:2", "rlimit:4"};
+	for (size_t i = 0; i < 4; i++) {
+		int seen = 0;
+		for (size_t k = 0; k < read.fast.nevents; k++)
+			seen |= read.fast.events[k].kind == TRACE_FACT &&
+			        !strcmp(read.fast.events[k].path, facts[i]);
+		assert_true(seen);
+	}
+	/* Twelve reads: each stops without the library, none with it. */
+	assert_true(read.slow.nstops >= base.slow.nstops + 12);
+	assert_int_equal(read.fast.nstops, base.fast.nstops);
+	assert_true(read.fast.nrecords >= base.fast.nrecords + 12);
+	/* Fifteen calls that key nothing: no stop either way. */
+	assert_int_equal(other.slow.nstops, base.slow.nstops);
+	assert_int_equal(other.fast.nstops, base.fast.nstops);
+	assert_string_equal(other.fast_events, base.fast_events);
+	slow_and_fast_free(&base);
+	slow_and_fast_free(&read);
+	slow_and_fast_free(&other);
+	free(prog);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -657,6 +713,7 @@ int main(void)
 	    cmocka_unit_test(a_lookup_repeated_after_a_change_is_recorded_again),
 	    cmocka_unit_test(a_burst_longer_than_the_ring_loses_nothing),
 	    cmocka_unit_test(the_stat_functions_of_older_programs_spare_their_stops),
+	    cmocka_unit_test(limits_read_are_reported_without_their_stops),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
