@@ -32,8 +32,8 @@ void event_log_free(struct event_log *l)
 		trace_listing_free(l->ev[i].listing);
 	}
 	free(l->ev);
-	free(l->seen.slots);
-	free(l->read.slots);
+	hash_index_free(&l->seen);
+	hash_index_free(&l->read);
 	strmap_free(&l->touched);
 	memset(l, 0, sizeof *l);
 }
@@ -61,29 +61,32 @@ static int has_id(const struct trace_event *ev)
 	return ev->kind == TRACE_READ || ev->kind == TRACE_EXEC;
 }
 
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-	h = (h ^ v) * 0x9e3779b97f4a7c15ull;
-	return h ^ (h >> 29);
-}
-
 static uint64_t observation_hash(const struct trace_event *ev, uint64_t path_hash)
 {
-	uint64_t h = mix(path_hash, (uint64_t)ev->kind << 32 | ev->flags);
-	h = mix(h, (uint64_t)(unsigned)ev->err << 32 | seen_bits(ev));
+	uint64_t h = hash_mix(path_hash, (uint64_t)ev->kind << 32 | ev->flags);
+	h = hash_mix(h, (uint64_t)(unsigned)ev->err << 32 | seen_bits(ev));
 	if (has_id(ev)) {
-		h = mix(h, ev->id.dev);
-		h = mix(h, ev->id.ino);
-		h = mix(h, ev->id.size);
-		h = mix(h, (uint64_t)ev->id.mtime_ns);
-		h = mix(h, (uint64_t)ev->id.ctime_ns);
-		h = mix(h, ev->id.mode);
+		h = hash_mix(h, ev->id.dev);
+		h = hash_mix(h, ev->id.ino);
+		h = hash_mix(h, ev->id.size);
+		h = hash_mix(h, (uint64_t)ev->id.mtime_ns);
+		h = hash_mix(h, (uint64_t)ev->id.ctime_ns);
+		h = hash_mix(h, ev->id.mode);
 	}
 	return h;
 }
 
-static int same_observation(const struct trace_event *a, const struct trace_event *b)
+/* The two events, in the form hash_index_find compares them: an event of
+ * the log by its index, and the one looked for. */
+struct event_probe {
+	const struct event_log *log;
+	const struct trace_event *ev;
+};
+
+static int same_observation(const void *ctx, size_t index)
 {
+	const struct event_probe *p = ctx;
+	const struct trace_event *a = &p->log->ev[index], *b = p->ev;
 	if (a->kind != b->kind || a->flags != b->flags || a->err != b->err ||
 	    seen_bits(a) != seen_bits(b))
 		return 0;
@@ -94,71 +97,26 @@ static int same_observation(const struct trace_event *a, const struct trace_even
 	return strcmp(a->path, b->path) == 0;
 }
 
-static int same_path(const struct trace_event *a, const struct trace_event *b)
+static int same_path(const void *ctx, size_t index)
 {
-	return strcmp(a->path, b->path) == 0;
-}
-
-/* The slot of set s that holds an event equal to ev (by `same`) with this
- * hash, or the empty slot where it would go. s has room. */
-static struct event_set_slot *
-set_find(const struct event_log *l, const struct event_set *s, const struct trace_event *ev,
-         uint64_t hash, int (*same)(const struct trace_event *, const struct trace_event *))
-{
-	size_t at = hash & (s->cap - 1);
-	for (;; at = (at + 1) & (s->cap - 1)) {
-		struct event_set_slot *slot = &s->slots[at];
-		if (slot->index == SIZE_MAX ||
-		    (slot->hash == hash && same(&l->ev[slot->index], ev)))
-			return slot;
-	}
-}
-
-static void set_grow(struct event_set *s)
-{
-	struct event_set old = *s;
-	s->cap = old.cap ? old.cap * 2 : 256;
-	s->slots = xmalloc(s->cap * sizeof *s->slots);
-	for (size_t i = 0; i < s->cap; i++)
-		s->slots[i].index = SIZE_MAX;
-	for (size_t i = 0; i < old.cap; i++) {
-		if (old.slots[i].index == SIZE_MAX)
-			continue;
-		size_t at = old.slots[i].hash & (s->cap - 1);
-		while (s->slots[at].index != SIZE_MAX)
-			at = (at + 1) & (s->cap - 1);
-		s->slots[at] = old.slots[i];
-	}
-	free(old.slots);
-}
-
-/* The slot for ev in s (grown first when half full). */
-static struct event_set_slot *
-set_slot(const struct event_log *l, struct event_set *s, const struct trace_event *ev,
-         uint64_t hash, int (*same)(const struct trace_event *, const struct trace_event *))
-{
-	if ((s->count + 1) * 2 > s->cap)
-		set_grow(s);
-	return set_find(l, s, ev, hash, same);
+	const struct event_probe *p = ctx;
+	return strcmp(p->log->ev[index].path, p->ev->path) == 0;
 }
 
 int event_log_add(struct event_log *l, const struct trace_event *ev)
 {
+	struct event_probe probe = {l, ev};
 	uint64_t path_hash = strmap_hash(ev->path);
 	uint64_t hash = observation_hash(ev, path_hash);
-	struct event_set_slot *seen = set_slot(l, &l->seen, ev, hash, same_observation);
-	if (seen->index != SIZE_MAX)
+	struct hash_index_slot *seen = hash_index_slot(&l->seen, hash, same_observation, &probe);
+	if (seen->index != HASH_INDEX_EMPTY)
 		return 0;
-	seen->hash = hash;
-	seen->index = l->n;
-	l->seen.count++;
+	hash_index_fill(&l->seen, seen, hash, l->n);
 	if (ev->kind == TRACE_READ) {
-		struct event_set_slot *read = set_slot(l, &l->read, ev, path_hash, same_path);
-		if (read->index == SIZE_MAX) {
-			read->hash = path_hash;
-			read->index = l->n;
-			l->read.count++;
-		}
+		struct hash_index_slot *read =
+		    hash_index_slot(&l->read, path_hash, same_path, &probe);
+		if (read->index == HASH_INDEX_EMPTY)
+			hash_index_fill(&l->read, read, path_hash, l->n);
 	}
 	append(l, ev);
 	return 1;
@@ -171,10 +129,11 @@ int event_log_was_touched(const struct event_log *l, const char *path)
 
 int event_log_was_read(const struct event_log *l, const char *path)
 {
-	if (!l->read.count)
-		return 0;
-	struct trace_event probe = {.path = (char *)path};
-	return set_find(l, &l->read, &probe, strmap_hash(path), same_path)->index != SIZE_MAX;
+	struct trace_event ev = {.path = (char *)path};
+	struct event_probe probe = {l, &ev};
+	struct hash_index_slot *slot =
+	    hash_index_find(&l->read, strmap_hash(path), same_path, &probe);
+	return slot && slot->index != HASH_INDEX_EMPTY;
 }
 
 void event_log_touch(struct event_log *l, const struct trace_event *ev)
@@ -246,8 +205,8 @@ struct trace_event *event_log_detach(struct event_log *l, size_t *n_out)
 	struct trace_event *ev = l->ev;
 	*n_out = l->n;
 	/* The sets hold indexes into the events that leave. */
-	free(l->seen.slots);
-	free(l->read.slots);
+	hash_index_free(&l->seen);
+	hash_index_free(&l->read);
 	memset(&l->seen, 0, sizeof l->seen);
 	memset(&l->read, 0, sizeof l->read);
 	l->ev = NULL;

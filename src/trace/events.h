@@ -16,25 +16,17 @@
 
 #include <stdint.h>
 
+#include "cachet/hash_index.h"
 #include "cachet/strmap.h"
 #include "cachet/trace.h"
-
-/* A set of events of the log, each held by its index: the log's own
- * events are the keys, compared field by field, so that a lookup builds
- * no key string and an addition copies nothing. */
-struct event_set {
-	struct event_set_slot {
-		uint64_t hash;
-		size_t index; /* into event_log.ev; SIZE_MAX: empty */
-	} * slots;
-	size_t cap, count;
-};
 
 struct event_log {
 	struct trace_event *ev;
 	size_t n, cap;
-	struct event_set seen; /* the events event_log_add kept, by all they say */
-	struct event_set read; /* the first TRACE_READ of each path, by path */
+	/* Indexes over ev, so that a lookup builds no key string and an
+	 * addition copies nothing: the events event_log_add kept, by all they
+	 * say; the first TRACE_READ of each path, by path. */
+	struct hash_index seen, read;
 	struct strmap touched; /* path -> (void *)1 */
 	size_t touches;        /* TRACE_TOUCH events so far */
 };

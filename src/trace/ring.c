@@ -148,7 +148,8 @@ void ring_close(struct tracer *tr)
 	if (tr->ring) {
 		free(tr->rec_seen);
 		tr->rec_seen = NULL;
-		tr->rec_seen_cap = tr->rec_seen_count = 0;
+		tr->rec_seen_n = tr->rec_seen_cap = 0;
+		hash_index_free(&tr->rec_index);
 		buf_free(&tr->rec_paths);
 	}
 	free(tr->ring_pending);
@@ -161,23 +162,21 @@ void ring_close(struct tracer *tr)
 	tr->audit_path = NULL;
 }
 
-static void rec_seen_grow(struct tracer *tr)
+/* A record as seen_before looks it up: its call, the arguments that shape
+ * the lookup and its path. */
+struct rec_probe {
+	const struct tracer *tr;
+	uint64_t a, b;
+	const char *path;
+	int nr;
+};
+
+static int same_record(const void *ctx, size_t index)
 {
-	struct rec_seen *old = tr->rec_seen;
-	size_t old_cap = tr->rec_seen_cap;
-	tr->rec_seen_cap = old_cap ? old_cap * 2 : 256;
-	tr->rec_seen = xmalloc(tr->rec_seen_cap * sizeof *tr->rec_seen);
-	for (size_t i = 0; i < tr->rec_seen_cap; i++)
-		tr->rec_seen[i].path_at = SIZE_MAX;
-	for (size_t i = 0; i < old_cap; i++) {
-		if (old[i].path_at == SIZE_MAX)
-			continue;
-		size_t at = old[i].hash & (tr->rec_seen_cap - 1);
-		while (tr->rec_seen[at].path_at != SIZE_MAX)
-			at = (at + 1) & (tr->rec_seen_cap - 1);
-		tr->rec_seen[at] = old[i];
-	}
-	free(old);
+	const struct rec_probe *p = ctx;
+	const struct rec_seen *r = &p->tr->rec_seen[index];
+	return r->nr == p->nr && r->a == p->a && r->b == p->b &&
+	       strcmp(p->tr->rec_paths.data + r->path_at, p->path) == 0;
 }
 
 /* 1 when the same call (number, flag arguments, path) was classified
@@ -211,31 +210,17 @@ static int seen_before(struct tracer *tr, const struct ring_slot *s)
 		b = s->args[3];
 		break;
 	}
-	uint64_t h = strmap_hash(s->str);
-	h = (h ^ (uint64_t)(uint32_t)s->nr) * 0x9e3779b97f4a7c15ull;
-	h = (h ^ a) * 0x9e3779b97f4a7c15ull;
-	h = (h ^ b) * 0x9e3779b97f4a7c15ull;
-	h ^= h >> 29;
-	if ((tr->rec_seen_count + 1) * 2 > tr->rec_seen_cap)
-		rec_seen_grow(tr);
-	struct rec_seen *e;
-	for (size_t at = h & (tr->rec_seen_cap - 1);; at = (at + 1) & (tr->rec_seen_cap - 1)) {
-		e = &tr->rec_seen[at];
-		if (e->path_at == SIZE_MAX) {
-			e->hash = h;
-			e->nr = s->nr;
-			e->a = a;
-			e->b = b;
-			e->touches = 0;
-			e->path_at = tr->rec_paths.len;
-			buf_add(&tr->rec_paths, s->str, strlen(s->str) + 1);
-			tr->rec_seen_count++;
-			break;
-		}
-		if (e->hash == h && e->nr == s->nr && e->a == a && e->b == b &&
-		    strcmp(tr->rec_paths.data + e->path_at, s->str) == 0)
-			break;
+	struct rec_probe probe = {tr, a, b, s->str, s->nr};
+	uint64_t h = hash_mix(hash_mix(hash_mix(strmap_hash(s->str), (uint32_t)s->nr), a), b);
+	struct hash_index_slot *slot = hash_index_slot(&tr->rec_index, h, same_record, &probe);
+	if (slot->index == HASH_INDEX_EMPTY) {
+		ARRAY_RESERVE(tr->rec_seen, tr->rec_seen_cap, tr->rec_seen_n + 1, 256);
+		tr->rec_seen[tr->rec_seen_n] = (struct rec_seen){
+		    .a = a, .b = b, .touches = 0, .path_at = tr->rec_paths.len, .nr = s->nr};
+		buf_add(&tr->rec_paths, s->str, strlen(s->str) + 1);
+		hash_index_fill(&tr->rec_index, slot, h, tr->rec_seen_n++);
 	}
+	struct rec_seen *e = &tr->rec_seen[slot->index];
 	/* Each key keeps the number of the last change it was classified
 	 * after: one probe per record, and a change forgets every key
 	 * without visiting them (nvcc writes hundreds of files). */

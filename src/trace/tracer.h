@@ -9,6 +9,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 
+#include "cachet/hash_index.h"
 #include "cachet/trace.h"
 #include "trace/dirviews.h"
 #include "trace/events.h"
@@ -53,15 +54,15 @@ struct tracer {
 	/* Records classified, each with the TOUCH count it was classified
 	 * after (ring.c): a repeat with no TOUCH since finds the same
 	 * outcome, and the log would drop it. Their paths are kept one
-	 * after another in rec_paths. */
+	 * after another in rec_paths; rec_index finds a record by them. */
 	struct rec_seen {
-		uint64_t hash;
 		uint64_t a, b;  /* the arguments that shape the lookup */
 		size_t touches; /* log.touches when it was last classified */
-		size_t path_at; /* its path in rec_paths; SIZE_MAX: empty slot */
+		size_t path_at; /* its path in rec_paths */
 		int nr;
 	} * rec_seen;
-	size_t rec_seen_cap, rec_seen_count;
+	size_t rec_seen_n, rec_seen_cap;
+	struct hash_index rec_index;
 	struct buf rec_paths;
 	/* The next record to look at, and those looked at whose call had not
 	 * returned yet (ring.c: their slots are not freed until it has). */
