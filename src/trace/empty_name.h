@@ -36,7 +36,8 @@ size_t empty_name_sites(struct empty_name_site *out, size_t cap);
 
 /* The site of one object, from its code as mapped: text/text_len its
  * executable bytes at address text_addr, wrapper the address of its
- * newfstatat wrapper when known (0: searched for in text), is_read_only a
+ * newfstatat wrapper when known (0: the copy in text that fstat's code
+ * jumps to), is_read_only a
  * predicate telling whether an address of the object lies in memory it
  * maps read-only (neither writable nor executable). 1 with *out filled, or
  * 0. Pure but for reading the literal's byte; exposed for the unit test. */
