@@ -1,8 +1,7 @@
 /*
- * The tracer's side of the preload fast path (ring.h): the ring in a System V
- * segment (or a memfd),
- * the step's environment that points the preload library at it, and the
- * drain that feeds its records to the classifier.
+ * The tracer's side of the preload fast path (ring.h): the ring in a System
+ * V segment (or a memfd), the step's environment that points the preload
+ * library at it, and the drain that feeds its records to the classifier.
  */
 #include "trace/ring.h"
 
