@@ -114,7 +114,8 @@ EXPORT unsigned int la_version(unsigned int version)
 			           0, 0, 0);
 		return 0;
 	}
-	/* Unpublished, the preload library maps the ring again: one stop. */
+	/* Unpublished, the preload library maps the ring again (a stop where
+	 * it is a file). */
 	rc_page_publish(ring);
 	empty_name_ok = mapped == 1;
 	return version < LAV_CURRENT ? version : LAV_CURRENT;

@@ -89,7 +89,7 @@ static const unsigned char rc_stub[] = {0x0f, 0x05, 0xc3}; /* syscall; ret */
 
 /* Where on the trusted page the audit library leaves the address of the
  * ring it mapped, so that the preload library of the same process need not
- * open it again (an open is a stop). */
+ * attach or open it again. */
 struct rc_page_note {
 	uint32_t magic;
 	uint32_t unused;
@@ -166,20 +166,50 @@ static inline int rc_page_publish(struct ring *ring)
 	           : -1;
 }
 
-/* The tracer's ring, mapped from where (the value of RING_ENV), or NULL. */
+/* The System V segment id after RING_SHM_PREFIX in where, or -1. */
+static inline long rc_shm_id(const char *where)
+{
+	const char *prefix = RING_SHM_PREFIX;
+	size_t i = 0;
+	for (; prefix[i]; i++)
+		if (where[i] != prefix[i])
+			return -1;
+	long id = 0;
+	if (!where[i])
+		return -1;
+	for (; where[i]; i++) {
+		if (where[i] < '0' || where[i] > '9' || id > 0x7fffffff / 10)
+			return -1;
+		id = id * 10 + (where[i] - '0');
+	}
+	return id;
+}
+
+/* The tracer's ring, attached or mapped from where (the value of
+ * RING_ENV), or NULL. A segment is attached without an open, which would
+ * stop. */
 static inline struct ring *rc_map_ring(const char *where)
 {
-	long fd = rc_syscall(SYS_openat, AT_FDCWD, (long)where, O_RDWR | O_CLOEXEC, 0, 0, 0);
-	if (fd < 0)
-		return NULL;
-	long m =
-	    rc_syscall(SYS_mmap, 0, (long)RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	rc_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+	long m, id = rc_shm_id(where);
+	if (id >= 0) {
+		m = rc_syscall(SYS_shmat, id, 0, 0, 0, 0, 0);
+	} else {
+		long fd =
+		    rc_syscall(SYS_openat, AT_FDCWD, (long)where, O_RDWR | O_CLOEXEC, 0, 0, 0);
+		if (fd < 0)
+			return NULL;
+		m = rc_syscall(SYS_mmap, 0, (long)RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+		               fd, 0);
+		rc_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+	}
 	if (m < 0 && m > -4096)
 		return NULL;
 	struct ring *r = (struct ring *)m;
 	if (r->magic != RING_MAGIC || r->slots != RING_SLOTS) {
-		rc_syscall(SYS_munmap, m, (long)RING_BYTES, 0, 0, 0, 0);
+		if (id >= 0)
+			rc_syscall(SYS_shmdt, m, 0, 0, 0, 0, 0);
+		else
+			rc_syscall(SYS_munmap, m, (long)RING_BYTES, 0, 0, 0, 0);
 		return NULL;
 	}
 	return r;

@@ -1,7 +1,7 @@
 /*
- * The tracer's side of the preload fast path (ring.h): the ring in a memfd,
- * the step's environment that points the preload library at it, and the
- * drain that feeds its records to the classifier.
+ * The tracer's side of the preload fast path (ring.h): the ring in a System
+ * V segment (or a memfd), the step's environment that points the preload
+ * library at it, and the drain that feeds its records to the classifier.
  */
 #include "trace/ring.h"
 
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -95,6 +96,26 @@ static char **step_env(char *const *envp, const char *lib, const char *ours, con
 	return out;
 }
 
+/* The ring as a System V segment, attached here and named in where
+ * (RING_SHM_PREFIX and its id); NULL when the system has none to give.
+ * Each program of the step attaches it by id, with no syscall the filter
+ * stops: a file (the memfd below) takes an open of /proc/PID/fd/N, a stop
+ * in every process. Removed at once: Linux still lets the step attach it,
+ * and it goes away when the last process detaches, cachet included,
+ * however it ends. */
+static void *shm_ring(char *where, size_t cap)
+{
+	int id = shmget(IPC_PRIVATE, RING_BYTES, IPC_CREAT | 0600);
+	if (id < 0)
+		return NULL;
+	void *m = shmat(id, NULL, 0);
+	shmctl(id, IPC_RMID, NULL);
+	if (m == (void *)-1)
+		return NULL;
+	snprintf(where, cap, RING_SHM_PREFIX "%d", id);
+	return m;
+}
+
 int ring_open(struct tracer *tr)
 {
 	const struct trace_spec *spec = tr->spec;
@@ -103,28 +124,32 @@ int ring_open(struct tracer *tr)
 	char *lib = spec->preload ? xstrdup(spec->preload) : find_preload();
 	if (!lib)
 		return 0;
-	int fd = memfd_create("cachet-trace-ring", MFD_CLOEXEC);
-	if (fd < 0 || ftruncate(fd, (off_t)RING_BYTES) < 0) {
-		if (fd >= 0)
+	char where[64];
+	int fd = -1;
+	void *m = shm_ring(where, sizeof where);
+	if (!m) {
+		fd = memfd_create("cachet-trace-ring", MFD_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, (off_t)RING_BYTES) < 0) {
+			if (fd >= 0)
+				close(fd);
+			free(lib);
+			return 0;
+		}
+		m = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED) {
 			close(fd);
-		free(lib);
-		return 0;
-	}
-	void *m = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED) {
-		close(fd);
-		free(lib);
-		return 0;
+			free(lib);
+			return 0;
+		}
+		snprintf(where, sizeof where, "/proc/%d/fd/%d", (int)getpid(), fd);
 	}
 	struct ring *r = m;
 	r->slots = RING_SLOTS;
 	__atomic_store_n(&r->magic, RING_MAGIC, __ATOMIC_RELEASE);
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), fd);
 	tr->ring = r;
 	tr->ring_fd = fd;
 	tr->audit_path = find_audit(lib);
-	tr->ring_env = step_env(spec->envp, lib, tr->audit_path, path);
+	tr->ring_env = step_env(spec->envp, lib, tr->audit_path, where);
 	buf_init(&tr->rec_paths);
 	/* As the step's programs will name it: the loader opens the
 	 * LD_PRELOAD entry as given. */
@@ -134,8 +159,10 @@ int ring_open(struct tracer *tr)
 
 void ring_close(struct tracer *tr)
 {
-	if (tr->ring)
+	if (tr->ring && tr->ring_fd >= 0)
 		munmap(tr->ring, RING_BYTES);
+	else if (tr->ring)
+		shmdt(tr->ring);
 	if (tr->ring_fd >= 0)
 		close(tr->ring_fd);
 	if (tr->ring_env) {

@@ -70,9 +70,11 @@
  * LA_SER_ORIG), which may take it to the loader's cache. */
 #define RING_NR_SONAME_SEARCH (-2)
 
-/* Environment of the traced step: where the ring is ("/proc/PID/fd/N" of
- * the tracer's memfd). */
-#define RING_ENV "CACHET_TRACE_RING"
+/* Environment of the traced step: where the ring is: RING_SHM_PREFIX and
+ * the id of a System V segment, or "/proc/PID/fd/N" of the tracer's memfd
+ * where the system has no segment to give. */
+#define RING_ENV        "CACHET_TRACE_RING"
+#define RING_SHM_PREFIX "shm:"
 
 /* What the step's own call returned, written by the preload library
  * right after the syscall. The tracer classifies a record only once it is

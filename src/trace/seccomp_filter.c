@@ -254,8 +254,9 @@ static void block_trace_if_nonnull(struct seccomp_program *p, int nr, int arg)
  * AT_EMPTY_PATH with a NULL path (Linux >= 6.11 accepts that). AT_EMPTY_PATH
  * with a non-NULL path is traced: the filter cannot see the string, and
  * AT_EMPTY_PATH with a non-empty name is an ordinary lookup relative to
- * dirfd. glibc's fstat() passes "" and so still stops once (the tracer
- * resumes it without an exit stop). */
+ * dirfd. glibc's fstat() passes "": its own calls pass block_empty_name
+ * first; "" from anywhere else still stops once (the tracer resumes it
+ * without an exit stop). */
 static void block_stat(struct seccomp_program *p, int nr, int path_arg, int flags_arg)
 {
 	unsigned short b = block_begin(p, nr);
@@ -303,6 +304,57 @@ static void block_rlimit(struct seccomp_program *p, int nr, int res_arg, int old
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1));
 	ret(p, SECCOMP_RET_ALLOW);
 	ret(p, RET_TRACE);
+	block_end(p, b);
+}
+
+/* newfstatat(fd, "", st, AT_EMPTY_PATH) from libc's or the loader's own
+ * fstat (empty_name.h): goes through when the flags are exactly
+ * AT_EMPTY_PATH and the path pointer lies one site's distance past the
+ * instruction pointer, which sits at that site's page offset. Anything
+ * else reloads the number and falls through to the blocks after. The
+ * pointers are compared in halves: equal high halves and no borrow in the
+ * low ones (an object across a 4 GB boundary just stops). */
+static void block_empty_name(struct seccomp_program *p, const struct empty_name_site *sites,
+                             size_t nsites)
+{
+	if (!nsites)
+		return;
+	unsigned short b = block_begin(p, __NR_newfstatat);
+	unsigned short to_reload[4];
+	int n = 0;
+	ld(p, ARG_LO(3));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AT_EMPTY_PATH, 0, 0));
+	to_reload[n++] = (unsigned short)(p->len - 1);
+	ld(p, IP_HI);
+	put(p, (struct sock_filter)BPF_STMT(BPF_MISC | BPF_TAX, 0));
+	ld(p, ARG_HI(1));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, 0, 0));
+	to_reload[n++] = (unsigned short)(p->len - 1);
+	ld(p, IP_LO);
+	put(p, (struct sock_filter)BPF_STMT(BPF_MISC | BPF_TAX, 0));
+	ld(p, ARG_LO(1));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_X, 0, 0, 0));
+	to_reload[n++] = (unsigned short)(p->len - 1);
+	put(p, (struct sock_filter)BPF_STMT(BPF_ALU | BPF_SUB | BPF_X, 0));
+	put(p, (struct sock_filter)BPF_STMT(BPF_ST, 0)); /* M[0]: path - ip */
+	for (size_t i = 0; i < nsites; i++) {
+		put(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_MEM, 0));
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, sites[i].distance, 0,
+		                                    4));
+		ld(p, IP_LO);
+		put(p, (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xfff));
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+		                                    sites[i].ip_page_offset, 0, 1));
+		ret(p, SECCOMP_RET_ALLOW);
+	}
+	unsigned reload = p->len;
+	for (int i = 0; i < n; i++) {
+		unsigned span = reload - to_reload[i] - 1u;
+		if (span > 255)
+			BUG("a seccomp jump past the empty-name sites longer than a jump reaches");
+		p->insns[to_reload[i]].jf = (unsigned char)span;
+	}
+	ld(p, (unsigned)offsetof(struct seccomp_data, nr));
 	block_end(p, b);
 }
 
@@ -383,7 +435,8 @@ static void block_fast(struct seccomp_program *p, int nr, int flags_arg, int sta
 }
 
 void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t nread_fds,
-                          const int *write_fds, size_t nwrite_fds, int fast_path)
+                          const int *write_fds, size_t nwrite_fds, int fast_path,
+                          const struct empty_name_site *sites, size_t nsites)
 {
 	p->len = 0;
 	/* The architecture first: a 32-bit int 0x80 call from this process uses
@@ -401,6 +454,7 @@ void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t
 	block_trace(p, __NR_io_uring_setup);
 
 	/* First: the blocks below would stop these whatever their origin. */
+	block_empty_name(p, sites, nsites);
 	if (fast_path) {
 		block_fast(p, __NR_open, 1, -1, -1);
 		block_fast(p, __NR_openat, 2, -1, -1);

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <sys/syscall.h>
 
+#include "trace/empty_name.h"
+
 /* Syscalls newer than the build host's headers, which the filter stops and
  * the tracer decodes alike. */
 #ifndef __X32_SYSCALL_BIT
@@ -64,9 +66,11 @@ extern const size_t nfd_uses;
 /* Fills prog. The calls of fd_uses stop when they read one of read_fds
  * (stdin when it is a stream, and the inherited descriptors) or write one
  * of write_fds (the inherited descriptors). fast_path: lookups made from
- * the preload library's trusted page (ring.h) go through without a stop. */
+ * the preload library's trusted page (ring.h) go through without a stop;
+ * so does glibc's fstat at the sites given (empty_name.h). */
 void seccomp_filter_build(struct seccomp_program *prog, const int *read_fds, size_t nread_fds,
-                          const int *write_fds, size_t nwrite_fds, int fast_path);
+                          const int *write_fds, size_t nwrite_fds, int fast_path,
+                          const struct empty_name_site *sites, size_t nsites);
 
 /* Installs prog on the calling thread. Async-signal-safe. Returns 0 or -1
  * with errno set. */

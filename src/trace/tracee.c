@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -271,17 +272,62 @@ int maps_line_parse(const char *s, struct maps_line *out)
 	return 0;
 }
 
-int tracee_maps_same_file(pid_t tid, uint64_t start, uint64_t addr)
+/* PROCMAP_QUERY (Linux 6.11): the mapping that holds an address, without
+ * the kernel writing out the whole maps file and us parsing it (a third of
+ * what the tracer spends on a small program's exec). Declared here for
+ * older headers; the layout is the kernel's ABI. */
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start;
+	uint64_t vma_end;
+	uint64_t vma_flags;
+	uint64_t vma_page_size;
+	uint64_t vma_offset;
+	uint64_t inode;
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint32_t vma_name_size;
+	uint32_t build_id_size;
+	uint64_t vma_name_addr;
+	uint64_t build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#endif
+
+/* The mapping that holds addr, by PROCMAP_QUERY: 1 with *out filled, 0 when
+ * none holds it, -1 when the kernel cannot answer this way. */
+static int query_mapping(int fd, uint64_t addr, struct maps_line *out)
 {
-	char p[64];
-	snprintf(p, sizeof p, "/proc/%d/maps", (int)tid);
-	FILE *f = fopen(p, "re");
-	if (!f)
+	struct procmap_query q;
+	memset(&q, 0, sizeof q);
+	q.size = sizeof q;
+	q.query_addr = addr;
+	if (ioctl(fd, PROCMAP_QUERY, &q) < 0)
+		return errno == ENOENT ? 0 : -1;
+	out->lo = q.vma_start;
+	out->hi = q.vma_end;
+	out->dev_major = q.dev_major;
+	out->dev_minor = q.dev_minor;
+	out->inode = q.inode;
+	return 1;
+}
+
+/* One pass over the maps as text, for kernels without PROCMAP_QUERY. */
+static int maps_text_find(int fd, uint64_t start, uint64_t addr, struct maps_line *at_start,
+                          struct maps_line *holding)
+{
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
 		return -1;
+	}
 	/* Only the fields at the start of a line are needed: the rest of a
 	 * longer one (a long path) is skipped. */
 	char line[512];
-	struct maps_line m, at_start = {0}, holding = {0};
+	struct maps_line m;
 	int have_start = 0, have_holding = 0, at_line_start = 1;
 	while ((!have_start || !have_holding) && fgets(line, sizeof line, f)) {
 		int starts = at_line_start;
@@ -289,16 +335,34 @@ int tracee_maps_same_file(pid_t tid, uint64_t start, uint64_t addr)
 		if (!starts || maps_line_parse(line, &m) < 0)
 			continue;
 		if (!have_start && m.lo == start) {
-			at_start = m;
+			*at_start = m;
 			have_start = 1;
 		}
 		if (!have_holding && m.lo <= addr && addr < m.hi) {
-			holding = m;
+			*holding = m;
 			have_holding = 1;
 		}
 	}
 	fclose(f);
-	return have_start && have_holding && at_start.inode && at_start.inode == holding.inode &&
+	return have_start && have_holding;
+}
+
+int tracee_maps_same_file(pid_t tid, uint64_t start, uint64_t addr)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/maps", (int)tid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct maps_line at_start = {0}, holding = {0};
+	int found = query_mapping(fd, start, &at_start);
+	if (found > 0)
+		found = at_start.lo == start ? query_mapping(fd, addr, &holding) : 0;
+	if (found >= 0)
+		close(fd);
+	else if ((found = maps_text_find(fd, start, addr, &at_start, &holding)) < 0)
+		return -1;
+	return found > 0 && at_start.inode && at_start.inode == holding.inode &&
 	       at_start.dev_major == holding.dev_major && at_start.dev_minor == holding.dev_minor;
 }
 

@@ -109,7 +109,7 @@ struct maps_line {
 int maps_line_parse(const char *s, struct maps_line *out);
 /* 1 when the mapping of tid that begins at start and the one that holds
  * addr map the same file, 0 when not (or either is anonymous or absent),
- * -1 when the maps cannot be read. One pass over the maps. */
+ * -1 when the maps cannot be read. */
 int tracee_maps_same_file(pid_t tid, uint64_t start, uint64_t addr);
 
 /* readlink of /proc/<tid>/fd/<fd> (or /proc/<tid>/cwd when fd is

@@ -462,7 +462,9 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 		write_fds[nwrite++] = 1;
 		write_fds[nwrite++] = 2;
 	}
-	seccomp_filter_build(prog, read_fds, nread, write_fds, nwrite, fast);
+	struct empty_name_site sites[EMPTY_NAME_MAX_SITES];
+	size_t nsites = empty_name_sites(sites, EMPTY_NAME_MAX_SITES);
+	seccomp_filter_build(prog, read_fds, nread, write_fds, nwrite, fast, sites, nsites);
 
 	int go[2], rep[2];
 	if (pipe2(go, O_CLOEXEC) < 0) {

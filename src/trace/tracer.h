@@ -42,8 +42,9 @@ struct tracer {
 	int watched_fd[TRACE_MAX_WATCHED_FDS];
 	dev_t watched_dev[TRACE_MAX_WATCHED_FDS];
 	ino_t watched_ino[TRACE_MAX_WATCHED_FDS];
-	/* The preload fast path (ring.c): the shared ring, its memfd, and the
-	 * step's environment that names them (NULL: not in use). */
+	/* The preload fast path (ring.c): the shared ring, its memfd (-1: a
+	 * System V segment), and the step's environment that names it (NULL:
+	 * not in use). */
 	struct ring *ring;
 	int ring_fd;
 	char **ring_env;

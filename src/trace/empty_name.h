@@ -1,0 +1,48 @@
+/*
+ * Where the C library and the dynamic loader pass the empty name to
+ * newfstatat: glibc's fstat() is newfstatat(fd, "", st, AT_EMPTY_PATH),
+ * the "" a literal of its own read-only data. The filter cannot read the
+ * string, so each such call stopped: some 40 of a gcc compile's 116 stops,
+ * the loader's fstat of every library it maps and libc's of every locale
+ * file, none of which observes anything (a stat of a descriptor).
+ *
+ * The filter can compare the path pointer with the instruction pointer: a
+ * call whose path is the literal, made from the syscall instruction of the
+ * same object, has the two a fixed distance apart wherever the object is
+ * loaded, and the instruction at a fixed offset within its page. Such a
+ * call names "" by construction, whoever made it: the pointer is a zero
+ * byte of memory mapped read-only. Any other call (a name relative to the
+ * descriptor, another build of the library) stops as before.
+ *
+ * The sites are found in this process's own copies of libc and the loader,
+ * which the step's programs map from the same files.
+ */
+#ifndef CACHET_TRACE_EMPTY_NAME_H
+#define CACHET_TRACE_EMPTY_NAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EMPTY_NAME_MAX_SITES 4
+
+struct empty_name_site {
+	uint32_t ip_page_offset; /* the instruction pointer after the syscall, & 0xfff */
+	uint32_t distance;       /* the literal's address less that pointer (> 0) */
+};
+
+/* The sites of libc's and the loader's fstat in this process, into out (cap
+ * entries); returns how many (0 when neither is recognised). */
+size_t empty_name_sites(struct empty_name_site *out, size_t cap);
+
+/* The site of one object, from its code as mapped: text/text_len its
+ * executable bytes at address text_addr, wrapper the address of its
+ * newfstatat wrapper when known (0: the copy in text that fstat's code
+ * jumps to), is_read_only a
+ * predicate telling whether an address of the object lies in memory it
+ * maps read-only (neither writable nor executable). 1 with *out filled, or
+ * 0. Pure but for reading the literal's byte; exposed for the unit test. */
+int empty_name_site_in(const unsigned char *text, size_t text_len, uintptr_t text_addr,
+                       uintptr_t wrapper, int (*is_read_only)(uintptr_t addr, void *ctx), void *ctx,
+                       struct empty_name_site *out);
+
+#endif
