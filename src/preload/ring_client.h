@@ -185,11 +185,36 @@ static inline long rc_shm_id(const char *where)
 	return id;
 }
 
-/* The tracer's ring, attached or mapped from where (the value of
- * RING_ENV), or NULL. A segment is attached without an open, which would
- * stop. */
-static inline struct ring *rc_map_ring(const char *where)
+/* The ring's number at the head of value (RING_ENV's), into nonce: where
+ * the ring is, after it, or NULL. */
+static inline const char *rc_ring_nonce(const char *value, uint64_t *nonce)
 {
+	uint64_t n = 0;
+	for (unsigned i = 0; i < RING_NONCE_DIGITS; i++) {
+		char c = value[i];
+		if (c >= '0' && c <= '9')
+			n = n << 4 | (uint64_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			n = n << 4 | (uint64_t)(c - 'a' + 10);
+		else
+			return NULL;
+	}
+	if (value[RING_NONCE_DIGITS] != ':')
+		return NULL;
+	*nonce = n;
+	return value + RING_NONCE_DIGITS + 1;
+}
+
+/* The tracer's ring, attached or mapped as value (RING_ENV's) names it, or
+ * NULL; NULL too for a ring of another number (another tracer's, reached
+ * from another namespace). A segment is attached without an open, which
+ * would stop. */
+static inline struct ring *rc_map_ring(const char *value)
+{
+	uint64_t nonce;
+	const char *where = rc_ring_nonce(value, &nonce);
+	if (!where)
+		return NULL;
 	long m, id = rc_shm_id(where);
 	if (id >= 0) {
 		m = rc_syscall(SYS_shmat, id, 0, 0, 0, 0, 0);
@@ -205,7 +230,7 @@ static inline struct ring *rc_map_ring(const char *where)
 	if (m < 0 && m > -4096)
 		return NULL;
 	struct ring *r = (struct ring *)m;
-	if (r->magic != RING_MAGIC || r->slots != RING_SLOTS) {
+	if (r->magic != RING_MAGIC || r->slots != RING_SLOTS || r->nonce != nonce) {
 		if (id >= 0)
 			rc_syscall(SYS_shmdt, m, 0, 0, 0, 0, 0);
 		else

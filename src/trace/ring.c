@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -145,11 +146,19 @@ int ring_open(struct tracer *tr)
 	}
 	struct ring *r = m;
 	r->slots = RING_SLOTS;
+	/* Any number tells this ring from another tracer's; a failed
+	 * getrandom (none seen) leaves the pid's. */
+	uint64_t nonce = (uint64_t)getpid();
+	(void)!getrandom(&nonce, sizeof nonce, GRND_NONBLOCK);
+	r->nonce = nonce;
+	char named[sizeof where + RING_NONCE_DIGITS + 1];
+	snprintf(named, sizeof named, "%0*llx:%s", (int)RING_NONCE_DIGITS,
+	         (unsigned long long)nonce, where);
 	__atomic_store_n(&r->magic, RING_MAGIC, __ATOMIC_RELEASE);
 	tr->ring = r;
 	tr->ring_fd = fd;
 	tr->audit_path = find_audit(lib);
-	tr->ring_env = step_env(spec->envp, lib, tr->audit_path, where);
+	tr->ring_env = step_env(spec->envp, lib, tr->audit_path, named);
 	buf_init(&tr->rec_paths);
 	/* As the step's programs will name it: the loader opens the
 	 * LD_PRELOAD entry as given. */

@@ -70,11 +70,17 @@
  * LA_SER_ORIG), which may take it to the loader's cache. */
 #define RING_NR_SONAME_SEARCH (-2)
 
-/* Environment of the traced step: where the ring is: RING_SHM_PREFIX and
- * the id of a System V segment, or "/proc/PID/fd/N" of the tracer's memfd
- * where the system has no segment to give. */
-#define RING_ENV        "CACHET_TRACE_RING"
-#define RING_SHM_PREFIX "shm:"
+/* Environment of the traced step: the ring's number (RING_NONCE_DIGITS hex
+ * digits and ':'), then where the ring is: RING_SHM_PREFIX and the id of a
+ * System V segment, or "/proc/PID/fd/N" of the tracer's memfd where the
+ * system has no segment to give. A program of the step in another IPC or
+ * PID namespace (unshare, nsenter) can reach another tracer's ring by the
+ * same id or path; it finds another number there and takes the ordinary
+ * path, instead of reporting its calls to a tracer that is not its own
+ * (whose filter would let them through unseen). */
+#define RING_ENV          "CACHET_TRACE_RING"
+#define RING_SHM_PREFIX   "shm:"
+#define RING_NONCE_DIGITS 16
 
 /* What the step's own call returned, written by the preload library
  * right after the syscall. The tracer classifies a record only once it is
@@ -122,6 +128,7 @@ static inline uint64_t ring_hash(const void *data, size_t len)
 struct ring {
 	uint32_t magic;
 	uint32_t slots;
+	uint64_t nonce; /* random, named in RING_ENV */
 	/* Next sequence number to reserve (producers, compare-and-swap). */
 	uint64_t head __attribute__((aligned(64)));
 	/* Next sequence number to consume (the tracer only). */

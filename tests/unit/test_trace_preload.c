@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -713,12 +714,14 @@ static void the_ring_is_attached_by_its_segment_id(void **state)
 	assert_int_equal(rc_shm_id("shm:12x"), -1);
 	assert_int_equal(rc_shm_id("shm:99999999999"), -1);
 	assert_int_equal(rc_shm_id("/proc/1/fd/3"), -1);
-	static const char src[] = "#include <stdio.h>\n#include <stdlib.h>\n#include <sys/stat.h>\n"
-	                          "int main(void) {\n"
-	                          "  const char *w = getenv(\"" RING_ENV "\"); struct stat st;\n"
-	                          "  printf(\"%.4s\\n\", w ? w : \"none\");\n"
-	                          "  return stat(\"/\", &st) != 0;\n"
-	                          "}\n";
+	static const char src[] =
+	    "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+	    "#include <sys/stat.h>\n"
+	    "int main(void) {\n"
+	    "  const char *w = getenv(\"" RING_ENV "\"); struct stat st;\n"
+	    "  printf(\"%.4s\\n\", w && strlen(w) > 17 ? w + 17 : \"none\");\n"
+	    "  return stat(\"/\", &st) != 0;\n"
+	    "}\n";
 	char *prog = compile_here("ring_where", src, "");
 	char *argv[] = {prog, NULL};
 	struct slow_and_fast r;
@@ -732,6 +735,41 @@ static void the_ring_is_attached_by_its_segment_id(void **state)
 	assert_string_equal(r.fast_events, r.slow_events);
 	slow_and_fast_free(&r);
 	free(prog);
+}
+
+/* A ring reached by the right id but of another number (another tracer's,
+ * from another IPC namespace) is refused: the program takes the ordinary
+ * path rather than report its calls to a tracer that does not trace it. */
+static void a_ring_of_another_number_is_refused(void **state)
+{
+	(void)state;
+	uint64_t nonce = 0;
+	assert_null(rc_ring_nonce("shm:1", &nonce));
+	assert_null(rc_ring_nonce("0123456789abcdef", &nonce));
+	assert_null(rc_ring_nonce("0123456789abcdeF:shm:1", &nonce));
+	const char *where = rc_ring_nonce("0123456789abcdef:shm:1", &nonce);
+	assert_non_null(where);
+	assert_string_equal(where, "shm:1");
+	assert_true(nonce == 0x0123456789abcdefull);
+
+	int id = shmget(IPC_PRIVATE, RING_BYTES, IPC_CREAT | 0600);
+	if (id < 0)
+		skip(); /* no System V segment here */
+	struct ring *r = shmat(id, NULL, 0);
+	shmctl(id, IPC_RMID, NULL);
+	assert_true(r != (void *)-1);
+	r->slots = RING_SLOTS;
+	r->nonce = 0x0123456789abcdefull;
+	r->magic = RING_MAGIC;
+	char value[64];
+	snprintf(value, sizeof value, "0123456789abcdee:shm:%d", id);
+	assert_null(rc_map_ring(value));
+	snprintf(value, sizeof value, "0123456789abcdef:shm:%d", id);
+	struct ring *same = rc_map_ring(value);
+	assert_non_null(same);
+	assert_true(same->nonce == r->nonce);
+	shmdt(same);
+	shmdt(r);
 }
 
 int main(void)
@@ -748,6 +786,7 @@ int main(void)
 	    cmocka_unit_test(the_stat_functions_of_older_programs_spare_their_stops),
 	    cmocka_unit_test(limits_read_are_reported_without_their_stops),
 	    cmocka_unit_test(the_ring_is_attached_by_its_segment_id),
+	    cmocka_unit_test(a_ring_of_another_number_is_refused),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
