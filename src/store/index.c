@@ -25,8 +25,11 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_GET_PATHSETS] = "SELECT digest, body, last_used FROM pathsets WHERE weak = ?1"
                         " ORDER BY last_used DESC, rowid DESC",
     [ST_GET_RESULT] = "SELECT body FROM results WHERE strong = ?1",
+    /* A row written again as it was still costs its pages in the WAL (the
+     * table's and its index's): the step of a miss is usually known. */
     [ST_PUT_STEP] = "INSERT INTO steps(weak, body, created) VALUES(?1, ?2, ?3)"
-                    " ON CONFLICT(weak) DO UPDATE SET body = excluded.body",
+                    " ON CONFLICT(weak) DO UPDATE SET body = excluded.body"
+                    " WHERE body IS NOT excluded.body",
     /* The new path set is the most recent of its weak key even if the clock
      * went back: the bound below must never drop the one just stored. */
     [ST_PUT_PATHSET] = "INSERT INTO pathsets(weak, digest, body, last_used)"
@@ -44,11 +47,24 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DEL_PATHSET_RESULTS] = "DELETE FROM results WHERE weak = ?1 AND pathset = ?2",
     [ST_DEL_PATHSET] = "DELETE FROM pathsets WHERE weak = ?1 AND digest = ?2",
     [ST_DEL_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong = ?1",
-    [ST_PUT_RESULT] = "INSERT OR REPLACE INTO results(strong, weak, pathset, body, size, created,"
-                      " last_used, hits, duration_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 0, ?7)",
+    /* Replacing in place, not REPLACE's delete and insert (a new rowid, a
+     * new place in the table and in both its indexes): the pages a result
+     * stored again (--recache, a verification) leaves alone stay out of the
+     * WAL. */
+    [ST_PUT_RESULT] = "INSERT INTO results(strong, weak, pathset, body, size, created,"
+                      " last_used, hits, duration_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 0, ?7)"
+                      /* weak and pathset are the strong key's own: set
+                       * again, they would rewrite results_by_pathset. */
+                      " ON CONFLICT(strong) DO UPDATE SET body = excluded.body,"
+                      " size = excluded.size, created = excluded.created,"
+                      " last_used = excluded.last_used, hits = 0,"
+                      " duration_ms = excluded.duration_ms",
     [ST_PUT_RESULT_BLOB] = "INSERT OR IGNORE INTO result_blobs(strong, digest) VALUES(?1, ?2)",
-    [ST_PUT_BLOB] = "INSERT OR REPLACE INTO blobs(digest, size, stored_size, form)"
-                    " VALUES(?1, ?2, ?3, ?4)",
+    [ST_PUT_BLOB] = "INSERT INTO blobs(digest, size, stored_size, form) VALUES(?1, ?2, ?3, ?4)"
+                    " ON CONFLICT(digest) DO UPDATE SET size = excluded.size,"
+                    " stored_size = excluded.stored_size, form = excluded.form"
+                    " WHERE (size, stored_size, form)"
+                    " IS NOT (excluded.size, excluded.stored_size, excluded.form)",
     [ST_TOUCH_PATHSET] = "UPDATE pathsets SET last_used = ?3 WHERE weak = ?1 AND digest = ?2",
     [ST_TOUCH_RESULT] = "UPDATE results SET last_used = ?2, hits = hits + 1 WHERE strong = ?1",
     [ST_FP_GET] = "SELECT dev, ino, size, mtime_ns, ctime_ns, mode, digest"
