@@ -680,11 +680,14 @@ static void miss(struct run *r, const char *reason)
 		finish(r);
 		exit(exec_errno == ENOENT ? 127 : 126);
 	}
-	/* Removing the step's TMPDIR, an ext4 rmdir of a directory that
-	 * held files (0.3 ms), goes on beside the record, which ignores
-	 * what is under it. */
-	struct side_job tmp_removal;
-	side_job_start(&tmp_removal, remove_tmpdir, &r->tmp);
+	/* Removing what the step left in its TMPDIR goes on beside the
+	 * record, which ignores what is under it; a step that left nothing
+	 * (a pooled directory, step_env.h) is not worth a thread. */
+	struct side_job tmp_removal = {0};
+	if (step_tmpdir_left_empty(&r->tmp))
+		step_tmpdir_remove(&r->tmp);
+	else
+		side_job_start(&tmp_removal, remove_tmpdir, &r->tmp);
 
 	const char *result = "miss";
 	int failed = 0;

@@ -189,6 +189,18 @@ static void empty_pooled(const char *path)
 	closedir(d);
 }
 
+int step_tmpdir_left_empty(const struct step_tmpdir *t)
+{
+	if (!t->pooled || !t->path)
+		return 0;
+	int fd = open(t->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int empty = dir_is_empty(fd);
+	close(fd);
+	return empty;
+}
+
 void step_tmpdir_remove(struct step_tmpdir *t)
 {
 	if (!t->path)

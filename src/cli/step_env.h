@@ -30,6 +30,9 @@ int step_tmpdir_create(struct step_tmpdir *t);
 /* Removes what is under the directory and, unless it is pooled, the
  * directory itself; then lets the lock go. */
 void step_tmpdir_remove(struct step_tmpdir *t);
+/* 1 when the step left nothing in its pooled directory: removing it is
+ * then only letting the lock go. */
+int step_tmpdir_left_empty(const struct step_tmpdir *t);
 /* Removes the step directories under $TMPDIR (or /tmp) that a cachet
  * killed on the way (SIGKILL, the OOM killer) left behind: this user's,
  * locked by nobody, unchanged for an hour. How many (that would be, with
