@@ -1070,6 +1070,8 @@ static int put_entry_rows(struct store *s, const struct store_entry *en, unsigne
 		return -1;
 	if (en->duplicate && duplicate_row_put(s, en->duplicate, e) < 0)
 		return -1;
+	if (en->step_ident && step_name_row_put(s, en->step_ident, en->weak, e) < 0)
+		return -1;
 	return 0;
 }
 

@@ -782,6 +782,40 @@ static void a_hit_writes_nothing_to_the_index(void **state)
 	store_close(s);
 }
 
+/* A new step's identity names its weak key in the entry's transaction:
+ * both or neither, and one commit for the miss. */
+static void a_new_steps_name_goes_in_with_its_entry(void **state)
+{
+	struct store *s = open_cache();
+	struct digest weak = key_digest("weak", 1), ps = key_digest("pathset", 1),
+	              strong = key_digest("strong", 1), ident = key_digest("ident", 1), got;
+	struct blob_ref missing = {digest_of("never stored", 12), 12, BLOB_RAW};
+	struct store_entry en = {
+	    .weak = &weak,
+	    .step_body = "a",
+	    .step_len = 1,
+	    .pathset = &ps,
+	    .pathset_body = "p",
+	    .pathset_len = 1,
+	    .strong = &strong,
+	    .result_body = "result body 1",
+	    .result_len = 13,
+	    .blobs = &missing,
+	    .nblobs = 1,
+	    .step_ident = &ident,
+	};
+	struct error e = {0, ""};
+	assert_int_equal(store_put_entry(s, &en, 8, &e), -1);
+	assert_int_equal(store_step_name_get(s, &ident, &got), 0);
+	struct blob_ref blob;
+	assert_int_equal(store_put_blob_mem(s, "output", 6, &blob, &e), 0);
+	en.blobs = &blob;
+	assert_int_equal(store_put_entry(s, &en, 8, &e), 0);
+	assert_int_equal(store_step_name_get(s, &ident, &got), 1);
+	assert_true(digest_equal(&got, &weak));
+	store_close(s);
+}
+
 /* One integer that sql selects from the index. */
 static int64_t query_int(struct store *s, const char *sql)
 {
@@ -917,6 +951,7 @@ int main(void)
 	    T(a_hit_writes_nothing_to_the_index),
 	    T(serial_stores_keep_the_wal_small),
 	    T(a_result_stored_again_is_replaced_in_place),
+	    T(a_new_steps_name_goes_in_with_its_entry),
 	    T(an_entry_stored_again_writes_few_pages),
 	    T(a_duplicate_row_recorded_again_names_the_new_entry),
 #undef T
