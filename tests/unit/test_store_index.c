@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "store/store_internal.h"
+#include "test_store_sql.h"
 
 /* Puts an entry (weak w, path set p, strong k) in argv group g (0: none;
  * else words 2 and key g) whose result references one fresh blob. Returns
@@ -271,6 +272,26 @@ static void an_entry_whose_blob_is_missing_is_not_stored(void **state)
 	store_close(s);
 }
 
+/* An entry whose result (body "result body 1") references one blob. */
+static struct store_entry entry_of_result_1(const struct digest *weak, const struct digest *ps,
+                                            const struct digest *strong,
+                                            const struct blob_ref *blob)
+{
+	return (struct store_entry){
+	    .weak = weak,
+	    .step_body = "a",
+	    .step_len = 1,
+	    .pathset = ps,
+	    .pathset_body = "p",
+	    .pathset_len = 1,
+	    .strong = strong,
+	    .result_body = "result body 1",
+	    .result_len = 13,
+	    .blobs = blob,
+	    .nblobs = 1,
+	};
+}
+
 /* The row noting an entry under its duplicate key goes in with the entry,
  * in its transaction: both or neither. */
 static void an_entrys_duplicate_row_is_stored_with_it(void **state)
@@ -289,20 +310,8 @@ static void an_entrys_duplicate_row_is_stored_with_it(void **state)
 	    .words_len = 6,
 	};
 	struct blob_ref missing = {digest_of("never stored", 12), 12, BLOB_RAW};
-	struct store_entry en = {
-	    .weak = &weak,
-	    .step_body = "a",
-	    .step_len = 1,
-	    .pathset = &ps,
-	    .pathset_body = "p",
-	    .pathset_len = 1,
-	    .strong = &strong,
-	    .result_body = "result body 1",
-	    .result_len = 13,
-	    .blobs = &missing,
-	    .nblobs = 1,
-	    .duplicate = &d,
-	};
+	struct store_entry en = entry_of_result_1(&weak, &ps, &strong, &missing);
+	en.duplicate = &d;
 	struct error e = {0, ""};
 	struct store_duplicate got;
 	assert_int_equal(store_put_entry(s, &en, 8, &e), -1);
@@ -790,20 +799,8 @@ static void a_new_steps_name_goes_in_with_its_entry(void **state)
 	struct digest weak = key_digest("weak", 1), ps = key_digest("pathset", 1),
 	              strong = key_digest("strong", 1), ident = key_digest("ident", 1), got;
 	struct blob_ref missing = {digest_of("never stored", 12), 12, BLOB_RAW};
-	struct store_entry en = {
-	    .weak = &weak,
-	    .step_body = "a",
-	    .step_len = 1,
-	    .pathset = &ps,
-	    .pathset_body = "p",
-	    .pathset_len = 1,
-	    .strong = &strong,
-	    .result_body = "result body 1",
-	    .result_len = 13,
-	    .blobs = &missing,
-	    .nblobs = 1,
-	    .step_ident = &ident,
-	};
+	struct store_entry en = entry_of_result_1(&weak, &ps, &strong, &missing);
+	en.step_ident = &ident;
 	struct error e = {0, ""};
 	assert_int_equal(store_put_entry(s, &en, 8, &e), -1);
 	assert_int_equal(store_step_name_get(s, &ident, &got), 0);
@@ -816,17 +813,6 @@ static void a_new_steps_name_goes_in_with_its_entry(void **state)
 	store_close(s);
 }
 
-/* One integer that sql selects from the index. */
-static int64_t query_int(struct store *s, const char *sql)
-{
-	sqlite3_stmt *st;
-	assert_int_equal(sqlite3_prepare_v2(s->db, sql, -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	int64_t v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
 /* An entry stored again under its strong key (--recache, a verification)
  * is as if new: its body, times and zero hits; but it stays where it was,
  * without REPLACE's new rowid. */
@@ -834,14 +820,14 @@ static void a_result_stored_again_is_replaced_in_place(void **state)
 {
 	struct store *s = open_cache();
 	put_ok(s, 1, 1, 1, 8);
-	int64_t rowid = query_int(s, "SELECT rowid FROM results");
+	int64_t rowid = count_rows(s, "SELECT rowid FROM results");
 	assert_int_equal(
 	    sqlite3_exec(s->db, "UPDATE results SET hits = 5, body = x'00'", NULL, NULL, NULL),
 	    SQLITE_OK);
 	put_ok(s, 1, 1, 1, 8);
-	assert_int_equal(query_int(s, "SELECT count(*) FROM results"), 1);
-	assert_int_equal(query_int(s, "SELECT rowid FROM results"), rowid);
-	assert_int_equal(query_int(s, "SELECT hits FROM results"), 0);
+	assert_int_equal(count_rows(s, "SELECT count(*) FROM results"), 1);
+	assert_int_equal(count_rows(s, "SELECT rowid FROM results"), rowid);
+	assert_int_equal(count_rows(s, "SELECT hits FROM results"), 0);
 	assert_int_equal(has_result(s, 1), 1);
 	store_close(s);
 }
@@ -903,7 +889,7 @@ static void a_duplicate_row_recorded_again_names_the_new_entry(void **state)
 	assert_int_equal(got.has_pp, 1);
 	assert_true(digest_equal(&got.pkey, &d.pkey));
 	store_duplicate_free(&got);
-	assert_int_equal(query_int(s, "SELECT count(*) FROM duplicates"), 1);
+	assert_int_equal(count_rows(s, "SELECT count(*) FROM duplicates"), 1);
 	store_close(s);
 }
 
