@@ -118,6 +118,9 @@ struct lookup_entry {
 	/* NULL, or the row that notes the entry under its duplicate key
 	 * (duplicate_note), stored in the entry's transaction. */
 	const struct store_duplicate *duplicate;
+	/* NULL, or the step's identity, which names the entry's weak key from
+	 * now on (store_entry.step_ident). */
+	const struct digest *step_ident;
 };
 
 /* Stores the entry in the local index, under LOOKUP_MAX_PATHSETS: the one
@@ -136,6 +139,9 @@ struct lookup_run_end {
 	int exit_code;
 	int64_t stdin_advance; /* how far it moved a regular file's stdin */
 	int64_t duration_ms;
+	/* A new step: its identity (step_name.h) names it from now on, in the
+	 * entry's transaction. */
+	int name_step;
 };
 
 /* Completes a recorded run (record.h, in its stored, portable form) into

@@ -152,6 +152,9 @@ struct store_entry {
 	/* NULL, or a row for the duplicates (store_duplicate_put), written in
 	 * the entry's transaction: one commit per stored miss. */
 	const struct store_duplicate *duplicate;
+	/* NULL, or the identity (step_name.h) whose newest step weak is from
+	 * now on (store_step_name_put), in the same transaction. */
+	const struct digest *step_ident;
 };
 
 /* Stores the entry in one BEGIN IMMEDIATE transaction (replacing an equal

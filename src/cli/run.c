@@ -74,6 +74,10 @@ struct run {
 	const char *require_symbols; /* --require-symbols FILE */
 	int verifying;               /* this run re-runs a hit to compare */
 	struct result verify_cached; /* the cached result being verified */
+	/* A new step's difference from the last one of its identity, found
+	 * before its entry names the identity (store_result), for report. */
+	int new_step_detail_known;
+	char *new_step_detail;
 };
 
 /* ---- reporting ---- */
@@ -172,9 +176,13 @@ static void report(struct run *r, const char *result, const char *reason)
 	int64_t duration = now_ms() - r->start_ms;
 	/* A new step says what set it apart from the last one of its
 	 * identity, where one is known. */
-	char *detail = reason && !strcmp(reason, "new step") && r->store && r->step.argv
-	                   ? step_reason_detail(r->store, &r->step)
-	                   : NULL;
+	char *detail = NULL;
+	if (r->new_step_detail_known) {
+		detail = r->new_step_detail;
+		r->new_step_detail = NULL;
+	} else if (reason && !strcmp(reason, "new step") && r->store && r->step.argv) {
+		detail = step_reason_detail(r->store, &r->step);
+	}
 	char *why = detail ? xasprintf("%s: %s", reason, detail) : NULL;
 	char *name = step_short_name(r->step.argv ? r->step.argv : r->argv);
 	log_step(r, result, why ? why : reason, duration);
@@ -497,10 +505,17 @@ static void lookup_prepare(struct run *r)
 /* ---- the miss path ---- */
 
 /* Stores the recorded run (lookup_store_run): its entry and the step's
- * memo. */
+ * memo; a new step's (reason) with its identity, which names it from now
+ * on, in the entry's transaction. */
 static int store_result(struct run *r, struct record *rec, struct tee *t, int exit_code,
-                        int64_t duration, struct error *e)
+                        int64_t duration, const char *reason, struct error *e)
 {
+	int new_step = reason && !strcmp(reason, "new step");
+	if (new_step) {
+		/* What report says: against the step named before this one. */
+		r->new_step_detail = step_reason_detail(r->store, &r->step);
+		r->new_step_detail_known = 1;
+	}
 	struct lookup_run_end end = {
 	    .out = t->out.data,
 	    .out_len = t->out.len,
@@ -509,6 +524,7 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	    .exit_code = exit_code,
 	    .stdin_advance = r->stdin_advance,
 	    .duration_ms = duration,
+	    .name_step = new_step,
 	};
 	/* The order of the two streams travels in the result (tee.c). */
 	tee_take_order(t, &rec->result);
@@ -680,15 +696,17 @@ static void miss(struct run *r, const char *reason)
 		finish(r);
 		exit(exec_errno == ENOENT ? 127 : 126);
 	}
-	/* Removing the step's TMPDIR, an ext4 rmdir of a directory that
-	 * held files (0.3 ms), goes on beside the record, which ignores
-	 * what is under it. */
-	struct side_job tmp_removal;
-	side_job_start(&tmp_removal, remove_tmpdir, &r->tmp);
+	/* Removing what the step left in its TMPDIR goes on beside the
+	 * record, which ignores what is under it; a step that left nothing
+	 * (a pooled directory, step_env.h) is not worth a thread. */
+	struct side_job tmp_removal = {0};
+	if (step_tmpdir_left_empty(&r->tmp))
+		step_tmpdir_remove(&r->tmp);
+	else
+		side_job_start(&tmp_removal, remove_tmpdir, &r->tmp);
 
 	const char *result = "miss";
 	int failed = 0;
-	int remember = 0; /* a new step stored: its identity names it next */
 	if (!traced) {
 		result = "uncacheable";
 		reason = "tracing not permitted";
@@ -731,12 +749,12 @@ static void miss(struct run *r, const char *reason)
 		} else if (stored_form(r, &rec, &t) < 0) {
 			reason = "names " STEP_PORTABLE_PREFIX
 			         ", which base_dir keys reserve (not stored)";
-		} else if (store_result(r, &rec, &t, WEXITSTATUS(status), duration, &e) < 0) {
+		} else if (store_result(r, &rec, &t, WEXITSTATUS(status), duration, reason, &e) <
+		           0) {
 			count_error(r, "cannot store the result", &e);
 		} else {
 			/* Queued for the background drainer: never waits. */
 			remote_tier_upload(r->store, &r->step, &rec);
-			remember = reason && !strcmp(reason, "new step");
 			/* Rarely does any work: see gc.h. */
 			cli_evict_after_store(r->store, &rec.result);
 		}
@@ -760,9 +778,6 @@ static void miss(struct run *r, const char *reason)
 		}
 	}
 	report(r, result, reason);
-	/* After the report, which compares with the step named before. */
-	if (remember)
-		step_reason_remember(r->store, &r->step);
 	trace_result_free(&tr);
 	tee_free(&t);
 	strv_free(env);

@@ -48,11 +48,78 @@ static const char *tmpdir_base(void)
 	return base;
 }
 
-int step_tmpdir_create(struct step_tmpdir *t)
+/* Directories a user's pool may hold: as many as steps it runs at once. */
+#define TMPDIR_POOL 64
+
+/* 1 when the directory open as fd has no entries. */
+static int dir_is_empty(int fd)
 {
-	t->path = NULL;
-	t->lock_fd = -1;
-	char *tmpl = xasprintf("%s/" TMPDIR_PREFIX "XXXXXX", tmpdir_base());
+	int dup_fd = dup(fd);
+	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	if (!d) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return 0;
+	}
+	int empty = 1;
+	for (struct dirent *de; empty && (de = readdir(d));)
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+	closedir(d);
+	return empty;
+}
+
+/* Takes directory n of this user's pool under base, making it if it is
+ * not there: 1 when t holds it, 0 when it is not to be had (in use,
+ * another's, not empty), -1 when no pooled directory can be made here. A
+ * name anyone can guess, in a directory anyone can write: what is there is
+ * used only when it is a directory of this user's, not a symlink, empty,
+ * and still the one at that name once locked (a sweep may remove it
+ * between the open and the lock). */
+static int take_pooled(const char *base, unsigned n, struct step_tmpdir *t)
+{
+	uid_t me = geteuid();
+	char *path = xasprintf("%s/" TMPDIR_PREFIX "%u-%u", base, (unsigned)me, n);
+	int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(path, flags);
+	if (fd < 0 && errno == ENOENT && (mkdir(path, 0700) == 0 || errno == EEXIST))
+		fd = open(path, flags);
+	if (fd < 0) {
+		int made = errno == ELOOP || errno == ENOTDIR;
+		free(path);
+		return made ? 0 : -1;
+	}
+	struct stat st, now;
+	int ok = fstat(fd, &st) == 0 && st.st_uid == me;
+	if (ok && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		/* Without locks (a file system with no flock) nothing says
+		 * which directory is in use. */
+		int in_use = errno == EWOULDBLOCK;
+		close(fd);
+		free(path);
+		return in_use ? 0 : -1;
+	}
+	ok = ok && lstat(path, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino &&
+	     dir_is_empty(fd);
+	/* A step may have opened its directory to others: empty, it is
+	 * made private again before the next step can use it. */
+	if (ok && (st.st_mode & 07777) != 0700)
+		ok = fchmod(fd, 0700) == 0;
+	char *real = ok ? realpath(path, NULL) : NULL;
+	free(path);
+	if (!real) {
+		close(fd);
+		return 0;
+	}
+	t->path = real;
+	t->lock_fd = fd;
+	t->pooled = 1;
+	return 1;
+}
+
+/* A directory of its own for the step, of a random name. */
+static int make_own(const char *base, struct step_tmpdir *t)
+{
+	char *tmpl = xasprintf("%s/" TMPDIR_PREFIX "XXXXXX", base);
 	if (!mkdtemp(tmpl)) {
 		free(tmpl);
 		return -1;
@@ -81,16 +148,73 @@ int step_tmpdir_create(struct step_tmpdir *t)
 	return 0;
 }
 
+int step_tmpdir_create(struct step_tmpdir *t)
+{
+	t->path = NULL;
+	t->lock_fd = -1;
+	t->pooled = 0;
+	const char *base = tmpdir_base();
+	for (unsigned n = 0; n < TMPDIR_POOL; n++) {
+		int taken = take_pooled(base, n, t);
+		if (taken != 0) {
+			if (taken > 0)
+				return 0;
+			break;
+		}
+	}
+	return make_own(base, t);
+}
+
+/* Removes what is under the pooled directory at path, never following a
+ * symlink; a symlink or file the step left in its place is removed. */
+static void empty_pooled(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		remove_tree(path);
+		return;
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	for (struct dirent *de; (de = readdir(d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		char *entry = xasprintf("%s/%s", path, de->d_name);
+		remove_tree(entry);
+		free(entry);
+	}
+	closedir(d);
+}
+
+int step_tmpdir_left_empty(const struct step_tmpdir *t)
+{
+	if (!t->pooled || !t->path)
+		return 0;
+	int fd = open(t->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int empty = dir_is_empty(fd);
+	close(fd);
+	return empty;
+}
+
 void step_tmpdir_remove(struct step_tmpdir *t)
 {
 	if (!t->path)
 		return;
-	remove_tree(t->path);
+	if (t->pooled)
+		empty_pooled(t->path);
+	else
+		remove_tree(t->path);
 	if (t->lock_fd >= 0)
 		close(t->lock_fd);
 	free(t->path);
 	t->path = NULL;
 	t->lock_fd = -1;
+	t->pooled = 0;
 }
 
 size_t step_tmpdir_sweep(int dry_run)

@@ -46,10 +46,3 @@ char *step_reason_detail(struct store *s, const struct step *now)
 			b.data[i] = ' ';
 	return buf_detach(&b, NULL);
 }
-
-void step_reason_remember(struct store *s, const struct step *now)
-{
-	struct digest ident;
-	step_identity(now, &ident);
-	store_step_name_put(s, &ident, &now->weak);
-}

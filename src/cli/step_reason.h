@@ -15,7 +15,4 @@
  * name. */
 char *step_reason_detail(struct store *s, const struct step *now);
 
-/* Makes now the step its identity names from here on. */
-void step_reason_remember(struct store *s, const struct step *now);
-
 #endif

@@ -16,6 +16,7 @@
 #include "cachet/record.h"
 #include "cachet/result.h"
 #include "cachet/step.h"
+#include "cachet/step_name.h"
 #include "cachet/store.h"
 #include "cachet/thread.h"
 
@@ -321,6 +322,11 @@ int lookup_store_run(struct step_lookup *sl, struct record *rec, const struct lo
 	    .result_len = result_body.len,
 	    .result = &rec->result,
 	};
+	struct digest ident;
+	if (end->name_step) {
+		step_identity(sl->step, &ident);
+		entry.step_ident = &ident;
+	}
 	struct digest argv_key;
 	entry.argv_words = argv_inputs_recorded(sl->step, rec, &argv_key);
 	entry.argv_key = &argv_key;

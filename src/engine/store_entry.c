@@ -37,6 +37,7 @@ int lookup_store_entry(struct store *s, const struct lookup_entry *en, struct er
 	    .argv_words = en->argv_words,
 	    .argv_key = en->argv_key,
 	    .duplicate = en->duplicate,
+	    .step_ident = en->step_ident,
 	};
 	int rc = store_put_entry(s, &entry, LOOKUP_MAX_PATHSETS, e);
 	free(blobs);

@@ -19,15 +19,10 @@ int store_duplicate_put(struct store *s, const struct store_duplicate *d, struct
 	return duplicate_row_put(s, d, e);
 }
 
-int duplicate_row_put(struct store *s, const struct store_duplicate *d, struct error *e)
+/* Binds d to a statement whose parameters ?1..?12 are the columns of
+ * duplicate_row_put's INSERT. */
+static void bind_row(sqlite3_stmt *st, const struct store_duplicate *d)
 {
-	sqlite3_stmt *st;
-	if (index_prepare(s,
-	                  "INSERT OR REPLACE INTO duplicates(dkey, shape, mask, weak, pathset,"
-	                  " strong, words, last_used, pkey, pshape, pmask, defines)"
-	                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-	                  &st, e) < 0)
-		return -1;
 	sqlite3_bind_blob(st, 1, d->dkey.b, DIGEST_LEN, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 2, d->shape.b, DIGEST_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, (int64_t)d->mask);
@@ -43,11 +38,44 @@ int duplicate_row_put(struct store *s, const struct store_duplicate *d, struct e
 		sqlite3_bind_blob64(st, 12, d->defines ? d->defines : "", d->defines_len,
 		                    SQLITE_STATIC);
 	}
+}
+
+/* Runs a row statement for d: 1 when it changed a row, 0 when not. */
+static int run_row(struct store *s, const char *sql, const struct store_duplicate *d,
+                   struct error *e)
+{
+	sqlite3_stmt *st;
+	if (index_prepare(s, sql, &st, e) < 0)
+		return -1;
+	bind_row(st, d);
 	int rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
 		return index_error(s, rc, e, "recording a duplicate key");
-	return 0;
+	return sqlite3_changes(s->db) > 0;
+}
+
+int duplicate_row_put(struct store *s, const struct store_duplicate *d, struct error *e)
+{
+	/* A step recorded again (a new entry under the same key, usually)
+	 * changes the entry's columns only: updated in place, the row leaves
+	 * the indexes of its shapes and keys as they were, and their pages out
+	 * of the WAL. */
+	int updated = run_row(s,
+	                      "UPDATE duplicates SET weak = ?4, pathset = ?5, strong = ?6,"
+	                      " words = ?7, last_used = ?8 WHERE dkey = ?1 AND shape = ?2"
+	                      " AND mask = ?3 AND pkey IS ?9 AND pshape IS ?10 AND pmask IS ?11"
+	                      " AND defines IS ?12",
+	                      d, e);
+	if (updated != 0)
+		return updated < 0 ? -1 : 0;
+	return run_row(s,
+	               "INSERT OR REPLACE INTO duplicates(dkey, shape, mask, weak, pathset,"
+	               " strong, words, last_used, pkey, pshape, pmask, defines)"
+	               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+	               d, e) < 0
+	           ? -1
+	           : 0;
 }
 
 /* The masks sql selects for a shape (?1), at most max (?2). */

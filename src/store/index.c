@@ -25,8 +25,11 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_GET_PATHSETS] = "SELECT digest, body, last_used FROM pathsets WHERE weak = ?1"
                         " ORDER BY last_used DESC, rowid DESC",
     [ST_GET_RESULT] = "SELECT body FROM results WHERE strong = ?1",
+    /* A row written again as it was still costs its pages in the WAL (the
+     * table's and its index's): the step of a miss is usually known. */
     [ST_PUT_STEP] = "INSERT INTO steps(weak, body, created) VALUES(?1, ?2, ?3)"
-                    " ON CONFLICT(weak) DO UPDATE SET body = excluded.body",
+                    " ON CONFLICT(weak) DO UPDATE SET body = excluded.body"
+                    " WHERE body IS NOT excluded.body",
     /* The new path set is the most recent of its weak key even if the clock
      * went back: the bound below must never drop the one just stored. */
     [ST_PUT_PATHSET] = "INSERT INTO pathsets(weak, digest, body, last_used)"
@@ -44,11 +47,24 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DEL_PATHSET_RESULTS] = "DELETE FROM results WHERE weak = ?1 AND pathset = ?2",
     [ST_DEL_PATHSET] = "DELETE FROM pathsets WHERE weak = ?1 AND digest = ?2",
     [ST_DEL_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong = ?1",
-    [ST_PUT_RESULT] = "INSERT OR REPLACE INTO results(strong, weak, pathset, body, size, created,"
-                      " last_used, hits, duration_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 0, ?7)",
+    /* Replacing in place, not REPLACE's delete and insert (a new rowid, a
+     * new place in the table and in both its indexes): the pages a result
+     * stored again (--recache, a verification) leaves alone stay out of the
+     * WAL. */
+    [ST_PUT_RESULT] = "INSERT INTO results(strong, weak, pathset, body, size, created,"
+                      " last_used, hits, duration_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, 0, ?7)"
+                      /* weak and pathset are the strong key's own: set
+                       * again, they would rewrite results_by_pathset. */
+                      " ON CONFLICT(strong) DO UPDATE SET body = excluded.body,"
+                      " size = excluded.size, created = excluded.created,"
+                      " last_used = excluded.last_used, hits = 0,"
+                      " duration_ms = excluded.duration_ms",
     [ST_PUT_RESULT_BLOB] = "INSERT OR IGNORE INTO result_blobs(strong, digest) VALUES(?1, ?2)",
-    [ST_PUT_BLOB] = "INSERT OR REPLACE INTO blobs(digest, size, stored_size, form)"
-                    " VALUES(?1, ?2, ?3, ?4)",
+    [ST_PUT_BLOB] = "INSERT INTO blobs(digest, size, stored_size, form) VALUES(?1, ?2, ?3, ?4)"
+                    " ON CONFLICT(digest) DO UPDATE SET size = excluded.size,"
+                    " stored_size = excluded.stored_size, form = excluded.form"
+                    " WHERE (size, stored_size, form)"
+                    " IS NOT (excluded.size, excluded.stored_size, excluded.form)",
     [ST_TOUCH_PATHSET] = "UPDATE pathsets SET last_used = ?3 WHERE weak = ?1 AND digest = ?2",
     [ST_TOUCH_RESULT] = "UPDATE results SET last_used = ?2, hits = hits + 1 WHERE strong = ?1",
     [ST_FP_GET] = "SELECT dev, ino, size, mtime_ns, ctime_ns, mode, digest"
@@ -81,6 +97,11 @@ static const char *const stmt_sql[ST_COUNT] = {
                     " WHERE weak = ?1 AND words = ?2 AND key = ?3 AND pathset = ?4",
     [ST_PATHSET_GROUPED] = "SELECT 1 FROM pathset_argv WHERE weak = ?1 AND pathset = ?2 LIMIT 1",
     [ST_DEL_PATHSET_ARGV] = "DELETE FROM pathset_argv WHERE weak = ?1 AND pathset = ?2",
+    /* How many groupings and path sets weak has, each counted up to a
+     * bound (?2, ?3): two short scans of the primary keys. */
+    [ST_WEAK_SIZE] = "SELECT (SELECT count(*) FROM (SELECT 1 FROM pathset_argv WHERE weak = ?1"
+                     " LIMIT ?2)), (SELECT count(*) FROM (SELECT 1 FROM pathsets WHERE weak = ?1"
+                     " LIMIT ?3))",
 };
 
 /* migrations[v] takes schema version v to v + 1. */
@@ -878,10 +899,36 @@ static int drop_groupings(struct store *s, const struct digest *weak, sqlite3_st
  * conftest.c) keeps the path sets of each instead of thrashing. */
 #define PATHSET_GROUPS_FACTOR 16
 
+/* 1 when weak is within every bound drop_old_pathsets keeps: at most max
+ * groupings (then no group has more, nor the weak key more than its bound
+ * on groupings) and at most max * PATHSET_GROUPS_FACTOR path sets. Most
+ * weak keys are, a new step's always: one query instead of three, and of
+ * the three the ones that cost most to prepare. */
+static int within_bounds(struct store *s, const struct digest *weak, unsigned max, struct error *e)
+{
+	sqlite3_stmt *st = index_stmt(s, ST_WEAK_SIZE, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, weak);
+	sqlite3_bind_int64(st, 2, (int64_t)max + 1);
+	sqlite3_bind_int64(st, 3, (int64_t)max * PATHSET_GROUPS_FACTOR + 1);
+	int rc = sqlite3_step(st);
+	int within = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) <= max &&
+	             sqlite3_column_int64(st, 1) <= (int64_t)max * PATHSET_GROUPS_FACTOR;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_ROW)
+		return index_error(s, rc, e, "finding old path sets");
+	return within;
+}
+
 static int drop_old_pathsets(struct store *s, const struct store_entry *en,
                              const struct digest *key, unsigned max, struct error *e)
 {
 	const struct digest *weak = en->weak;
+	int within = within_bounds(s, weak, max, e);
+	if (within != 0)
+		return within < 0 ? -1 : 0;
 	sqlite3_stmt *st = index_stmt(s, ST_OLD_ARGV_IN_GROUP, e);
 	if (!st)
 		return -1;
@@ -1022,6 +1069,8 @@ static int put_entry_rows(struct store *s, const struct store_entry *en, unsigne
 	if (max_pathsets > 0 && drop_old_pathsets(s, en, key, max_pathsets, e) < 0)
 		return -1;
 	if (en->duplicate && duplicate_row_put(s, en->duplicate, e) < 0)
+		return -1;
+	if (en->step_ident && step_name_row_put(s, en->step_ident, en->weak, e) < 0)
 		return -1;
 	return 0;
 }

@@ -64,6 +64,7 @@ enum stmt_id {
 	ST_DEL_ARGV,
 	ST_PATHSET_GROUPED,
 	ST_DEL_PATHSET_ARGV,
+	ST_WEAK_SIZE,
 	ST_COUNT
 };
 
@@ -213,6 +214,12 @@ void index_column_digest_or_zero(sqlite3_stmt *st, int col, struct digest *out);
 /* Writes the row of d into the duplicates table of the open index, within
  * the caller's transaction if there is one (store_put_entry's). */
 int duplicate_row_put(struct store *s, const struct store_duplicate *d, struct error *e);
+
+/* ---- step_names.c ---- */
+/* Writes weak as the newest step of ident in the open transaction (nothing
+ * when it is already). */
+int step_name_row_put(struct store *s, const struct digest *ident, const struct digest *weak,
+                      struct error *e);
 /* sqlite3_prepare_v3 of one of cachet's own statements (sql is never the
  * user's): an SQLite code, with SQLITE_ERROR reported as SQLITE_CORRUPT,
  * since such a statement fails to compile only on a damaged schema. */

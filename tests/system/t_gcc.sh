@@ -152,12 +152,21 @@ make_with_cachet -j2
 [ "$(grep -c '"hit"' <(tail -n 5 "$CACHET_STATUS_FILE"))" -eq 5 ] || fail "make -j2 after make clean did not hit all 5 steps (make -j gives every job but one a broken pipe as stdin: a step that never reads stdin must not be keyed by it)"
 cd ..
 
-section "the step's private TMPDIR is gone when cachet returns"
-# cachet removes it beside the record, and waits for that before it exits:
-# after a stored miss, a failed step and a refused check alike.
+section "what the step left in its private TMPDIR is gone when cachet returns"
+# cachet empties it beside the record, and waits for that before it exits:
+# after a stored miss, a failed step and a refused check alike. The
+# directory stays, empty and private, for the next step (step_env.h).
 mkdir -p tmproot tmpstep && cd tmpstep
 printf 'int t(void) { return 1; }\n' > t.c
-leftover() { [ -z "$(ls -A ../tmproot)" ] || fail "$1: left in TMPDIR: $(ls -A ../tmproot)"; }
+leftover() {
+    local left
+    left=$(find ../tmproot -mindepth 1 ! -path "../tmproot/cachet-step-$(id -u)-*" -o -mindepth 2)
+    [ -z "$left" ] || fail "$1: left in TMPDIR: $left"
+    for d in ../tmproot/cachet-step-*; do
+        [ -e "$d" ] || continue
+        [ "$(stat -c %a "$d")" = 700 ] || fail "$1: $d is not private: $(stat -c %a "$d")"
+    done
+}
 TMPDIR=$PWD/../tmproot step sh -c 'echo kept > "$TMPDIR/scratch" && gcc -c t.c -o t.o'
 expect_rc 0
 expect miss
@@ -171,6 +180,30 @@ RC=$?
 set -e
 [ "$RC" -ne 0 ] || fail "--check false: exit status 0"
 leftover "a refused check"
+cd ..
+
+section "the next step gets the same TMPDIR, empty and private again"
+mkdir -p tmppool && cd tmppool
+# Each command differs: every one runs.
+TMPDIR=$PWD/../tmproot step sh -c 'echo "$TMPDIR" > first.dir; echo x > "$TMPDIR/f"; chmod 755 "$TMPDIR"'
+TMPDIR=$PWD/../tmproot step sh -c 'echo "$TMPDIR" > second.dir; ls -A "$TMPDIR" > second.ls; stat -c %a "$TMPDIR" > second.mode'
+[ "$(cat first.dir)" = "$(cat second.dir)" ] || fail "a free TMPDIR of the pool was not used again"
+[ ! -s second.ls ] || fail "the next step saw what the last one left: $(cat second.ls)"
+[ "$(cat second.mode)" = 700 ] || fail "the next step's TMPDIR is not private: $(cat second.mode)"
+# A directory of the pool that is not empty (a killed run's) or not a
+# directory of this user's is passed over, and left as it is.
+pool=$(cat first.dir)
+echo partial > "$pool/partial"
+mkdir -p ../elsewhere && echo keep > ../elsewhere/target
+next="${pool%-*}-$(( ${pool##*-} + 1 ))"
+rm -rf "$next" && ln -s "$PWD/../elsewhere" "$next"
+TMPDIR=$PWD/../tmproot step sh -c 'echo "$TMPDIR" > third.dir; ls -A "$TMPDIR" > third.ls'
+[ "$(cat third.dir)" != "$pool" ] || fail "a TMPDIR holding a killed run's file was used"
+[ "$(cat third.dir)" != "$next" ] || fail "a symlink of the pool's name was used"
+[ ! -s third.ls ] || fail "the step's TMPDIR was not empty: $(cat third.ls)"
+assert_content "$pool/partial" partial
+assert_content ../elsewhere/target keep
+rm -f "$pool/partial" "$next"
 cd ..
 
 check_status_file_format

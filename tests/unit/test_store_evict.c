@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "store/store_internal.h"
+#include "test_store_sql.h"
 
 #define BLOB_SIZE 10000
 
@@ -80,16 +81,6 @@ static void touch(struct store *s, unsigned w, unsigned k)
 static void exec_sql(struct store *s, const char *sql)
 {
 	assert_int_equal(sqlite3_exec(s->db, sql, NULL, NULL, NULL), SQLITE_OK);
-}
-
-static int64_t count_rows(struct store *s, const char *sql)
-{
-	sqlite3_stmt *st;
-	assert_int_equal(sqlite3_prepare_v2(s->db, sql, -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	int64_t v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
 }
 
 static void evict_ok(struct store *s, uint64_t max, int64_t age, unsigned flags,

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "store/store_internal.h"
+#include "test_store_sql.h"
 
 /* Puts an entry (weak w, path set p, strong k) in argv group g (0: none;
  * else words 2 and key g) whose result references one fresh blob. Returns
@@ -271,6 +272,26 @@ static void an_entry_whose_blob_is_missing_is_not_stored(void **state)
 	store_close(s);
 }
 
+/* An entry whose result (body "result body 1") references one blob. */
+static struct store_entry entry_of_result_1(const struct digest *weak, const struct digest *ps,
+                                            const struct digest *strong,
+                                            const struct blob_ref *blob)
+{
+	return (struct store_entry){
+	    .weak = weak,
+	    .step_body = "a",
+	    .step_len = 1,
+	    .pathset = ps,
+	    .pathset_body = "p",
+	    .pathset_len = 1,
+	    .strong = strong,
+	    .result_body = "result body 1",
+	    .result_len = 13,
+	    .blobs = blob,
+	    .nblobs = 1,
+	};
+}
+
 /* The row noting an entry under its duplicate key goes in with the entry,
  * in its transaction: both or neither. */
 static void an_entrys_duplicate_row_is_stored_with_it(void **state)
@@ -289,20 +310,8 @@ static void an_entrys_duplicate_row_is_stored_with_it(void **state)
 	    .words_len = 6,
 	};
 	struct blob_ref missing = {digest_of("never stored", 12), 12, BLOB_RAW};
-	struct store_entry en = {
-	    .weak = &weak,
-	    .step_body = "a",
-	    .step_len = 1,
-	    .pathset = &ps,
-	    .pathset_body = "p",
-	    .pathset_len = 1,
-	    .strong = &strong,
-	    .result_body = "result body 1",
-	    .result_len = 13,
-	    .blobs = &missing,
-	    .nblobs = 1,
-	    .duplicate = &d,
-	};
+	struct store_entry en = entry_of_result_1(&weak, &ps, &strong, &missing);
+	en.duplicate = &d;
 	struct error e = {0, ""};
 	struct store_duplicate got;
 	assert_int_equal(store_put_entry(s, &en, 8, &e), -1);
@@ -782,6 +791,108 @@ static void a_hit_writes_nothing_to_the_index(void **state)
 	store_close(s);
 }
 
+/* A new step's identity names its weak key in the entry's transaction:
+ * both or neither, and one commit for the miss. */
+static void a_new_steps_name_goes_in_with_its_entry(void **state)
+{
+	struct store *s = open_cache();
+	struct digest weak = key_digest("weak", 1), ps = key_digest("pathset", 1),
+	              strong = key_digest("strong", 1), ident = key_digest("ident", 1), got;
+	struct blob_ref missing = {digest_of("never stored", 12), 12, BLOB_RAW};
+	struct store_entry en = entry_of_result_1(&weak, &ps, &strong, &missing);
+	en.step_ident = &ident;
+	struct error e = {0, ""};
+	assert_int_equal(store_put_entry(s, &en, 8, &e), -1);
+	assert_int_equal(store_step_name_get(s, &ident, &got), 0);
+	struct blob_ref blob;
+	assert_int_equal(store_put_blob_mem(s, "output", 6, &blob, &e), 0);
+	en.blobs = &blob;
+	assert_int_equal(store_put_entry(s, &en, 8, &e), 0);
+	assert_int_equal(store_step_name_get(s, &ident, &got), 1);
+	assert_true(digest_equal(&got, &weak));
+	store_close(s);
+}
+
+/* An entry stored again under its strong key (--recache, a verification)
+ * is as if new: its body, times and zero hits; but it stays where it was,
+ * without REPLACE's new rowid. */
+static void a_result_stored_again_is_replaced_in_place(void **state)
+{
+	struct store *s = open_cache();
+	put_ok(s, 1, 1, 1, 8);
+	int64_t rowid = count_rows(s, "SELECT rowid FROM results");
+	assert_int_equal(
+	    sqlite3_exec(s->db, "UPDATE results SET hits = 5, body = x'00'", NULL, NULL, NULL),
+	    SQLITE_OK);
+	put_ok(s, 1, 1, 1, 8);
+	assert_int_equal(count_rows(s, "SELECT count(*) FROM results"), 1);
+	assert_int_equal(count_rows(s, "SELECT rowid FROM results"), rowid);
+	assert_int_equal(count_rows(s, "SELECT hits FROM results"), 0);
+	assert_int_equal(has_result(s, 1), 1);
+	store_close(s);
+}
+
+/* Storing an entry again writes only the pages of what changed (its times,
+ * its result's body): the step, its blob rows and the indexes of rows
+ * that keep their keys stay out of the WAL, which every later process
+ * reads whole when it opens the index. */
+static void an_entry_stored_again_writes_few_pages(void **state)
+{
+	struct store *s = open_cache();
+	put_ok(s, 1, 1, 1, 8);
+	off_t before = file_size("cache/index.db-wal");
+	put_ok(s, 1, 1, 1, 8);
+	off_t frames = (file_size("cache/index.db-wal") - before) / (24 + 4096);
+	/* The path set's row, its grouping, the result and its reference
+	 * (deleted and put back, in the table and its index). */
+	assert_true(frames <= 5);
+	store_close(s);
+}
+
+/* A step recorded again under its duplicate key takes the new entry; one
+ * whose shape changed replaces the row. */
+static void a_duplicate_row_recorded_again_names_the_new_entry(void **state)
+{
+	struct store *s = open_cache();
+	struct store_duplicate d = {
+	    .dkey = key_digest("dkey", 1),
+	    .shape = key_digest("shape", 1),
+	    .mask = 1u << 3,
+	    .weak = key_digest("weak", 1),
+	    .pathset = key_digest("pathset", 1),
+	    .strong = key_digest("strong", 1),
+	    .words = "-ox.o",
+	    .words_len = 6,
+	};
+	struct error e = {0, ""};
+	assert_int_equal(store_duplicate_put(s, &d, &e), 0);
+	d.strong = key_digest("strong", 2);
+	d.pathset = key_digest("pathset", 2);
+	assert_int_equal(store_duplicate_put(s, &d, &e), 0);
+	struct store_duplicate got;
+	assert_int_equal(store_duplicate_get(s, &d.dkey, &got, &e), 1);
+	assert_true(digest_equal(&got.strong, &d.strong));
+	assert_true(digest_equal(&got.pathset, &d.pathset));
+	assert_true(digest_equal(&got.shape, &d.shape));
+	assert_int_equal(got.has_pp, 0);
+	store_duplicate_free(&got);
+	d.shape = key_digest("shape", 2);
+	d.has_pp = 1;
+	d.pkey = key_digest("pkey", 1);
+	d.pshape = key_digest("pshape", 1);
+	d.pmask = 1;
+	d.defines = "-DX";
+	d.defines_len = 4;
+	assert_int_equal(store_duplicate_put(s, &d, &e), 0);
+	assert_int_equal(store_duplicate_get(s, &d.dkey, &got, &e), 1);
+	assert_true(digest_equal(&got.shape, &d.shape));
+	assert_int_equal(got.has_pp, 1);
+	assert_true(digest_equal(&got.pkey, &d.pkey));
+	store_duplicate_free(&got);
+	assert_int_equal(count_rows(s, "SELECT count(*) FROM duplicates"), 1);
+	store_close(s);
+}
+
 /* A serial build: each miss is a process of its own that opens the index,
  * stores one entry and closes it. The WAL stays small (it is read whole by
  * the next process's open), where SQLite's autocheckpoint let it grow to
@@ -825,6 +936,10 @@ int main(void)
 	    T(the_index_is_private_to_its_owner),
 	    T(a_hit_writes_nothing_to_the_index),
 	    T(serial_stores_keep_the_wal_small),
+	    T(a_result_stored_again_is_replaced_in_place),
+	    T(a_new_steps_name_goes_in_with_its_entry),
+	    T(an_entry_stored_again_writes_few_pages),
+	    T(a_duplicate_row_recorded_again_names_the_new_entry),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
