@@ -370,44 +370,58 @@ static void strong_begin(struct hasher *h, const struct digest *weak,
 	hasher_update(h, ps_digest->b, DIGEST_LEN);
 }
 
+/* The strong key's input is hashed in pieces of this size: two SHA-256
+ * updates for each of a compile's 450 values (a length and a few bytes)
+ * cost more than the hashing of the bytes. */
+#define STRONG_CHUNK (32 * 1024)
+
 void pathset_strong_key_known(const struct pathset *ps, const struct step_bases *b,
                               const struct digest *weak, const struct digest *ps_digest,
                               struct digest_cache *dc, pathset_known_fn known, void *known_ctx,
                               struct buf *values_out, struct digest *strong)
 {
 	struct hasher h;
-	struct buf value, portable;
+	struct buf value, portable, stream;
 	int convert = portable_has_bases(b);
 	struct observe_memo memo;
 	memset(&memo, 0, sizeof memo);
 	buf_init(&value);
 	buf_init(&portable);
+	buf_init(&stream);
 	strong_begin(&h, weak, ps_digest);
 	for (size_t i = 0; i < ps->nobs; i++) {
 		const struct observation *o = &ps->obs[i];
-		const struct buf *v = &value;
-		buf_reset(&value);
-		const void *kv;
-		size_t klen;
-		if (known && known(known_ctx, i, &kv, &klen)) {
-			/* A recorded value: already in the form it is keyed in. */
-			buf_add(&value, kv, klen);
-		} else {
+		const void *v;
+		size_t len;
+		if (!known || !known(known_ctx, i, &v, &len)) {
+			/* (A known value is a recorded one: already in the
+			 * form it is keyed in.) */
+			buf_reset(&value);
 			const char **excluded = pathset_excluded(ps, i);
 			observe_value_memo(o->kind, o->flags, ps->paths[o->path], excluded, dc,
 			                   &memo, &value, NULL);
 			free(excluded);
+			const struct buf *keyed = &value;
 			if (convert) {
 				buf_reset(&portable);
 				portable_value(value.data, value.len, b, &portable);
-				v = &portable;
+				keyed = &portable;
 			}
+			v = keyed->data;
+			len = keyed->len;
 		}
-		hasher_update_u64(&h, v->len);
-		hasher_update(&h, v->data, v->len);
+		/* As hasher_update_u64 and hasher_update would take them. */
+		buf_put_u64(&stream, len);
+		buf_add(&stream, v, len);
+		if (stream.len >= STRONG_CHUNK) {
+			hasher_update(&h, stream.data, stream.len);
+			buf_reset(&stream);
+		}
 		if (values_out)
-			buf_put_bytes(values_out, v->data, v->len);
+			buf_put_bytes(values_out, v, len);
 	}
+	hasher_update(&h, stream.data, stream.len);
+	buf_free(&stream);
 	buf_free(&value);
 	buf_free(&portable);
 	hasher_final(&h, strong);
