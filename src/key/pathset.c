@@ -43,14 +43,25 @@ static void intern_free(struct pathset *ps)
 
 void pathset_free(struct pathset *ps)
 {
-	for (size_t i = 0; i < ps->npaths; i++)
+	for (size_t i = 0; !ps->arena && i < ps->npaths; i++)
 		free(ps->paths[i]);
+	free(ps->arena);
 	free(ps->paths);
 	for (size_t i = 0; i < ps->nobs; i++)
 		free(ps->obs[i].excluded);
 	free(ps->obs);
 	intern_free(ps);
 	pathset_init(ps);
+}
+
+void pathset_own_paths(struct pathset *ps)
+{
+	if (!ps->arena)
+		return;
+	for (size_t i = 0; i < ps->npaths; i++)
+		ps->paths[i] = xstrdup(ps->paths[i]);
+	free(ps->arena);
+	ps->arena = NULL;
 }
 
 static void intern_rehash(struct pathset *ps, size_t cap)
@@ -69,6 +80,7 @@ static void intern_rehash(struct pathset *ps, size_t cap)
 
 static uint32_t intern(struct pathset *ps, const char *s)
 {
+	pathset_own_paths(ps);
 	if (!ps->intern) {
 		ps->intern = xcalloc(1, sizeof(struct intern));
 		intern_rehash(ps, 256);
@@ -171,6 +183,7 @@ static void dedupe_excluded(struct observation *o)
 
 void pathset_canonicalise(struct pathset *ps, size_t **perm_out)
 {
+	pathset_own_paths(ps);
 	sort_paths = ps->paths;
 	struct obs_slot *slots = xmalloc((ps->nobs ? ps->nobs : 1) * sizeof *slots);
 	for (size_t i = 0; i < ps->nobs; i++) {
@@ -301,10 +314,18 @@ int pathset_decode(const void *data, size_t len, struct pathset *ps, struct erro
 		return error_set(e, "path set: bad path count");
 	ps->paths = xcalloc(np ? np : 1, sizeof *ps->paths);
 	ps->alloc_paths = np ? np : 1;
+	/* The strings with their NULs take at most the bytes left and np. */
+	ps->arena = xmalloc(r.left + np + 1);
+	char *at = ps->arena;
 	for (uint32_t i = 0; i < np; i++) {
-		ps->paths[i] = reader_strdup(&r);
-		if (!ps->paths[i])
+		size_t n;
+		const char *p = reader_bytes(&r, &n);
+		if (!p || memchr(p, '\0', n))
 			goto corrupt;
+		memcpy(at, p, n);
+		at[n] = '\0';
+		ps->paths[i] = at;
+		at += n + 1;
 		ps->npaths++;
 	}
 	uint32_t no = reader_u32(&r);
