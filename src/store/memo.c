@@ -120,9 +120,18 @@ static int decode_image(unsigned char *data, size_t len, struct store_memo *m)
 	if (r.failed || n > r.left / 81)
 		return -1;
 	m->fps = xcalloc(n ? n : 1, sizeof *m->fps);
+	/* The paths with their NULs take at most the bytes left and n. */
+	char *at = m->fp_paths = xmalloc(r.left + n + 1);
 	for (uint32_t i = 0; i < n && !r.failed; i++) {
 		struct store_memo_fp *f = &m->fps[i];
-		f->path = reader_strdup(&r);
+		size_t plen;
+		const char *p = reader_bytes(&r, &plen);
+		if (!p || memchr(p, '\0', plen))
+			return -1;
+		memcpy(at, p, plen);
+		at[plen] = '\0';
+		f->path = at;
+		at += plen + 1;
 		file_id_decode(&r, &f->id);
 		reader_raw(&r, f->digest.b, DIGEST_LEN);
 		m->nfps = i + 1;
@@ -286,8 +295,9 @@ void store_memo_free(struct store_memo *m)
 		munmap(m->image, m->image_mapped);
 	else
 		free(m->image);
-	for (size_t i = 0; i < m->nfps; i++)
+	for (size_t i = 0; !m->fp_paths && i < m->nfps; i++)
 		free(m->fps[i].path);
+	free(m->fp_paths);
 	free(m->fps);
 	memset(m, 0, sizeof *m);
 }
