@@ -51,15 +51,21 @@ static void lookup_order_does_not_change_the_path_set(void **state)
 	pathset_free(&b);
 }
 
+/* build's path set in a, encoded into enc (buf_free it) and decoded into b. */
+static void build_decoded(struct pathset *a, struct buf *enc, struct pathset *b)
+{
+	struct error e = {0};
+	build(a, 0);
+	buf_init(enc);
+	pathset_encode(a, enc);
+	assert_int_equal(pathset_decode(enc->data, enc->len, b, &e), 0);
+}
+
 static void encoding_round_trips(void **state)
 {
 	struct pathset a, b;
-	struct error e = {0};
-	build(&a, 0);
 	struct buf enc;
-	buf_init(&enc);
-	pathset_encode(&a, &enc);
-	assert_int_equal(pathset_decode(enc.data, enc.len, &b, &e), 0);
+	build_decoded(&a, &enc, &b);
 	assert_int_equal(b.nobs, a.nobs);
 	for (size_t i = 0; i < a.nobs; i++) {
 		assert_int_equal(a.obs[i].kind, b.obs[i].kind);
@@ -89,11 +95,8 @@ static void a_decoded_path_set_can_grow_and_be_freed(void **state)
 	(void)state;
 	struct pathset a, b;
 	struct error e = {0};
-	build(&a, 0);
 	struct buf enc;
-	buf_init(&enc);
-	pathset_encode(&a, &enc);
-	assert_int_equal(pathset_decode(enc.data, enc.len, &b, &e), 0);
+	build_decoded(&a, &enc, &b);
 	assert_non_null(b.arena);
 	pathset_add(&b, OBS_READ, 0, "/src/c.h", NULL);
 	assert_null(b.arena);
