@@ -67,14 +67,6 @@ enum {
 	STEP_TTY_STDERR = 1 << 1,
 };
 
-/* Records that the step will see terminals (STEP_TTY_* bits, 0 for none)
- * and TERM, and recomputes the weak key. */
-void step_set_terminal(struct step *step, unsigned terminal, const char *term);
-
-/* Records that the step is a compiler of this diag_colour family (not 0),
- * whose terminal fact is then not keyed, and recomputes the weak key. */
-void step_set_colour(struct step *step, unsigned family);
-
 /* Fills step from argv (the command, argv[0] already the resolved program
  * path or name), the process's cwd, environment envp (less env_ignore; the
  * variables keyed by effect, with env_per_run among them, apart), stdin and
@@ -86,6 +78,23 @@ void step_set_colour(struct step *step, unsigned family);
 int step_init(struct step *step, char *const *argv, const char *exe, char *const *envp,
               const char *const *env_ignore, const char *const *env_per_run, const char *namespace_,
               const struct step_bases *bases, struct digest_cache *dc, struct error *e);
+
+/* How the step's output is shown, which is keyed: as a compiler of a
+ * diag_colour family (not 0), whose terminal fact is then not keyed; else
+ * by the terminals it sees (STEP_TTY_* bits, 0 for none) and TERM. */
+struct step_show {
+	unsigned colour;
+	unsigned terminal;
+	const char *term;
+};
+
+/* step_init for a step shown as show says (NULL: no colour, no terminal).
+ * Decided before the weak key is computed: keying the environment and argv
+ * again for it was as much work as the rest of the weak key. */
+int step_init_shown(struct step *step, char *const *argv, const char *exe, char *const *envp,
+                    const char *const *env_ignore, const char *const *env_per_run,
+                    const char *namespace_, const struct step_bases *bases, struct digest_cache *dc,
+                    const struct step_show *show, struct error *e);
 void step_free(struct step *step);
 
 /* Serialises what explain and show need to describe the step (argv, cwd,

@@ -470,6 +470,8 @@ struct store_memo {
 	/* Decoded: the bytes read, which the three bodies above are parts of
 	 * (store_memo_free frees it); NULL in a memo being written. */
 	void *image;
+	size_t image_mapped; /* the length of image when it is a read-only mapping */
+	char *fp_paths;      /* decoded: the strings fps[].path point into, one block */
 };
 
 /* 1 and *out (store_memo_free it), 0 when there is none, -1 with e set when

@@ -94,19 +94,17 @@ int cli_step_init(struct step *step, char *const *argv, const char *program,
 		return -1;
 	char **ignore = st ? settings_list(st, "env_ignore") : NULL;
 	char **per_run = st ? settings_list(st, "env_per_run") : NULL;
-	int rc = step_init(step, argv, program, environ, (const char *const *)ignore,
-	                   (const char *const *)per_run, st ? settings_str(st, "namespace") : NULL,
-	                   b, dc, e);
+	/* A compiler cachet colours for does not key the terminal. */
+	struct step_show show = {.colour = diag_colour_family(argv, program)};
+	if (show.colour == DIAG_COLOUR_NONE) {
+		show.terminal = cli_step_terminal();
+		show.term = getenv("TERM");
+	}
+	int rc = step_init_shown(step, argv, program, environ, (const char *const *)ignore,
+	                         (const char *const *)per_run,
+	                         st ? settings_str(st, "namespace") : NULL, b, dc, &show, e);
 	settings_list_free(ignore);
 	settings_list_free(per_run);
-	if (rc == 0) {
-		enum diag_colour family = diag_colour_family(step->argv, step->exe);
-		unsigned terminal = cli_step_terminal();
-		if (family != DIAG_COLOUR_NONE)
-			step_set_colour(step, family);
-		else if (terminal)
-			step_set_terminal(step, terminal, getenv("TERM"));
-	}
 	return rc;
 }
 

@@ -157,7 +157,8 @@ static void log_step(struct run *r, const char *result, const char *reason, int6
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	char *command = cli_command_line(r->argv);
-	char *cwd = getcwd(NULL, 0);
+	/* The step's, where it was keyed: this process's, not changed since. */
+	char *cwd = r->step.cwd ? xstrdup(r->step.cwd) : getcwd(NULL, 0);
 	struct store_log_entry en = {
 	    .time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
 	    .result = (char *)result,
@@ -184,13 +185,16 @@ static void report(struct run *r, const char *result, const char *reason)
 		detail = step_reason_detail(r->store, &r->step);
 	}
 	char *why = detail ? xasprintf("%s: %s", reason, detail) : NULL;
-	char *name = step_short_name(r->step.argv ? r->step.argv : r->argv);
 	log_step(r, result, why ? why : reason, duration);
 	cli_stats_log_step(r->settings, result, reason, duration);
+	const char *status_file = r->settings ? settings_str(r->settings, "status_file") : NULL;
+	int status = status_file && *status_file;
+	/* Named only for whoever reads the name (a tenth of a hit's report). */
+	char *name =
+	    r->verbose || status ? step_short_name(r->step.argv ? r->step.argv : r->argv) : NULL;
 	if (r->verbose)
 		report_verbose(r, result, name, why ? why : reason);
-	const char *status_file = r->settings ? settings_str(r->settings, "status_file") : NULL;
-	if (status_file && *status_file)
+	if (status)
 		report_status_line(status_file, result, reason, detail, name, duration);
 	free(name);
 	free(why);

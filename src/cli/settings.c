@@ -441,6 +441,24 @@ static char *env_name(const char *key)
 	return name;
 }
 
+/* The value getenv(env_name(key)) gives, found among vars, the
+ * environment's CACHET_ entries (in its order): one pass over the
+ * environment, not a name built and searched for each of the settings. */
+static const char *env_setting(char *const *vars, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *p = vars[i] + strlen("CACHET_");
+		const char *k = key;
+		while (*k && toupper((unsigned char)*k) == *p) {
+			k++;
+			p++;
+		}
+		if (!*k && *p == '=')
+			return p + 1;
+	}
+	return NULL;
+}
+
 char *settings_default_dir(void)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
@@ -481,21 +499,29 @@ int settings_load(struct settings *s, struct error *e)
 		for (size_t i = 0; i < s->n; i++)
 			if (user.values[i].text)
 				set_value(s, i, user.values[i].text, user.values[i].origin);
+	char **vars = NULL;
+	size_t nvars = 0, alloc = 0;
+	for (char **v = environ; v && *v; v++)
+		if (!strncmp(*v, "CACHET_", strlen("CACHET_"))) {
+			ARRAY_RESERVE(vars, alloc, nvars + 1, 8);
+			vars[nvars++] = *v;
+		}
 	for (size_t i = 0; rc == 0 && i < s->n; i++) {
+		const char *v = env_setting(vars, nvars, setting_defs[i].key);
+		if (!v)
+			continue;
 		char *name = env_name(setting_defs[i].key);
-		const char *v = getenv(name);
-		if (v) {
-			struct error ve = {0};
-			if (check_value(&setting_defs[i], v, &ve) < 0) {
-				rc = error_set(e, "environment variable %s: %s", name, ve.msg);
-			} else {
-				char origin[128];
-				snprintf(origin, sizeof origin, "environment (%s)", name);
-				set_value(s, i, v, origin);
-			}
+		struct error ve = {0};
+		if (check_value(&setting_defs[i], v, &ve) < 0) {
+			rc = error_set(e, "environment variable %s: %s", name, ve.msg);
+		} else {
+			char origin[128];
+			snprintf(origin, sizeof origin, "environment (%s)", name);
+			set_value(s, i, v, origin);
 		}
 		free(name);
 	}
+	free(vars);
 	if (rc == 0 && !s->values[dir_i].text[0])
 		set_value(s, (size_t)dir_i, dir, "default");
 	free(dir);

@@ -272,6 +272,7 @@ static int rename_pathset(void *ctx, struct pathset *ps)
 	struct strmap seen;
 	strmap_init(&seen);
 	int rc = 0;
+	pathset_own_paths(ps);
 	for (size_t i = 0; i < ps->npaths; i++) {
 		char *to = renamed(m, ps->paths[i]);
 		if (to) {

@@ -139,6 +139,14 @@ static char *deciding_dir(const struct pathset *ps, const struct observation *o,
 		return NULL;
 	if (is_errno(v, len, ENOENT))
 		return absent_from(p, ancestors);
+	/* A directory's own stat, following symlinks as its fingerprint is
+	 * taken (stat of the same path): its type and permission bits are in
+	 * the fingerprint, and chmod moves its ctime. The include directories
+	 * that gcc stats are the ones whose entries decide its other lookups:
+	 * their stats were made twice. */
+	if (o->kind == OBS_STAT && !(o->flags & OBS_F_NOFOLLOW) && len >= 2 &&
+	    (v[0] == 'S' || v[0] == 's') && v[1] == (S_IFDIR >> 12))
+		return xstrdup(p);
 	/* readlink found the entry, a symlink or not: the entry named by the
 	 * last component, which must be a real name. */
 	if (o->kind == OBS_READLINK && ((len > 0 && v[0] == 'R') || is_errno(v, len, EINVAL)) &&

@@ -43,14 +43,25 @@ static void intern_free(struct pathset *ps)
 
 void pathset_free(struct pathset *ps)
 {
-	for (size_t i = 0; i < ps->npaths; i++)
+	for (size_t i = 0; !ps->arena && i < ps->npaths; i++)
 		free(ps->paths[i]);
+	free(ps->arena);
 	free(ps->paths);
 	for (size_t i = 0; i < ps->nobs; i++)
 		free(ps->obs[i].excluded);
 	free(ps->obs);
 	intern_free(ps);
 	pathset_init(ps);
+}
+
+void pathset_own_paths(struct pathset *ps)
+{
+	if (!ps->arena)
+		return;
+	for (size_t i = 0; i < ps->npaths; i++)
+		ps->paths[i] = xstrdup(ps->paths[i]);
+	free(ps->arena);
+	ps->arena = NULL;
 }
 
 static void intern_rehash(struct pathset *ps, size_t cap)
@@ -69,6 +80,7 @@ static void intern_rehash(struct pathset *ps, size_t cap)
 
 static uint32_t intern(struct pathset *ps, const char *s)
 {
+	pathset_own_paths(ps);
 	if (!ps->intern) {
 		ps->intern = xcalloc(1, sizeof(struct intern));
 		intern_rehash(ps, 256);
@@ -171,6 +183,7 @@ static void dedupe_excluded(struct observation *o)
 
 void pathset_canonicalise(struct pathset *ps, size_t **perm_out)
 {
+	pathset_own_paths(ps);
 	sort_paths = ps->paths;
 	struct obs_slot *slots = xmalloc((ps->nobs ? ps->nobs : 1) * sizeof *slots);
 	for (size_t i = 0; i < ps->nobs; i++) {
@@ -301,10 +314,18 @@ int pathset_decode(const void *data, size_t len, struct pathset *ps, struct erro
 		return error_set(e, "path set: bad path count");
 	ps->paths = xcalloc(np ? np : 1, sizeof *ps->paths);
 	ps->alloc_paths = np ? np : 1;
+	/* The strings with their NULs take at most the bytes left and np. */
+	ps->arena = xmalloc(r.left + np + 1);
+	char *at = ps->arena;
 	for (uint32_t i = 0; i < np; i++) {
-		ps->paths[i] = reader_strdup(&r);
-		if (!ps->paths[i])
+		size_t n;
+		const char *p = reader_bytes(&r, &n);
+		if (!p || memchr(p, '\0', n))
 			goto corrupt;
+		memcpy(at, p, n);
+		at[n] = '\0';
+		ps->paths[i] = at;
+		at += n + 1;
 		ps->npaths++;
 	}
 	uint32_t no = reader_u32(&r);
@@ -370,44 +391,58 @@ static void strong_begin(struct hasher *h, const struct digest *weak,
 	hasher_update(h, ps_digest->b, DIGEST_LEN);
 }
 
+/* The strong key's input is hashed in pieces of this size: two SHA-256
+ * updates for each of a compile's 450 values (a length and a few bytes)
+ * cost more than the hashing of the bytes. */
+#define STRONG_CHUNK (32 * 1024)
+
 void pathset_strong_key_known(const struct pathset *ps, const struct step_bases *b,
                               const struct digest *weak, const struct digest *ps_digest,
                               struct digest_cache *dc, pathset_known_fn known, void *known_ctx,
                               struct buf *values_out, struct digest *strong)
 {
 	struct hasher h;
-	struct buf value, portable;
+	struct buf value, portable, stream;
 	int convert = portable_has_bases(b);
 	struct observe_memo memo;
 	memset(&memo, 0, sizeof memo);
 	buf_init(&value);
 	buf_init(&portable);
+	buf_init(&stream);
 	strong_begin(&h, weak, ps_digest);
 	for (size_t i = 0; i < ps->nobs; i++) {
 		const struct observation *o = &ps->obs[i];
-		const struct buf *v = &value;
-		buf_reset(&value);
-		const void *kv;
-		size_t klen;
-		if (known && known(known_ctx, i, &kv, &klen)) {
-			/* A recorded value: already in the form it is keyed in. */
-			buf_add(&value, kv, klen);
-		} else {
+		const void *v;
+		size_t len;
+		if (!known || !known(known_ctx, i, &v, &len)) {
+			/* (A known value is a recorded one: already in the
+			 * form it is keyed in.) */
+			buf_reset(&value);
 			const char **excluded = pathset_excluded(ps, i);
 			observe_value_memo(o->kind, o->flags, ps->paths[o->path], excluded, dc,
 			                   &memo, &value, NULL);
 			free(excluded);
+			const struct buf *keyed = &value;
 			if (convert) {
 				buf_reset(&portable);
 				portable_value(value.data, value.len, b, &portable);
-				v = &portable;
+				keyed = &portable;
 			}
+			v = keyed->data;
+			len = keyed->len;
 		}
-		hasher_update_u64(&h, v->len);
-		hasher_update(&h, v->data, v->len);
+		/* As hasher_update_u64 and hasher_update would take them. */
+		buf_put_u64(&stream, len);
+		buf_add(&stream, v, len);
+		if (stream.len >= STRONG_CHUNK) {
+			hasher_update(&h, stream.data, stream.len);
+			buf_reset(&stream);
+		}
 		if (values_out)
-			buf_put_bytes(values_out, v->data, v->len);
+			buf_put_bytes(values_out, v, len);
 	}
+	hasher_update(&h, stream.data, stream.len);
+	buf_free(&stream);
 	buf_free(&value);
 	buf_free(&portable);
 	hasher_final(&h, strong);

@@ -283,6 +283,7 @@ int portable_localise_pathset(struct pathset *ps, const struct step_bases *b)
 		 * runs on every hit, so no copy is made of them. */
 		if (strncmp(ps->paths[i], STEP_PORTABLE_PREFIX, strlen(STEP_PORTABLE_PREFIX)) != 0)
 			continue;
+		pathset_own_paths(ps);
 		if (portable_localise_path(&ps->paths[i], b) < 0)
 			return -1;
 	}

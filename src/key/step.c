@@ -220,6 +220,15 @@ int step_init(struct step *step, char *const *argv, const char *exe, char *const
               const char *const *env_ignore, const char *const *env_per_run, const char *namespace_,
               const struct step_bases *bases, struct digest_cache *dc, struct error *e)
 {
+	return step_init_shown(step, argv, exe, envp, env_ignore, env_per_run, namespace_, bases,
+	                       dc, NULL, e);
+}
+
+int step_init_shown(struct step *step, char *const *argv, const char *exe, char *const *envp,
+                    const char *const *env_ignore, const char *const *env_per_run,
+                    const char *namespace_, const struct step_bases *bases, struct digest_cache *dc,
+                    const struct step_show *show, struct error *e)
+{
 	memset(step, 0, sizeof *step);
 	size_t argc = strv_len(argv);
 	step->argv = xmalloc((argc + 1) * sizeof *step->argv);
@@ -244,6 +253,12 @@ int step_init(struct step *step, char *const *argv, const char *exe, char *const
 	step->namespace_ = namespace_;
 	if (bases)
 		step->bases = *bases;
+	if (show && show->colour) {
+		step->colour = show->colour;
+	} else if (show && show->terminal) {
+		step->terminal = show->terminal;
+		step->term = xstrdup(show->term ? show->term : "");
+	}
 	if (step_weak_key(step, &step->bases, &step->weak) < 0) {
 		error_set(e,
 		          "the command names %s, which base_dir keys reserve: it cannot be keyed "
@@ -299,27 +314,6 @@ void step_encode(const struct step *step, struct buf *out)
 	buf_put_u8(out, (uint8_t)step->terminal);
 	buf_put_str(out, step->term ? step->term : "");
 	buf_put_u8(out, (uint8_t)step->colour);
-}
-
-void step_set_terminal(struct step *step, unsigned terminal, const char *term)
-{
-	free(step->term);
-	step->terminal = terminal;
-	step->term = terminal ? xstrdup(term ? term : "") : NULL;
-	/* Cannot fail: step_init keyed the same texts, and TERM is keyed as
-	 * it is. */
-	if (step_weak_key(step, &step->bases, &step->weak) < 0)
-		BUG("the weak key of texts step_init keyed failed");
-}
-
-void step_set_colour(struct step *step, unsigned family)
-{
-	step->colour = family;
-	free(step->term);
-	step->terminal = 0;
-	step->term = NULL;
-	if (step_weak_key(step, &step->bases, &step->weak) < 0)
-		abort();
 }
 
 static int same_file(const struct stat *sa, const char *b)

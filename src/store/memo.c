@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,9 +120,18 @@ static int decode_image(unsigned char *data, size_t len, struct store_memo *m)
 	if (r.failed || n > r.left / 81)
 		return -1;
 	m->fps = xcalloc(n ? n : 1, sizeof *m->fps);
+	/* The paths with their NULs take at most the bytes left and n. */
+	char *at = m->fp_paths = xmalloc(r.left + n + 1);
 	for (uint32_t i = 0; i < n && !r.failed; i++) {
 		struct store_memo_fp *f = &m->fps[i];
-		f->path = reader_strdup(&r);
+		size_t plen;
+		const char *p = reader_bytes(&r, &plen);
+		if (!p || memchr(p, '\0', plen))
+			return -1;
+		memcpy(at, p, plen);
+		at[plen] = '\0';
+		f->path = at;
+		at += plen + 1;
 		file_id_decode(&r, &f->id);
 		reader_raw(&r, f->digest.b, DIGEST_LEN);
 		m->nfps = i + 1;
@@ -141,6 +151,24 @@ static int other_version(const unsigned char *data, size_t len)
 	size_t stem = strlen(MEMO_MAGIC_STEM), magic = strlen(MEMO_MAGIC);
 	return len >= magic && memcmp(data, MEMO_MAGIC_STEM, stem) == 0 &&
 	       memcmp(data, MEMO_MAGIC, magic) != 0;
+}
+
+/* The memo's bytes mapped read-only into *data: its length, or 0 when it
+ * is to be read. Reading copied 40 KB into pages the process touched for
+ * the first time (a fault each) for a hit that only reads them. A memo is
+ * replaced by a rename, never changed in place, so the mapping cannot
+ * shrink under the reader (which would end it with SIGBUS) unless another
+ * user can write to the file (a shared cache's group-writable umask): that
+ * one is read. */
+static size_t memo_map(int fd, const struct stat *st, unsigned char **data)
+{
+	if (st->st_size <= 0 || st->st_uid != geteuid() || (st->st_mode & (S_IWGRP | S_IWOTH)))
+		return 0;
+	void *p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	*data = p;
+	return (size_t)st->st_size;
 }
 
 int store_memo_read(struct store *s, const struct digest *name, struct store_memo *out,
@@ -164,6 +192,7 @@ int store_memo_read(struct store *s, const struct digest *name, struct store_mem
 	}
 	struct stat st;
 	unsigned char *data = NULL;
+	size_t mapped = 0; /* data is a mapping of this length */
 	int rc = -1;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > MEMO_MAX_BYTES) {
 		error_set(e, "memo %s: not a memo file", path);
@@ -178,8 +207,12 @@ int store_memo_read(struct store *s, const struct digest *name, struct store_mem
 		goto out;
 	}
 	size_t len = (size_t)st.st_size;
-	data = xmalloc(len ? len : 1);
-	int whole = read_full(fd, data, len) == (ssize_t)len;
+	mapped = memo_map(fd, &st, &data);
+	int whole = mapped != 0;
+	if (!mapped) {
+		data = xmalloc(len ? len : 1);
+		whole = read_full(fd, data, len) == (ssize_t)len;
+	}
 	if (whole && other_version(data, len)) {
 		/* Left by a cachet before or after this one: not damage, and
 		 * this run's hit or store writes it again in this version. */
@@ -189,8 +222,12 @@ int store_memo_read(struct store *s, const struct digest *name, struct store_mem
 		goto out;
 	}
 	int decoded = whole && decode_image(data, len, out) == 0;
-	if (whole)
-		data = NULL; /* the memo's image now, freed with it */
+	if (whole) {
+		/* the memo's image now, freed with it */
+		out->image_mapped = mapped;
+		data = NULL;
+		mapped = 0;
+	}
 	if (!decoded) {
 		store_memo_free(out);
 		/* Damaged (or cut short by a crash of a file system without
@@ -202,7 +239,10 @@ int store_memo_read(struct store *s, const struct digest *name, struct store_mem
 	}
 	rc = 1;
 out:
-	free(data);
+	if (mapped)
+		munmap(data, mapped);
+	else
+		free(data);
 	close(fd);
 	free(path);
 	return rc;
@@ -251,9 +291,13 @@ out:
 
 void store_memo_free(struct store_memo *m)
 {
-	free(m->image);
-	for (size_t i = 0; i < m->nfps; i++)
+	if (m->image_mapped)
+		munmap(m->image, m->image_mapped);
+	else
+		free(m->image);
+	for (size_t i = 0; !m->fp_paths && i < m->nfps; i++)
 		free(m->fps[i].path);
+	free(m->fp_paths);
 	free(m->fps);
 	memset(m, 0, sizeof *m);
 }

@@ -27,6 +27,11 @@ cachet config --cache max_size 2G
 grep -q "^max_size = 2G" "$CACHET_DIR/cachet.conf" || fail "--cache did not write the cache's file"
 [ "$(cachet config max_size)" = 10G ] || fail "the user's file should win over the cache's"
 [ "$(CACHET_MAX_SIZE=300M cachet config max_size)" = 300M ] || fail "the environment should win"
+# Only the exact name: a longer or shorter one, or another case, is no setting.
+[ "$(CACHET_MAX_SIZEX=1M CACHET_MAX_SIZ=2M cachet_max_size=3M cachet config max_size)" = 10G ] ||
+	fail "a variable named like CACHET_MAX_SIZE was taken for it"
+[ "$(CACHET_LOG_SIZE=2M CACHET_MAX_SIZEX=1M cachet config log_size)" = 2M ] ||
+	fail "CACHET_LOG_SIZE among other CACHET_ variables was not found"
 cachet config | grep -q "^max_size .*$USER_CONF:1" || fail "origin of max_size is not the user's file and line"
 
 section "bad keys and values: errors naming the file and line"

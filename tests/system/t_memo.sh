@@ -49,7 +49,11 @@ section "a hit restoring its object in place leaves the memo as it was"
 # Each hit gives main.o new times: a fingerprint of it would be stale at
 # the next run, and is no reason to write the memo again. The object is
 # settled here (hashed, fingerprinted); another file of the same size in
-# its place is found, not taken for the object the memo knew.
+# its place is found, not taken for the object the memo knew. The sources
+# settle first: the hit after that fingerprints them (a memo written for
+# them), which the sections above, within a second of their writing, could
+# not.
+sleep 1.1
 compile
 expect hit
 old=$(stat -c %i "$(memo_file)")

@@ -163,6 +163,43 @@ static void a_retargeted_symlink_is_seen(void **state)
 	check_change_is_seen("retarget");
 }
 
+/* A directory's own stat (following symlinks) is decided by its own
+ * fingerprint; an lstat is not (the path could turn into a symlink to the
+ * same directory); a chmod is seen. */
+static void a_directory_stat_is_decided_by_its_fingerprint(void **state)
+{
+	settle();
+	struct pathset ps;
+	pathset_init(&ps);
+	pathset_add(&ps, OBS_STAT, 0, at("d"), NULL);
+	pathset_add(&ps, OBS_STAT, OBS_F_NOFOLLOW, at("d"), NULL);
+	pathset_add(&ps, OBS_STAT, 0, at("d/absent.h"), NULL);
+	pathset_canonicalise(&ps, NULL);
+	struct buf values;
+	struct digest before, after, full;
+	recorded(&ps, &values, &before);
+	struct dirfp_set set;
+	dirfp_collect(&ps, values.data, values.len, &set);
+	assert_int_equal(eligible(&set), 2);
+	assert_int_equal(set.ndirs, 1);
+	assert_int_equal(
+	    dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len, &after),
+	    2);
+	assert_memory_equal(after.b, before.b, DIGEST_LEN);
+	assert_int_equal(chmod(at("d"), 0700), 0);
+	set.dirs[0].state = 0;
+	assert_int_equal(
+	    dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len, &after),
+	    0);
+	pathset_strong_key(&ps, NULL, &weak, &psd, NULL, NULL, &full);
+	assert_memory_equal(after.b, full.b, DIGEST_LEN);
+	assert_memory_not_equal(after.b, before.b, DIGEST_LEN);
+	assert_int_equal(chmod(at("d"), 0755), 0);
+	dirfp_free(&set);
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
 static void a_directory_changed_just_now_is_not_fingerprinted(void **state)
 {
 	assert_int_equal(mkdir(at("fresh"), 0755), 0);
@@ -252,6 +289,7 @@ int main(void)
 	    cmocka_unit_test(a_created_file_is_seen),
 	    cmocka_unit_test(a_created_directory_on_an_absent_path_is_seen),
 	    cmocka_unit_test(a_retargeted_symlink_is_seen),
+	    cmocka_unit_test(a_directory_stat_is_decided_by_its_fingerprint),
 	    cmocka_unit_test(a_directory_changed_just_now_is_not_fingerprinted),
 	    cmocka_unit_test(damaged_encodings_are_refused),
 	    cmocka_unit_test(ldcache_facts_are_decided_by_the_cache_file),

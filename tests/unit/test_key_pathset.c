@@ -51,15 +51,21 @@ static void lookup_order_does_not_change_the_path_set(void **state)
 	pathset_free(&b);
 }
 
+/* build's path set in a, encoded into enc (buf_free it) and decoded into b. */
+static void build_decoded(struct pathset *a, struct buf *enc, struct pathset *b)
+{
+	struct error e = {0};
+	build(a, 0);
+	buf_init(enc);
+	pathset_encode(a, enc);
+	assert_int_equal(pathset_decode(enc->data, enc->len, b, &e), 0);
+}
+
 static void encoding_round_trips(void **state)
 {
 	struct pathset a, b;
-	struct error e = {0};
-	build(&a, 0);
 	struct buf enc;
-	buf_init(&enc);
-	pathset_encode(&a, &enc);
-	assert_int_equal(pathset_decode(enc.data, enc.len, &b, &e), 0);
+	build_decoded(&a, &enc, &b);
 	assert_int_equal(b.nobs, a.nobs);
 	for (size_t i = 0; i < a.nobs; i++) {
 		assert_int_equal(a.obs[i].kind, b.obs[i].kind);
@@ -79,6 +85,39 @@ static void encoding_round_trips(void **state)
 	buf_free(&enc);
 	pathset_free(&a);
 	pathset_free(&b);
+}
+
+/* A decoded path set keeps its strings in one block: adding to it,
+ * canonicalising it and freeing it must still hold and free each string
+ * once (the unit tests run under ASan's leak pass). */
+static void a_decoded_path_set_can_grow_and_be_freed(void **state)
+{
+	(void)state;
+	struct pathset a, b;
+	struct error e = {0};
+	struct buf enc;
+	build_decoded(&a, &enc, &b);
+	assert_non_null(b.arena);
+	pathset_add(&b, OBS_READ, 0, "/src/c.h", NULL);
+	assert_null(b.arena);
+	pathset_canonicalise(&b, NULL);
+	assert_int_equal(b.nobs, a.nobs + 1);
+	struct buf again;
+	buf_init(&again);
+	pathset_encode(&b, &again);
+	pathset_free(&b);
+	assert_int_equal(pathset_decode(again.data, again.len, &b, &e), 0);
+	int found = 0;
+	for (size_t i = 0; i < b.nobs; i++)
+		found += !strcmp(b.paths[b.obs[i].path], "/src/c.h");
+	assert_int_equal(found, 1);
+	pathset_own_paths(&b);
+	free(b.paths[0]);
+	b.paths[0] = strdup("/elsewhere");
+	pathset_free(&b);
+	buf_free(&again);
+	buf_free(&enc);
+	pathset_free(&a);
 }
 
 static void truncated_or_flipped_encodings_are_rejected_without_crashing(void **state)
@@ -182,6 +221,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(lookup_order_does_not_change_the_path_set),
 	    cmocka_unit_test(encoding_round_trips),
+	    cmocka_unit_test(a_decoded_path_set_can_grow_and_be_freed),
 	    cmocka_unit_test(truncated_or_flipped_encodings_are_rejected_without_crashing),
 	    cmocka_unit_test(strong_key_depends_on_the_path_set_not_only_the_values),
 	    cmocka_unit_test(evaluating_now_matches_recorded_values),
