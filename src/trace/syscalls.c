@@ -1634,9 +1634,15 @@ void syscall_exec_done(struct tracer *tr, struct tracee *t)
 	}
 	/* The program itself: a script's own bytes, else the binary the
 	 * kernel mapped (/proc/PID/exe: immune to a rename since). Its head
-	 * is read once, for this and for the "#!" chain. */
+	 * is read once, for this and for the "#!" chain; not at all when the
+	 * path names the mapped file itself, which no "#!" line led to (a
+	 * script's mapped file is its interpreter's). */
 	char head[EXEC_HEAD_LEN];
-	long n = exec_image_read_head(p->path, head);
+	long n = -1;
+	struct stat path_st;
+	if (!have_exe || stat(p->path, &path_st) < 0 || path_st.st_dev != exe_st.st_dev ||
+	    path_st.st_ino != exe_st.st_ino)
+		n = exec_image_read_head(p->path, head);
 	if (record) {
 		struct stat st;
 		if (n >= 2 && shebang_interpreter(head, (size_t)n, tr->raw2, PATH_MAX))
@@ -1650,11 +1656,9 @@ void syscall_exec_done(struct tracer *tr, struct tracee *t)
 	}
 	exec_scripts(tr, t, p->path, record, head, n);
 	/* The ELF interpreter (ld.so) of the final program. */
-	int fd = open(exe, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!have_exe)
 		return;
-	int rc = elf_interpreter(fd, tr->raw2, PATH_MAX);
-	close(fd);
+	int rc = elf_interpreter_cached(&tr->interps, exe, &exe_st, tr->raw2, PATH_MAX);
 	if (rc == 1 && resolve_at(tr, t, AT_FDCWD, tr->raw2, 1, tr->path3) > 0)
 		emit_stat(tr, t, TRACE_EXEC, tr->path3);
 }
