@@ -685,9 +685,13 @@ static uint64_t interpreter_base(pid_t tid)
 	int fd = open(auxv, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	/* At once: a read per entry was two dozen syscalls per process. */
+	/* At once: a read per entry was two dozen syscalls per process. One
+	 * read, not one more for the end of the file: the kernel hands the
+	 * whole vector (a few hundred bytes) to a read that has room for it,
+	 * and a vector cut short only loses AT_BASE, which keeps the cache's
+	 * bytes keyed. */
 	uint64_t v[512], base = 0;
-	ssize_t n = read_full(fd, v, sizeof v);
+	ssize_t n = read(fd, v, sizeof v);
 	close(fd);
 	for (size_t i = 0; n > 0 && i + 1 < (size_t)n / sizeof v[0] && v[i] != AT_NULL; i += 2)
 		if (v[i] == AT_BASE)
