@@ -2,6 +2,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -129,4 +130,45 @@ int elf_interpreter(int fd, char *out, size_t cap)
 		}
 	}
 	return 0;
+}
+
+static int same_file_state(const struct exec_interp_entry *e, const struct stat *st)
+{
+	return e->used && e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
+	       e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       e->ctime.tv_sec == st->st_ctim.tv_sec && e->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+int elf_interpreter_cached(struct exec_interp_cache *c, const char *path, const struct stat *st,
+                           char *out, size_t cap)
+{
+	for (unsigned i = 0; i < EXEC_INTERP_CACHE; i++) {
+		const struct exec_interp_entry *e = &c->e[i];
+		if (same_file_state(e, st) && (e->rc != 1 || strlen(e->interp) < cap)) {
+			if (e->rc == 1)
+				strcpy(out, e->interp);
+			return e->rc;
+		}
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	/* Keyed by the file as it was before the read: a write during it
+	 * leaves it with later times than the entry's. */
+	struct stat before;
+	int keyable = fstat(fd, &before) == 0;
+	int rc = elf_interpreter(fd, out, cap);
+	close(fd);
+	if (keyable && rc >= 0 && (rc == 0 || strlen(out) < sizeof c->e[0].interp)) {
+		struct exec_interp_entry *e = &c->e[c->next++ % EXEC_INTERP_CACHE];
+		e->dev = before.st_dev;
+		e->ino = before.st_ino;
+		e->size = before.st_size;
+		e->mtime = before.st_mtim;
+		e->ctime = before.st_ctim;
+		e->rc = rc;
+		e->used = 1;
+		snprintf(e->interp, sizeof e->interp, "%s", rc == 1 ? out : "");
+	}
+	return rc;
 }

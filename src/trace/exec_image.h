@@ -7,6 +7,8 @@
 #define CACHET_TRACE_EXEC_IMAGE_H
 
 #include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 /* The kernel looks at this many bytes for a "#!" line (BINPRM_BUF_SIZE). */
 #define EXEC_HEAD_LEN 256
@@ -25,5 +27,33 @@ long exec_image_read_head(const char *path, char *buf);
  * 1 with the path in out, 0 when it has none (static) or is not ELF, -1 on
  * a read error. */
 int elf_interpreter(int fd, char *out, size_t cap);
+
+/* The PT_INTERP of the last few ELF files the step executed, each under
+ * the file's identity and its size and change times when it was read: a
+ * step runs the same few programs over and over (the compiler driver, cc1,
+ * as, each with the same loader), and reading their headers again was
+ * three syscalls in every exec stop. A file written since has another
+ * mtime or ctime (or size), and is read again. */
+#define EXEC_INTERP_CACHE 8
+struct exec_interp_entry {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+	int rc; /* elf_interpreter's */
+	int used;
+	char interp[256];
+};
+struct exec_interp_cache {
+	struct exec_interp_entry e[EXEC_INTERP_CACHE];
+	unsigned next; /* the entry replaced next */
+};
+
+/* elf_interpreter of the file at path (a /proc/PID/exe link), whose stat
+ * st was just taken: from the cache when an entry has st's identity, size
+ * and times, else read (and the entry keyed by the fstat of what was read).
+ * A path longer than an entry holds is read every time. */
+int elf_interpreter_cached(struct exec_interp_cache *c, const char *path, const struct stat *st,
+                           char *out, size_t cap);
 
 #endif

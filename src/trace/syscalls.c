@@ -685,9 +685,13 @@ static uint64_t interpreter_base(pid_t tid)
 	int fd = open(auxv, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	/* At once: a read per entry was two dozen syscalls per process. */
+	/* At once: a read per entry was two dozen syscalls per process. One
+	 * read, not one more for the end of the file: the kernel hands the
+	 * whole vector (a few hundred bytes) to a read that has room for it,
+	 * and a vector cut short only loses AT_BASE, which keeps the cache's
+	 * bytes keyed. */
 	uint64_t v[512], base = 0;
-	ssize_t n = read_full(fd, v, sizeof v);
+	ssize_t n = read(fd, v, sizeof v);
 	close(fd);
 	for (size_t i = 0; n > 0 && i + 1 < (size_t)n / sizeof v[0] && v[i] != AT_NULL; i += 2)
 		if (v[i] == AT_BASE)
@@ -1634,9 +1638,15 @@ void syscall_exec_done(struct tracer *tr, struct tracee *t)
 	}
 	/* The program itself: a script's own bytes, else the binary the
 	 * kernel mapped (/proc/PID/exe: immune to a rename since). Its head
-	 * is read once, for this and for the "#!" chain. */
+	 * is read once, for this and for the "#!" chain; not at all when the
+	 * path names the mapped file itself, which no "#!" line led to (a
+	 * script's mapped file is its interpreter's). */
 	char head[EXEC_HEAD_LEN];
-	long n = exec_image_read_head(p->path, head);
+	long n = -1;
+	struct stat path_st;
+	if (!have_exe || stat(p->path, &path_st) < 0 || path_st.st_dev != exe_st.st_dev ||
+	    path_st.st_ino != exe_st.st_ino)
+		n = exec_image_read_head(p->path, head);
 	if (record) {
 		struct stat st;
 		if (n >= 2 && shebang_interpreter(head, (size_t)n, tr->raw2, PATH_MAX))
@@ -1650,11 +1660,9 @@ void syscall_exec_done(struct tracer *tr, struct tracee *t)
 	}
 	exec_scripts(tr, t, p->path, record, head, n);
 	/* The ELF interpreter (ld.so) of the final program. */
-	int fd = open(exe, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!have_exe)
 		return;
-	int rc = elf_interpreter(fd, tr->raw2, PATH_MAX);
-	close(fd);
+	int rc = elf_interpreter_cached(&tr->interps, exe, &exe_st, tr->raw2, PATH_MAX);
 	if (rc == 1 && resolve_at(tr, t, AT_FDCWD, tr->raw2, 1, tr->path3) > 0)
 		emit_stat(tr, t, TRACE_EXEC, tr->path3);
 }

@@ -13,6 +13,7 @@
 #include "cachet/trace.h"
 #include "trace/dirviews.h"
 #include "trace/events.h"
+#include "trace/exec_image.h"
 #include "trace/placement.h"
 #include "trace/tracee.h"
 
@@ -74,6 +75,8 @@ struct tracer {
 	struct dir_views views;
 	/* Which CPUs the tracer and the step run on (placement.h). */
 	struct placement place;
+	/* The ELF interpreters of the programs executed (exec_image.h). */
+	struct exec_interp_cache interps;
 	/* Scratch buffers for one stop: raw strings from the tracee and
 	 * resolved paths. Never live across stops. */
 	char raw[TRACE_PATHBUF];   /* first string argument */

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -324,6 +325,43 @@ static int made_up_elf(unsigned long phoff, unsigned long interp_off, const char
 	return fd;
 }
 
+/* The interpreter of a file read once is read again only when the file
+ * has changed: another size, mtime or ctime. */
+static void elf_interpreter_cached_until_the_file_changes(void **state)
+{
+	static struct exec_interp_cache cache;
+	char path[64], interp[4096];
+	int fd = made_up_elf(64, 400, "/lib/ld-one.so");
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(elf_interpreter_cached(&cache, path, &st, interp, sizeof interp), 1);
+	assert_string_equal(interp, "/lib/ld-one.so");
+	/* The same file state: from the cache, with no open of the path. */
+	assert_int_equal(
+	    elf_interpreter_cached(&cache, "/nonexistent/x", &st, interp, sizeof interp), 1);
+	assert_string_equal(interp, "/lib/ld-one.so");
+	/* Rewritten in place, same size; its times are set apart from the
+	 * first state's (a rewrite within one clock tick keeps them). */
+	assert_int_equal(pwrite(fd, "/lib/ld-two.so", 15, 400), 15);
+	struct timespec times[2] = {{0, UTIME_OMIT}, {st.st_mtim.tv_sec - 10, 0}};
+	assert_int_equal(futimens(fd, times), 0);
+	struct stat st2;
+	assert_int_equal(fstat(fd, &st2), 0);
+	assert_int_equal(elf_interpreter_cached(&cache, path, &st2, interp, sizeof interp), 1);
+	assert_string_equal(interp, "/lib/ld-two.so");
+	/* Another file with the first one's times is not the first one. */
+	int other = made_up_elf(64, 400, "/lib/ld-three.so");
+	char opath[64];
+	snprintf(opath, sizeof opath, "/proc/self/fd/%d", other);
+	struct stat ost;
+	assert_int_equal(fstat(other, &ost), 0);
+	assert_int_equal(elf_interpreter_cached(&cache, opath, &ost, interp, sizeof interp), 1);
+	assert_string_equal(interp, "/lib/ld-three.so");
+	close(other);
+	close(fd);
+}
+
 static void elf_interpreter_wherever_the_headers_lie(void **state)
 {
 	const unsigned long at[][2] = {{64, 400},    {64, 5000},  {900, 1100},
@@ -359,6 +397,7 @@ int main(void)
 	    cmocka_unit_test(shebang_lines_as_the_kernel_reads_them),
 	    cmocka_unit_test(elf_interpreter_of_a_dynamic_program),
 	    cmocka_unit_test(elf_interpreter_wherever_the_headers_lie),
+	    cmocka_unit_test(elf_interpreter_cached_until_the_file_changes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
