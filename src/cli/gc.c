@@ -93,9 +93,9 @@ const struct cli_command cli_cmd_gc = {
                    "then least recently used entries (with the blobs only they reference) until\n"
                    "the cache is under max_size, and entries not used for max_age; also removes\n"
                    "files abandoned by crashed processes (in tmp/, or blobs no entry names) older\n"
-                   "than an hour, and the private TMPDIRs (cachet-step-*) that runs killed on the\n"
-                   "way left in $TMPDIR, once unused for an hour. Prints the entries and blobs\n"
-                   "removed and the bytes freed.\n"
+                   "than an hour, and the private TMPDIRs (cachet-step-*) in $TMPDIR that no step\n"
+                   "has used for an hour: pooled ones, and those runs killed on the way left.\n"
+                   "Prints the entries and blobs removed and the bytes freed.\n"
                    "Concurrent steps keep running: work is done in short transactions.\n",
     .epilogue = "Without gc, a miss that takes the cache past max_size evicts down to 90% of it,\n"
                 "and max_age and the removals above are applied at least daily.\n",
