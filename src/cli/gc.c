@@ -94,7 +94,8 @@ const struct cli_command cli_cmd_gc = {
                    "the cache is under max_size, and entries not used for max_age; also removes\n"
                    "files abandoned by crashed processes (in tmp/, or blobs no entry names) older\n"
                    "than an hour, and the private TMPDIRs (cachet-step-*) in $TMPDIR that no step\n"
-                   "has used for an hour: pooled ones, and those runs killed on the way left.\n"
+                   "holds and nothing changed for an hour (pooled ones, and those runs killed on\n"
+                   "the way left; a pooled one is made again when a step needs it).\n"
                    "Prints the entries and blobs removed and the bytes freed.\n"
                    "Concurrent steps keep running: work is done in short transactions.\n",
     .epilogue = "Without gc, a miss that takes the cache past max_size evicts down to 90% of it,\n"
