@@ -160,12 +160,26 @@ static unsigned short block_begin(struct seccomp_program *p, int nr)
 	return (unsigned short)(p->len - 1);
 }
 
+/* A forward jump emitted before its target was known: the index of the
+ * instruction, plus JUMP_TRUE when its true branch is the one to point. */
+#define JUMP_TRUE 0x8000u
+
+/* Points the jump `at` (in the form above) at instruction `to`, after it. */
+static void jump_to(struct seccomp_program *p, unsigned at, unsigned to)
+{
+	unsigned i = at & ~JUMP_TRUE;
+	unsigned span = to - i - 1u;
+	if (span > 255)
+		BUG("a seccomp jump longer than a jump reaches");
+	if (at & JUMP_TRUE)
+		p->insns[i].jt = (unsigned char)span;
+	else
+		p->insns[i].jf = (unsigned char)span;
+}
+
 static void block_end(struct seccomp_program *p, unsigned short at)
 {
-	unsigned span = p->len - at - 1u;
-	if (span > 255)
-		BUG("a seccomp block longer than a jump reaches");
-	p->insns[at].jf = (unsigned char)span;
+	jump_to(p, at, p->len);
 }
 
 /* Every block below ends in a return on every path, so that the
@@ -348,12 +362,8 @@ static void block_empty_name(struct seccomp_program *p, const struct empty_name_
 		ret(p, SECCOMP_RET_ALLOW);
 	}
 	unsigned reload = p->len;
-	for (int i = 0; i < n; i++) {
-		unsigned span = reload - to_reload[i] - 1u;
-		if (span > 255)
-			BUG("a seccomp jump past the empty-name sites longer than a jump reaches");
-		p->insns[to_reload[i]].jf = (unsigned char)span;
-	}
+	for (int i = 0; i < n; i++)
+		jump_to(p, to_reload[i], reload);
 	ld(p, (unsigned)offsetof(struct seccomp_data, nr));
 	block_end(p, b);
 }
@@ -392,31 +402,23 @@ static void block_fast(struct seccomp_program *p, int nr, int flags_arg, int sta
 	ld(p, IP_HI);
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
 	                                    (unsigned)(RING_SAFE_PAGE >> 32), 0, 0));
-	to_normal[n++] = (unsigned short)(p->len - 1); /* jf */
+	to_normal[n++] = (unsigned short)(p->len - 1);
 	ld(p, IP_LO);
 	put(p, (struct sock_filter)BPF_JUMP(
 	           BPF_JMP | BPF_JGE | BPF_K,
 	           (unsigned)(RING_SAFE_PAGE & 0xffffffffu) + (unsigned)RING_SAFE_PAGE_SIZE, 0, 0));
-	to_normal[n++] = (unsigned short)(p->len - 1 + 0x8000); /* jt */
+	to_normal[n++] = (unsigned short)(p->len - 1 + JUMP_TRUE);
 	if (flags_arg >= 0) {
 		ld(p, ARG_LO(flags_arg));
 		put(p, (struct sock_filter)BPF_JUMP(
 		           BPF_JMP | BPF_JSET | BPF_K,
 		           O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | __O_TMPFILE, 0, 0));
-		to_normal[n++] = (unsigned short)(p->len - 1 + 0x8000); /* jt */
+		to_normal[n++] = (unsigned short)(p->len - 1 + JUMP_TRUE);
 	}
 	ret(p, SECCOMP_RET_ALLOW);
 	unsigned normal = p->len;
-	for (int i = 0; i < n; i++) {
-		unsigned at = to_normal[i] & 0x7fff;
-		unsigned span = normal - at - 1;
-		if (span > 255)
-			BUG("a seccomp jump to the normal path longer than a jump reaches");
-		if (to_normal[i] & 0x8000)
-			p->insns[at].jt = (unsigned char)span;
-		else
-			p->insns[at].jf = (unsigned char)span;
-	}
+	for (int i = 0; i < n; i++)
+		jump_to(p, to_normal[i], normal);
 	if (stat_path_arg >= 0) {
 		/* block_stat's body */
 		ld(p, ARG_LO(stat_flags_arg));
