@@ -704,9 +704,7 @@ static void miss(struct run *r, const char *reason)
 	 * record, which ignores what is under it; a step that left nothing
 	 * (a pooled directory, step_env.h) is not worth a thread. */
 	struct side_job tmp_removal = {0};
-	if (step_tmpdir_left_empty(&r->tmp))
-		step_tmpdir_remove(&r->tmp);
-	else
+	if (!step_tmpdir_release_if_empty(&r->tmp))
 		side_job_start(&tmp_removal, remove_tmpdir, &r->tmp);
 
 	const char *result = "miss";

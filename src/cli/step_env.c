@@ -189,7 +189,18 @@ static void empty_pooled(const char *path)
 	closedir(d);
 }
 
-int step_tmpdir_left_empty(const struct step_tmpdir *t)
+/* Lets the directory go: its lock and its path, nothing on disk. */
+static void tmpdir_release(struct step_tmpdir *t)
+{
+	if (t->lock_fd >= 0)
+		close(t->lock_fd);
+	free(t->path);
+	t->path = NULL;
+	t->lock_fd = -1;
+	t->pooled = 0;
+}
+
+int step_tmpdir_release_if_empty(struct step_tmpdir *t)
 {
 	if (!t->pooled || !t->path)
 		return 0;
@@ -198,6 +209,8 @@ int step_tmpdir_left_empty(const struct step_tmpdir *t)
 		return 0;
 	int empty = dir_is_empty(fd);
 	close(fd);
+	if (empty)
+		tmpdir_release(t);
 	return empty;
 }
 
@@ -209,12 +222,7 @@ void step_tmpdir_remove(struct step_tmpdir *t)
 		empty_pooled(t->path);
 	else
 		remove_tree(t->path);
-	if (t->lock_fd >= 0)
-		close(t->lock_fd);
-	free(t->path);
-	t->path = NULL;
-	t->lock_fd = -1;
-	t->pooled = 0;
+	tmpdir_release(t);
 }
 
 size_t step_tmpdir_sweep(int dry_run)

@@ -30,13 +30,14 @@ int step_tmpdir_create(struct step_tmpdir *t);
 /* Removes what is under the directory and, unless it is pooled, the
  * directory itself; then lets the lock go. */
 void step_tmpdir_remove(struct step_tmpdir *t);
-/* 1 when the step left nothing in its pooled directory: removing it is
- * then only letting the lock go. */
-int step_tmpdir_left_empty(const struct step_tmpdir *t);
-/* Removes the step directories under $TMPDIR (or /tmp) that a cachet
- * killed on the way (SIGKILL, the OOM killer) left behind: this user's,
- * locked by nobody, unchanged for an hour. How many (that would be, with
- * dry_run). */
+/* When the step left nothing in its pooled directory, lets it go as
+ * step_tmpdir_remove would (only the lock, there being nothing to remove)
+ * and returns 1; else 0, t untouched. */
+int step_tmpdir_release_if_empty(struct step_tmpdir *t);
+/* Removes the step directories under $TMPDIR (or /tmp) that no cachet
+ * holds locked and nothing changed for an hour: pooled ones, and those a
+ * cachet killed on the way (SIGKILL, the OOM killer) left behind; this
+ * user's only. How many (that would be, with dry_run). */
 size_t step_tmpdir_sweep(int dry_run);
 
 /* The step's environment: the caller's, with TMPDIR set to tmpdir. A
