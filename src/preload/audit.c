@@ -133,7 +133,10 @@ static void soname_search(const char *name)
 		if (*c == '/')
 			return;
 	uint64_t seq;
-	struct ring_slot *s = rc_record(ring, RING_NR_SONAME_SEARCH, 0, 0, 0, 0, name, &seq);
+	/* The thread's id by the syscall, never a copy: the tracer takes the
+	 * loader of exactly this thread to have reported its searches. */
+	struct ring_slot *s =
+	    rc_record(ring, rc_gettid(), RING_NR_SONAME_SEARCH, 0, 0, 0, 0, name, &seq);
 	if (s) {
 		rc_done(s, seq, 0);
 		return;
@@ -168,7 +171,8 @@ EXPORT char *la_objsearch(const char *name, uintptr_t *cookie, unsigned int flag
 	if (!empty_name_ok || (rv != -ENOENT && rv != -ENOTDIR))
 		return (char *)name;
 	uint64_t seq;
-	struct ring_slot *s = rc_record(ring, SYS_newfstatat, AT_FDCWD, (long)p, 0, 0, p, &seq);
+	struct ring_slot *s =
+	    rc_record(ring, rc_gettid(), SYS_newfstatat, AT_FDCWD, (long)p, 0, 0, p, &seq);
 	if (!s)
 		return (char *)name;
 	rc_done(s, seq, rv);

@@ -240,11 +240,20 @@ static inline struct ring *rc_map_ring(const char *value)
 	return r;
 }
 
-/* Appends the record of one call and returns its slot (for rc_done), or
- * NULL when the call must take the ordinary path (ring full, path too
- * long). */
-static inline struct ring_slot *rc_record(struct ring *ring, int nr, long a0, long a1, long a2,
-                                          long a3, const char *path, uint64_t *seq)
+/* The calling thread's id, by the syscall (rc_record's callers that keep
+ * no copy of it). */
+static inline int32_t rc_gettid(void)
+{
+	return (int32_t)rc_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+}
+
+/* Appends the record of one call by thread tid and returns its slot (for
+ * rc_done), or NULL when the call must take the ordinary path (ring full,
+ * path too long). The tracer trusts tid for nothing but the liveness of a
+ * call it drains unfinished (ring.c, drain_pending), and even a wrong one
+ * costs no record there. */
+static inline struct ring_slot *rc_record(struct ring *ring, int32_t tid, int nr, long a0, long a1,
+                                          long a2, long a3, const char *path, uint64_t *seq)
 {
 	size_t len = rc_strnlen(path, RING_STR);
 	if (len >= RING_STR)
@@ -257,7 +266,7 @@ static inline struct ring_slot *rc_record(struct ring *ring, int nr, long a0, lo
 	} while (!__atomic_compare_exchange_n(&ring->head, &h, h + 1, 0, __ATOMIC_ACQ_REL,
 	                                      __ATOMIC_ACQUIRE));
 	struct ring_slot *s = &ring->slot[h % RING_SLOTS];
-	s->tid = (int32_t)rc_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	s->tid = tid;
 	s->nr = nr;
 	s->args[0] = (uint64_t)a0;
 	s->args[1] = (uint64_t)a1;

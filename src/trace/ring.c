@@ -191,6 +191,9 @@ void ring_close(struct tracer *tr)
 	free(tr->ring_pending);
 	tr->ring_pending = NULL;
 	tr->npending = tr->cap_pending = 0;
+	free(tr->ring_held);
+	tr->ring_held = NULL;
+	tr->nheld = tr->cap_held = 0;
 	tr->ring = NULL;
 	tr->ring_fd = -1;
 	tr->ring_env = NULL;
@@ -289,7 +292,16 @@ static int is_done(const struct ring_slot *s, uint64_t seq)
  * that follow them. A pending record's call is concurrent with everything
  * classified meanwhile, so classifying it later reorders nothing that had
  * an order. Its slot is not freed (the tail stays behind it) until it has
- * its result: the library writes the result into the slot it reserved. */
+ * its result: the library writes the result into the slot it reserved.
+ *
+ * A record whose thread is gone will have no result: it is classified
+ * with the tracer's own lookups, as at a stop (its call may be running
+ * still: then the lookup is concurrent with it). The thread is the one
+ * the record names, which the library keeps a copy of (preload.c) that
+ * may name another thread: the parent of a vfork child that shares it.
+ * So the slot stays taken (tr->ring_held) until a result comes after all
+ * or the run ends: a writer still in its call then writes into its own
+ * slot, never into the record of another call that reuses it. */
 static void drain_pending(struct tracer *tr, int final)
 {
 	struct ring *r = tr->ring;
@@ -297,14 +309,26 @@ static void drain_pending(struct tracer *tr, int final)
 	for (size_t i = 0; i < tr->npending; i++) {
 		uint64_t seq = tr->ring_pending[i];
 		struct ring_slot *s = &r->slot[seq % RING_SLOTS];
-		if (is_done(s, seq))
+		if (is_done(s, seq)) {
 			classify(tr, s, 1);
-		else if (final || !tracee_find(&tr->tracees, s->tid))
-			classify(tr, s, 0); /* died in the call: no result will come */
-		else
+		} else if (final) {
+			classify(tr, s, 0);
+		} else if (!tracee_find(&tr->tracees, s->tid)) {
+			classify(tr, s, 0);
+			ARRAY_RESERVE(tr->ring_held, tr->cap_held, tr->nheld + 1, 16);
+			tr->ring_held[tr->nheld++] = seq;
+		} else {
 			tr->ring_pending[k++] = seq;
+		}
 	}
 	tr->npending = k;
+	k = 0;
+	for (size_t i = 0; i < tr->nheld; i++) {
+		uint64_t seq = tr->ring_held[i];
+		if (!final && !is_done(&r->slot[seq % RING_SLOTS], seq))
+			tr->ring_held[k++] = seq;
+	}
+	tr->nheld = k;
 }
 
 void ring_drain(struct tracer *tr, int final)
@@ -312,7 +336,7 @@ void ring_drain(struct tracer *tr, int final)
 	struct ring *r = tr->ring;
 	if (!r)
 		return;
-	if (tr->npending)
+	if (tr->npending || tr->nheld)
 		drain_pending(tr, final);
 	uint64_t next = tr->ring_next;
 	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
@@ -340,5 +364,8 @@ void ring_drain(struct tracer *tr, int final)
 	for (size_t i = 0; i < tr->npending; i++)
 		if (tr->ring_pending[i] < tail)
 			tail = tr->ring_pending[i];
+	for (size_t i = 0; i < tr->nheld; i++)
+		if (tr->ring_held[i] < tail)
+			tail = tr->ring_held[i];
 	__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 }

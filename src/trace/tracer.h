@@ -71,6 +71,11 @@ struct tracer {
 	uint64_t ring_next;
 	uint64_t *ring_pending;
 	size_t npending, cap_pending;
+	/* Records classified without their result, the thread they name being
+	 * gone, whose slots are kept until a result comes all the same or the
+	 * run ends (ring.c, drain_pending). */
+	uint64_t *ring_held;
+	size_t nheld, cap_held;
 	/* The directory views of the step's getdents calls (dirviews.h). */
 	struct dir_views views;
 	/* Which CPUs the tracer and the step run on (placement.h). */

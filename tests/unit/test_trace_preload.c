@@ -702,6 +702,48 @@ static void limits_read_are_reported_without_their_stops(void **state)
 	free(prog);
 }
 
+/* The pid of the first event of path in r, or -1. */
+static pid_t pid_of_event(const struct trace_result *r, const char *path)
+{
+	for (size_t i = 0; i < r->nevents; i++)
+		if (!strcmp(r->events[i].path, path))
+			return r->events[i].pid;
+	return -1;
+}
+
+/* The library keeps each thread's id from its first record on: a forked
+ * child's records name the child, not the parent whose copy it inherited,
+ * and the parent's still name the parent. */
+static void records_name_the_process_that_made_them_after_a_fork(void **state)
+{
+	static const char src[] =
+	    "#include <stdio.h>\n#include <sys/stat.h>\n#include <sys/wait.h>\n"
+	    "#include <unistd.h>\n"
+	    "int main(int argc, char **argv) {\n"
+	    "  struct stat st; int status; stat(\"/\", &st);\n"
+	    "  pid_t c = fork();\n"
+	    "  if (c == 0) { stat(argv[1], &st); printf(\"%d\\n\", (int)getpid()); return 0; }\n"
+	    "  waitpid(c, &status, 0); stat(argv[2], &st);\n"
+	    "  printf(\"%d\\n\", (int)getpid());\n"
+	    "  return 0;\n"
+	    "}\n";
+	char *argv[] = {compile_here("forker", src, ""), xasprintf("%s/seen-by-child", dir),
+	                xasprintf("%s/seen-by-parent", dir), NULL};
+	struct trace_result r;
+	char *events;
+	char *out = run_traced(argv, CACHET_TEST_PRELOAD, &r, &events);
+	int child = 0, parent = 0;
+	assert_int_equal(sscanf(out, "%d\n%d", &child, &parent), 2);
+	assert_true(r.nrecords > 0);
+	assert_int_equal(pid_of_event(&r, argv[1]), child);
+	assert_int_equal(pid_of_event(&r, argv[2]), parent);
+	free(out);
+	free(events);
+	trace_result_free(&r);
+	for (int i = 0; i < 3; i++)
+		free(argv[i]);
+}
+
 /* Each program of the step attaches the ring by the id of its System V
  * segment (no open of /proc/PID/fd/N, which would stop in every process),
  * and its records arrive as from a file. */
@@ -785,6 +827,7 @@ int main(void)
 	    cmocka_unit_test(a_burst_longer_than_the_ring_loses_nothing),
 	    cmocka_unit_test(the_stat_functions_of_older_programs_spare_their_stops),
 	    cmocka_unit_test(limits_read_are_reported_without_their_stops),
+	    cmocka_unit_test(records_name_the_process_that_made_them_after_a_fork),
 	    cmocka_unit_test(the_ring_is_attached_by_its_segment_id),
 	    cmocka_unit_test(a_ring_of_another_number_is_refused),
 	};
