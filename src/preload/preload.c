@@ -753,6 +753,7 @@ EXPORT char *__realpath_chk(const char *name, char *resolved, size_t resolvedlen
  * only then, or when the search is not fast-pathed. Stack only. */
 static void exec_search(const char *file, char *const argv[], char *const envp[])
 {
+	int32_t tid = my_tid;
 	const char *path = getenv("PATH");
 	if (!active || !file[0] || strchr(file, '/') || !path)
 		return;
@@ -774,6 +775,7 @@ static void exec_search(const char *file, char *const argv[], char *const envp[]
 		if (r == -2)
 			return;
 		if (r == 0 || (errno != ENOENT && errno != ENOTDIR)) {
+			my_tid = tid; /* execvpe's */
 			execve(cand, argv, envp);
 			return;
 		}
@@ -786,7 +788,12 @@ static void exec_search(const char *file, char *const argv[], char *const envp[]
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	int saved = errno;
+	/* execvp often runs in a vfork child, which shares the parent's copy
+	 * of its tid: one the search takes must not stay for the parent
+	 * (tid_of_caller), whether the search returns or executes. */
+	int32_t tid = my_tid;
 	exec_search(file, argv, envp);
+	my_tid = tid;
 	errno = saved;
 	if (!real_execvpe) {
 		errno = ENOSYS;

@@ -744,6 +744,41 @@ static void records_name_the_process_that_made_them_after_a_fork(void **state)
 		free(argv[i]);
 }
 
+/* A vfork child shares its parent's memory, the library's copy of the
+ * thread's id with it: the id execvp's search takes in the child is not
+ * left for the parent, whose later records name the parent. */
+static void a_vfork_child_leaves_its_parent_its_own_id(void **state)
+{
+	static const char src[] =
+	    "#include <stdio.h>\n#include <stdlib.h>\n#include <sys/stat.h>\n"
+	    "#include <sys/wait.h>\n#include <unistd.h>\n"
+	    "int main(int argc, char **argv) {\n"
+	    "  struct stat st; int status; setenv(\"PATH\", argv[1], 1);\n"
+	    "  pid_t c = vfork();\n"
+	    "  if (c == 0) { char *a[] = {\"true\", NULL}; execvp(\"true\", a); _exit(127); }\n"
+	    "  waitpid(c, &status, 0); stat(argv[2], &st);\n"
+	    "  printf(\"%d\\n\", (int)getpid());\n"
+	    "  return WEXITSTATUS(status);\n"
+	    "}\n";
+	char *argv[] = {compile_here("vforker", src, ""),
+	                xasprintf("%s/nowhere:/usr/bin:/bin", dir),
+	                xasprintf("%s/seen-after-vfork", dir), NULL};
+	struct trace_result r;
+	char *events;
+	char *out = run_traced(argv, CACHET_TEST_PRELOAD, &r, &events);
+	int parent = 0;
+	assert_int_equal(sscanf(out, "%d", &parent), 1);
+	char *searched = xasprintf("%s/nowhere/true", dir);
+	assert_true(pid_of_event(&r, searched) > 0); /* the search went through the ring */
+	assert_int_equal(pid_of_event(&r, argv[2]), parent);
+	free(searched);
+	free(out);
+	free(events);
+	trace_result_free(&r);
+	for (int i = 0; i < 3; i++)
+		free(argv[i]);
+}
+
 /* Each program of the step attaches the ring by the id of its System V
  * segment (no open of /proc/PID/fd/N, which would stop in every process),
  * and its records arrive as from a file. */
@@ -828,6 +863,7 @@ int main(void)
 	    cmocka_unit_test(the_stat_functions_of_older_programs_spare_their_stops),
 	    cmocka_unit_test(limits_read_are_reported_without_their_stops),
 	    cmocka_unit_test(records_name_the_process_that_made_them_after_a_fork),
+	    cmocka_unit_test(a_vfork_child_leaves_its_parent_its_own_id),
 	    cmocka_unit_test(the_ring_is_attached_by_its_segment_id),
 	    cmocka_unit_test(a_ring_of_another_number_is_refused),
 	};
