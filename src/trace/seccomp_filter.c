@@ -291,7 +291,9 @@ static void block_stat(struct seccomp_program *p, int nr, int path_arg, int flag
 /* getrlimit and prlimit64: a read of a limit is a fact of the process
  * (syscalls.c, entry_rlimit), save RLIMIT_NOFILE, which is not keyed; a
  * call that only sets one (prlimit64's old_limit NULL) reads nothing:
- * neither of those stops (gcc makes both). With the fast path, a call from the
+ * neither of those stops (gcc makes both). Nor does a read of RLIMIT_STACK,
+ * which glibc's start makes in every process (a stop each): its fact is
+ * keyed at every exec instead (syscall_exec_done). With the fast path, a call from the
  * trusted page goes through too: the preload library reports its read
  * through the ring (a fact holds whatever the order of the file changes
  * around it). res_arg and old_arg: the resource and old_limit arguments. */
@@ -311,7 +313,8 @@ static void block_rlimit(struct seccomp_program *p, int nr, int res_arg, int old
 	}
 	/* The kernel reads the resource as an unsigned int. */
 	ld(p, ARG_LO(res_arg));
-	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RLIMIT_NOFILE, 4, 0));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RLIMIT_NOFILE, 5, 0));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RLIMIT_STACK, 4, 0));
 	ld(p, ARG_LO(old_arg));
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
 	ld(p, ARG_HI(old_arg));

@@ -1618,6 +1618,10 @@ void syscall_exec_done(struct tracer *tr, struct tracee *t)
 	struct pending *p = &t->p;
 	/* The next image's loader reports its own searches, if it can. */
 	t->loader_searched = 0;
+	/* Its reads of the stack limit go through without a stop
+	 * (seccomp_filter.c, block_rlimit): keyed as if made, as glibc's
+	 * start makes one in every process. */
+	entry_rlimit(tr, t, RLIMIT_STACK);
 	int known = p->what == PEND_EXEC && p->path[0];
 	int record = known && p->has_path;
 	p->what = PEND_NONE;

@@ -37,7 +37,8 @@ static char helper_static[PATH_MAX]; /* "" when gcc -static is not available */
 static const char helper_src[] =
     "#define _GNU_SOURCE\n"
     "#include <fcntl.h>\n#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-    "#include <string.h>\n#include <unistd.h>\n"
+    "#include <string.h>\n#include <sys/resource.h>\n#include <sys/syscall.h>\n"
+    "#include <unistd.h>\n"
     "static char *prog;\n"
     "static void *thread_exec(void *arg) { execl(prog, prog, (char *)0); _exit(99); }\n"
     "int main(int argc, char **argv) {\n"
@@ -60,6 +61,11 @@ static const char helper_src[] =
     "  if (!strcmp(argv[1], \"rdwr\")) {\n"
     "    int fd = open(argv[2], O_RDWR); if (fd < 0) return 9;\n"
     "    lseek(fd, 0, SEEK_END); return write(fd, \"more\\n\", 5) == 5 ? 0 : 10; }\n"
+    "  if (!strcmp(argv[1], \"limits\")) {\n"
+    "    struct rlimit l; int n = atoi(argv[2]);\n"
+    "    for (int i = 0; i < n; i++) if (syscall(SYS_prlimit64, 0, RLIMIT_STACK, 0, &l)) return "
+    "11;\n"
+    "    return syscall(SYS_prlimit64, 0, RLIMIT_DATA, 0, &l) ? 12 : 0; }\n"
     "  return 2;\n"
     "}\n";
 
@@ -225,6 +231,33 @@ static void cat_of_a_file_is_a_read_with_its_fingerprint(void **state)
 	no_event_under(&r, "/proc");
 	no_event_under(&r, "/dev");
 	trace_result_free(&r);
+}
+
+/* Reads of the stack limit go through without a stop (glibc's start makes
+ * one in every process) and are keyed all the same, at the exec of each
+ * program; a read of another limit still stops and is keyed by it. */
+static void the_stack_limit_is_keyed_without_a_stop_per_read(void **state)
+{
+	char *few[] = {helper, "limits", "1", NULL};
+	char *many[] = {helper, "limits", "200", NULL};
+	struct trace_result r1, r2;
+	run(few, &r1);
+	run(many, &r2);
+	assert_true(WIFEXITED(r2.status) && WEXITSTATUS(r2.status) == 0);
+	expect(&r2, TRACE_FACT, "rlimit:3");
+	expect(&r2, TRACE_FACT, "rlimit:2");
+	assert_true(r2.nstops < r1.nstops + 10);
+	if (helper_static[0]) {
+		struct trace_result rs;
+		char *st[] = {helper_static, "limits", "200", NULL};
+		run(st, &rs);
+		assert_true(WIFEXITED(rs.status) && WEXITSTATUS(rs.status) == 0);
+		expect(&rs, TRACE_FACT, "rlimit:3");
+		expect(&rs, TRACE_FACT, "rlimit:2");
+		trace_result_free(&rs);
+	}
+	trace_result_free(&r1);
+	trace_result_free(&r2);
 }
 
 static void test_e_of_a_missing_path_is_a_probe_enoent(void **state)
@@ -677,6 +710,7 @@ static void self_is_not_traced(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(the_stack_limit_is_keyed_without_a_stop_per_read),
 	    cmocka_unit_test(cat_of_a_file_is_a_read_with_its_fingerprint),
 	    cmocka_unit_test(test_e_of_a_missing_path_is_a_probe_enoent),
 	    cmocka_unit_test(ls_of_a_directory_is_a_list),
