@@ -61,8 +61,11 @@ static long ret_errno(long r)
  * thread (the child of vfork, or of a raw clone, shares or copies the
  * parent's) makes the tracer wait longer for an unfinished record, never
  * take a wrong one (ring.c, drain_pending), and misnames the event's pid,
- * which is for diagnostics only. */
-static __thread int32_t my_tid;
+ * which is for diagnostics only. Initial-exec: the dynamic models may
+ * allocate a thread's copy on its first use, with malloc, which a vfork
+ * child (execvp's search runs in one) must not call; these 4 bytes count
+ * against the static TLS an audited program has room for (audit_tls.c). */
+static __thread int32_t my_tid __attribute__((tls_model("initial-exec")));
 
 static int32_t tid_of_caller(void)
 {
