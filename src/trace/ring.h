@@ -107,7 +107,7 @@ enum {
 
 struct ring_slot {
 	uint32_t ready; /* (uint32_t)(seq + 1) once the record is complete */
-	int32_t tid;
+	int32_t tid;    /* the caller, as the library knows it (rc_record) */
 	int32_t nr;
 	uint32_t done; /* (uint32_t)(seq + 1) once `res` holds the call's result */
 	uint64_t args[6];
