@@ -309,7 +309,8 @@ struct trace_result {
 	size_t nevents;
 	size_t nstops;      /* seccomp stops taken, for diagnostics and benchmarks */
 	size_t nexit_stops; /* syscall-exit stops taken, likewise */
-	size_t nrecords;    /* calls the preload library reported instead */
+	size_t nrecords;    /* calls the preload library reported instead, repeats left out */
+	size_t nring;       /* records the ring carried, repeats included */
 };
 
 /* Runs spec under the tracer and waits for the whole process tree to end.

@@ -615,8 +615,81 @@ static int suffix_needs_dir(const char *end)
 	return 0;
 }
 
+/* Prefixes that readlink found not to be links, as keys of the ring's
+ * names_gen at the time and the name. cc1 resolves every header it finds
+ * with realpath, which reads each prefix as a link: about a thousand
+ * readlinks a compile, of some 140 names (/usr alone 181 times). Such an
+ * answer holds until a name changes, and every call of the step that can
+ * change one stops, the tracer counting names_gen up before it runs: while
+ * the number is the one read before the readlink, the answer is the same,
+ * and the tracer has its record already. The slots are shared by the
+ * process's threads and inherited by a fork, which sees the same names;
+ * exec starts afresh. A key is FNV-1a over both (a false match is 2^-64,
+ * as for link targets); a slot taken by another key is overwritten. */
+#define NOT_LINKS      1024u
+#define NOT_LINK_PROBE 4u
+static uint64_t not_links[NOT_LINKS];
+
+/* The key of path[0..len) now, or 0 where none is kept: without the ring,
+ * and under /proc, /sys and /dev, whose names come and go with processes
+ * and devices, not with calls of the step. */
+static uint64_t not_link_key(const char *path, size_t len)
+{
+	if (!active || is_component(path, "/proc") || is_component(path, "/sys") ||
+	    is_component(path, "/dev"))
+		return 0;
+	uint64_t gen = __atomic_load_n(&ring->names_gen, __ATOMIC_ACQUIRE);
+	return ring_hash_more(ring_hash(&gen, sizeof gen), path, len) | 1;
+}
+
+static int known_not_link(uint64_t key)
+{
+	for (unsigned i = 0; key && i < NOT_LINK_PROBE; i++)
+		if (__atomic_load_n(&not_links[(key + i) % NOT_LINKS], __ATOMIC_RELAXED) == key)
+			return 1;
+	return 0;
+}
+
+static void remember_not_link(uint64_t key)
+{
+	unsigned at = (unsigned)(key % NOT_LINKS);
+	for (unsigned i = 0; i < NOT_LINK_PROBE; i++) {
+		uint64_t was = __atomic_load_n(&not_links[(key + i) % NOT_LINKS], __ATOMIC_RELAXED);
+		if (was == key)
+			return;
+		if (was == 0) {
+			at = (unsigned)((key + i) % NOT_LINKS);
+			break;
+		}
+	}
+	__atomic_store_n(&not_links[at], key, __ATOMIC_RELAXED);
+}
+
+/* A readlink of a prefix for fast_realpath: answered from not_links when it
+ * holds, else made (through the ring where it can be) and remembered when
+ * it found no link. Only a call that went through the ring is remembered:
+ * the others (names through /proc, too long ones) may mean another file in
+ * another process or at another time. */
+static ssize_t prefix_readlink(const char *path, size_t len, char *link, size_t size)
+{
+	uint64_t key = not_link_key(path, len);
+	if (known_not_link(key)) {
+		errno = EINVAL;
+		return -1;
+	}
+	ssize_t n = fast_readlink(path, link, size);
+	if (n == -2) {
+		REAL(readlink)
+		return real_readlink(path, link, size);
+	}
+	if (n < 0 && errno == EINVAL && key)
+		remember_not_link(key);
+	return n;
+}
+
 /* glibc's realpath (stdlib/canonicalize.c), step for step: the same
- * readlink of every prefix, the same answers and errors, the partial
+ * readlink of every prefix (a repeated one answered from not_links), the
+ * same answers and errors, the partial
  * result left in `resolved` when a name is missing or unsearchable. Its readlinks are
  * libc-internal, so interposing readlink alone would miss them: cc1 makes about a thousand per
  * compile. */
@@ -673,11 +746,7 @@ static char *fast_realpath(const char *name, char *resolved)
 		memcpy(dest, start, len);
 		dest += len;
 		*dest = '\0';
-		ssize_t n = fast_readlink(rname, link, sizeof link - 1);
-		if (n == -2) {
-			REAL(readlink)
-			n = real_readlink(rname, link, sizeof link - 1);
-		}
+		ssize_t n = prefix_readlink(rname, (size_t)(dest - rname), link, sizeof link - 1);
 		if (n >= 0) {
 			if (++links > 40) {
 				errno = ELOOP;

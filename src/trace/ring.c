@@ -369,3 +369,9 @@ void ring_drain(struct tracer *tr, int final)
 			tail = tr->ring_held[i];
 	__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 }
+
+void ring_note_stop(struct tracer *tr)
+{
+	if (tr->ring)
+		__atomic_add_fetch(&tr->ring->names_gen, 1, __ATOMIC_RELEASE);
+}

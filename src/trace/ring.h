@@ -52,7 +52,7 @@
  * ENOENT it abandons the rest of a RUNPATH or LD_LIBRARY_PATH list). */
 #define RING_EMPTY_NAME (RING_SAFE_PAGE + 256ULL)
 
-#define RING_MAGIC 0x32474e52u /* "RNG2": slots with results */
+#define RING_MAGIC 0x33474e52u /* "RNG3": slots with results, names_gen */
 /* 512-byte slots: most paths are short, and every page of the ring that a
  * compile touches is a page fault in the step and in the tracer. A longer
  * path takes the ordinary stop. 256 of them (128 KB), reused as the tracer
@@ -119,19 +119,28 @@ _Static_assert(sizeof(struct ring_slot) == 512, "a slot is 512 bytes");
 /* FNV-1a, 64 bits: enough to tell that a symlink's target changed between
  * the step's readlink and the tracer's (an accidental collision is 2^-64;
  * the preload library has no SHA-256 and must stay cheap). */
-static inline uint64_t ring_hash(const void *data, size_t len)
+static inline uint64_t ring_hash_more(uint64_t h, const void *data, size_t len)
 {
 	const unsigned char *p = data;
-	uint64_t h = 0xcbf29ce484222325ull;
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ p[i]) * 0x100000001b3ull;
 	return h;
+}
+
+static inline uint64_t ring_hash(const void *data, size_t len)
+{
+	return ring_hash_more(0xcbf29ce484222325ull, data, len);
 }
 
 struct ring {
 	uint32_t magic;
 	uint32_t slots;
 	uint64_t nonce; /* random, named in RING_ENV */
+	/* Counted up by the tracer at every stop, before the stopped call
+	 * runs. Every call that can change a name stops, so while this number
+	 * stays the same no name has changed since, whichever process of the
+	 * step asks (the preload library's realpath relies on it). */
+	uint64_t names_gen;
 	/* Next sequence number to reserve (producers, compare-and-swap). */
 	uint64_t head __attribute__((aligned(64)));
 	/* Next sequence number to consume (the tracer only). */

@@ -289,6 +289,7 @@ static void handle_stop(struct tracer *tr, struct tracee *t, int status)
 	int event = (status >> 16) & 0xff;
 	struct __ptrace_syscall_info si;
 
+	ring_note_stop(tr);
 	if (sig == (SIGTRAP | 0x80)) { /* a syscall-exit stop we asked for */
 		t->started = 1;
 		tr->nexit_stops++;
@@ -542,6 +543,7 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 	out->nstops = tr->nstops;
 	out->nexit_stops = tr->nexit_stops;
 	out->nrecords = tr->nrecords;
+	out->nring = (size_t)tr->ring_next;
 	out->events = event_log_detach(&tr->log, &out->nevents);
 	tracer_free(tr);
 	return 0;

@@ -131,6 +131,10 @@ void syscall_attach_listings(struct tracer *tr);
 struct ring;
 int ring_open(struct tracer *tr);
 void ring_drain(struct tracer *tr, int final);
+/* At every stop, before the stopped call runs: counts the ring's names_gen
+ * up (ring.h), so that no answer remembered before it is taken for one
+ * after. */
+void ring_note_stop(struct tracer *tr);
 void ring_close(struct tracer *tr);
 
 #endif

@@ -850,6 +850,61 @@ static void a_ring_of_another_number_is_refused(void **state)
 	shmdt(r);
 }
 
+/* realpath of one name many times, a prefix of it turned into a link by
+ * the process itself, then back by another process of the step: each
+ * answer as without the library, and the prefixes read once each between
+ * changes, not once per call. */
+static const char relink_src[] =
+    "#define _GNU_SOURCE\n"
+    "#include <limits.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n"
+    "int main(int argc, char **argv) {\n"
+    "  char name[PATH_MAX], got[PATH_MAX], a[PATH_MAX], a2[PATH_MAX], cmd[3 * PATH_MAX];\n"
+    "  snprintf(name, sizeof name, \"%s/rp/a/b/file\", argv[1]);\n"
+    "  snprintf(a, sizeof a, \"%s/rp/a\", argv[1]);\n"
+    "  snprintf(a2, sizeof a2, \"%s/rp/a2\", argv[1]);\n"
+    "  for (int i = 0; i < atoi(argv[2]); i++) if (!realpath(name, got)) return 1;\n"
+    "  printf(\"%s\\n\", got);\n"
+    "  if (rename(a, a2) || symlink(\"a2\", a)) return 2;\n"
+    "  printf(\"%s\\n\", realpath(name, got) ? got : \"NULL\");\n"
+    "  snprintf(cmd, sizeof cmd, \"rm %s && mv %s %s\", a, a2, a);\n"
+    "  if (system(cmd)) return 3;\n"
+    "  printf(\"%s\\n\", realpath(name, got) ? got : \"NULL\");\n"
+    "  return 0;\n"
+    "}\n";
+
+static void a_prefix_found_no_link_is_read_again_only_after_a_change(void **state)
+{
+	char prog[PATH_MAX];
+	assert_int_equal(compile_program(dir, "relink", relink_src, "", prog, sizeof prog), 0);
+	char *setup =
+	    xasprintf("rm -rf %s/rp && mkdir -p %s/rp/a/b && : > %s/rp/a/b/file", dir, dir, dir);
+	assert_int_equal(sh(setup), 0);
+	char *argv[] = {prog, dir, "100", NULL};
+	char *plain = run_plain(argv);
+	struct trace_result r, once;
+	char *events, *once_events;
+	char *fast = run_traced(argv, CACHET_TEST_PRELOAD, &r, &events);
+	assert_string_equal(fast, plain);
+	char *through = xasprintf("%s/rp/a2/b/file\n", dir);
+	assert_non_null(strstr(fast, through));
+	/* The same with one call before the change: the 99 more read no
+	 * prefix again (without the memory of them, each would read them all). */
+	assert_int_equal(sh(setup), 0);
+	argv[2] = "1";
+	free(run_traced(argv, CACHET_TEST_PRELOAD, &once, &once_events));
+	assert_string_equal(once_events, events);
+	assert_true(r.nring < once.nring + 4);
+	trace_result_free(&once);
+	free(once_events);
+	trace_result_free(&r);
+	free(events);
+	free(plain);
+	free(fast);
+	free(through);
+	assert_int_equal(sh(setup), 0);
+	free(setup);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -867,6 +922,7 @@ int main(void)
 	    cmocka_unit_test(a_vfork_child_leaves_its_parent_its_own_id),
 	    cmocka_unit_test(the_ring_is_attached_by_its_segment_id),
 	    cmocka_unit_test(a_ring_of_another_number_is_refused),
+	    cmocka_unit_test(a_prefix_found_no_link_is_read_again_only_after_a_change),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
