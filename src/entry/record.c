@@ -534,6 +534,13 @@ static struct observe_memo *lookups_of(struct recorder *rc, const char *path)
  * the same fingerprint; a path found present (or absent) still is. */
 static int still_holds(struct recorder *rc, const struct trace_event *ev)
 {
+	/* Only a file read or run, a probe and a readlink are lookups of a
+	 * path: a fact's name ("ldcache:libc.so.6") is none, and was looked up
+	 * in the cwd for nothing (with a memo of its own, which then made
+	 * every ldcache fact stat the loader's cache again). */
+	if (ev->kind != TRACE_READ && ev->kind != TRACE_EXEC && ev->kind != TRACE_PROBE &&
+	    ev->kind != TRACE_READLINK)
+		return 1;
 	struct stat st;
 	int nofollow = ev->flags & TRACE_F_NOFOLLOW;
 	int r = observe_stat(lookups_of(rc, ev->path), ev->path, nofollow, &st);
