@@ -50,6 +50,21 @@ struct dirfp_set {
  * pathset_strong_key_from_values takes them) hold now. */
 void dirfp_collect(const struct pathset *ps, const void *values, size_t values_len,
                    struct dirfp_set *out);
+/* What a collection has looked up: each path and directory once. A
+ * recording that checks its values (record.h) notes there the absent
+ * paths it has just found absent, so that the collection of its memo
+ * neither looks them up again nor takes their directories' fingerprints
+ * once more. */
+struct dirfp_notes;
+struct dirfp_notes *dirfp_notes_new(void);
+void dirfp_notes_free(struct dirfp_notes *n); /* NULL: nothing */
+/* Called just after an lstat of path failed with ENOENT: finds the
+ * directory that decides its absence and takes its fingerprint, as
+ * dirfp_collect would after its own lstat of path. An absolute path only. */
+void dirfp_note_absent(struct dirfp_notes *n, const char *path);
+/* dirfp_collect through notes (NULL: none), which it adds to. */
+void dirfp_collect_noted(const struct pathset *ps, const void *values, size_t values_len,
+                         struct dirfp_notes *notes, struct dirfp_set *out);
 void dirfp_encode(const struct dirfp_set *set, struct buf *out);
 /* Untrusted bytes, for a path set of nobs observations. */
 int dirfp_decode(const void *data, size_t len, size_t nobs, struct dirfp_set *out);
