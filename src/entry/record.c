@@ -10,6 +10,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cachet/dirfp.h"
 #include "cachet/env.h"
 #include "cachet/find.h"
 #include "cachet/output_words.h"
@@ -545,6 +546,14 @@ static int still_holds(struct recorder *rc, const struct trace_event *ev)
 	int nofollow = ev->flags & TRACE_F_NOFOLLOW;
 	int r = observe_stat(lookups_of(rc, ev->path), ev->path, nofollow, &st);
 	int absent = r < 0 && (errno == ENOENT || errno == ENOTDIR);
+	/* Found absent as the step found it: the value keyed is this lookup's
+	 * (compute_values takes it from the memo), so the memo's directory
+	 * fingerprint is taken now, just after it, as dirfp_collect would
+	 * take it after a lookup of its own (dirfp.h: the value is known to
+	 * hold before the fingerprint that vouches for it is taken). */
+	if (rc->rec->dirs && r < 0 && errno == ENOENT && ev->err == ENOENT &&
+	    (ev->kind == TRACE_PROBE || ev->kind == TRACE_READLINK))
+		dirfp_note_absent(rc->rec->dirs, ev->path);
 	switch (ev->kind) {
 	case TRACE_READ:
 	case TRACE_EXEC: {
@@ -1499,6 +1508,8 @@ int record_run_scanning(const struct trace_event *events, size_t n, const char *
 	strmap_init(&rc.read_paths);
 	strmap_init(&rc.looked_inside);
 	rc.cwd = getcwd(NULL, 0);
+	if (s && env && env->memo_dirs)
+		out->dirs = dirfp_notes_new();
 
 	collect_touches(&rc);
 	if (s)
@@ -1577,4 +1588,6 @@ void record_free(struct record *r)
 		free(r->names[i]);
 	free(r->names);
 	free(r->seen);
+	dirfp_notes_free(r->dirs);
+	r->dirs = NULL;
 }
