@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "cachet/buf.h"
 #include "cachet/fileid.h"
@@ -62,6 +63,10 @@ void dirfp_notes_free(struct dirfp_notes *n); /* NULL: nothing */
  * directory that decides its absence and takes its fingerprint, as
  * dirfp_collect would after its own lstat of path. An absolute path only. */
 void dirfp_note_absent(struct dirfp_notes *n, const char *path);
+/* The lstat the notes take of an ancestor (NULL: lstat itself): a
+ * recording's, which its values share. 0 or -1 with errno. */
+void dirfp_notes_lookups(struct dirfp_notes *n,
+                         int (*lstat_of)(void *ctx, const char *path, struct stat *st), void *ctx);
 /* dirfp_collect through notes (NULL: none), which it adds to. */
 void dirfp_collect_noted(const struct pathset *ps, const void *values, size_t values_len,
                          struct dirfp_notes *notes, struct dirfp_set *out);

@@ -64,6 +64,9 @@ struct dirfp_notes {
 		int trusted;
 	} * fs;
 	size_t nfs, fs_alloc;
+	/* dirfp_notes_lookups: the caller's lstat */
+	int (*lstat_of)(void *ctx, const char *path, struct stat *st);
+	void *lstat_ctx;
 };
 
 /* An lstat and what it found: errno, 0 with st. */
@@ -102,9 +105,18 @@ static const struct looked *ancestor_lookup(struct dirfp_notes *n, const char *d
 {
 	int added;
 	struct looked *l = strmap_get_or_new(&n->ancestors, dir, sizeof *l, &added);
-	if (added)
+	if (added && n->lstat_of)
+		l->err = n->lstat_of(n->lstat_ctx, dir, &l->st) == 0 ? 0 : errno;
+	else if (added)
 		l->err = lstat(dir, &l->st) == 0 ? 0 : errno;
 	return l;
+}
+
+void dirfp_notes_lookups(struct dirfp_notes *n,
+                         int (*lstat_of)(void *ctx, const char *path, struct stat *st), void *ctx)
+{
+	n->lstat_of = lstat_of;
+	n->lstat_ctx = ctx;
 }
 
 /* The directory that decides why absent path p is absent: its nearest
