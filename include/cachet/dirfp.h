@@ -14,10 +14,12 @@
  * nothing and 116 are readlinks. The facts the loader's cache answers
  * (facts.c) are decided the same way by that file's fingerprint.
  *
- * A fingerprint is only taken of a directory that has not changed within
- * DIGEST_CACHE_MARGIN_NS of now (inode times come from a coarse clock:
- * two changes in one tick would leave the same times), and only after the
- * values it vouches for were known to hold, so that any later change shows.
+ * A fingerprint is only kept of a directory that has not changed within
+ * DIGEST_CACHE_MARGIN_NS before the collection began (inode times come
+ * from a coarse clock: two changes in one tick would leave the same
+ * times), and vouches for values known to hold during the collection: the
+ * directory had the fingerprinted entries from before it began until the
+ * fingerprint was taken, and any later change shows.
  * Not used on network file systems (the caller's choice: the memo is not).
  */
 #ifndef CACHET_DIRFP_H

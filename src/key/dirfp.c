@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cachet/array.h"
 #include "cachet/ldcache.h"
@@ -64,6 +65,10 @@ struct dirfp_notes {
 		int trusted;
 	} * fs;
 	size_t nfs, fs_alloc;
+	/* When the notes began: no lookup in them is older. A fingerprint
+	 * may come from an earlier lookup than its own use (one per path),
+	 * so it is kept only when settled since then, not just now. */
+	int64_t since_ns;
 	/* dirfp_notes_lookups: the caller's lstat */
 	int (*lstat_of)(void *ctx, const char *path, struct stat *st);
 	void *lstat_ctx;
@@ -78,6 +83,9 @@ struct looked {
 struct dirfp_notes *dirfp_notes_new(void)
 {
 	struct dirfp_notes *n = xcalloc(1, sizeof *n);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n->since_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	strmap_init(&n->index);
 	strmap_init(&n->ancestors);
 	strmap_init(&n->absent);
@@ -175,9 +183,15 @@ static intptr_t fingerprint(struct dirfp_notes *n, const char *dir)
 		return at;
 	at = -1;
 	/* An ancestor lookup that found a directory is the stat the
-	 * fingerprint takes (no symlink to follow), made at the same point:
-	 * after the lookup of the absent path it decides, before any other
-	 * use. */
+	 * fingerprint takes (no symlink to follow). It may be older than the
+	 * lookup of a path it then decides (a recording's check of the
+	 * directory itself, an earlier absent path): sound, as any stat
+	 * taken once and reused for a directory. Kept only when the directory
+	 * has not changed since before the notes began (since_ns), it had
+	 * the same entries from then until this stat; a change after it moves
+	 * its times away from the fingerprint, which then vouches for
+	 * nothing. A value looked up at any point of the notes is thus one
+	 * that the fingerprinted entries decide. */
 	const struct looked *l = strmap_get(&n->ancestors, dir);
 	struct stat st;
 	int found;
@@ -190,7 +204,8 @@ static intptr_t fingerprint(struct dirfp_notes *n, const char *dir)
 	if (found && (S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && !strcmp(dir, LDCACHE_PATH)))) {
 		struct file_id id;
 		file_id_from_stat(&st, &id);
-		if (file_id_settled(&id) && fs_trusted(n, &st, dir)) {
+		int64_t newest = id.mtime_ns > id.ctime_ns ? id.mtime_ns : id.ctime_ns;
+		if (n->since_ns - newest > DIGEST_CACHE_MARGIN_NS && fs_trusted(n, &st, dir)) {
 			ARRAY_RESERVE(n->dirs, n->alloc, n->ndirs + 1, 16);
 			n->dirs[n->ndirs].dir = xstrdup(dir);
 			n->dirs[n->ndirs].id = id;

@@ -191,6 +191,36 @@ static void noted_absent_paths_decide_as_the_collections_own_lookups(void **stat
 	pathset_free(&ps);
 }
 
+/* Notes may answer a lookup made later than their fingerprint's stat: a
+ * directory is kept only when it has not changed since before the notes
+ * began, however long ago that change is by the time of the collection. */
+static void a_directory_changed_after_the_notes_began_is_not_fingerprinted(void **state)
+{
+	settle();
+	struct pathset ps;
+	pathset_init(&ps);
+	pathset_add(&ps, OBS_STAT, 0, at("d/absent.h"), NULL);
+	pathset_canonicalise(&ps, NULL);
+	struct buf values;
+	struct digest strong;
+	recorded(&ps, &values, &strong);
+	struct dirfp_notes *n = dirfp_notes_new();
+	assert_int_equal(close(creat(at("d/other.h"), 0644)), 0);
+	settle();
+	struct dirfp_set set;
+	dirfp_collect_noted(&ps, values.data, values.len, n, &set);
+	assert_int_equal(set.ndirs, 0);
+	dirfp_free(&set);
+	dirfp_notes_free(n);
+	/* A collection that begins after the change, once it has settled. */
+	dirfp_collect(&ps, values.data, values.len, &set);
+	assert_int_equal(set.ndirs, 1);
+	dirfp_free(&set);
+	unlink(at("d/other.h"));
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
 static void a_created_file_is_seen(void **state)
 {
 	check_change_is_seen("create");
@@ -338,6 +368,7 @@ int main(void)
 	    cmocka_unit_test(a_directory_changed_just_now_is_not_fingerprinted),
 	    cmocka_unit_test(damaged_encodings_are_refused),
 	    cmocka_unit_test(noted_absent_paths_decide_as_the_collections_own_lookups),
+	    cmocka_unit_test(a_directory_changed_after_the_notes_began_is_not_fingerprinted),
 	    cmocka_unit_test(ldcache_facts_are_decided_by_the_cache_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
