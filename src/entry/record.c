@@ -575,9 +575,8 @@ static int still_holds(struct recorder *rc, const struct trace_event *ev)
 	int absent = r < 0 && (errno == ENOENT || errno == ENOTDIR);
 	/* Found absent as the step found it: the value keyed is this lookup's
 	 * (compute_values takes it from the memo), so the memo's directory
-	 * fingerprint is taken now, just after it, as dirfp_collect would
-	 * take it after a lookup of its own (dirfp.h: the value is known to
-	 * hold before the fingerprint that vouches for it is taken). */
+	 * fingerprint is taken now, just after it, as dirfp_collect did after
+	 * a lookup of its own, which then need not be made again. */
 	if (rc->rec->dirs && r < 0 && errno == ENOENT && ev->err == ENOENT &&
 	    (ev->kind == TRACE_PROBE || ev->kind == TRACE_READLINK))
 		dirfp_note_absent(rc->rec->dirs, ev->path);
