@@ -65,6 +65,9 @@ void dirfp_notes_free(struct dirfp_notes *n); /* NULL: nothing */
  * directory that decides its absence and takes its fingerprint, as
  * dirfp_collect would after its own lstat of path. An absolute path only. */
 void dirfp_note_absent(struct dirfp_notes *n, const char *path);
+/* Called when a lookup (dirfp_notes_lookups) of path found a directory:
+ * its fingerprint, should a collection want one, is that lookup's. */
+void dirfp_note_directory(struct dirfp_notes *n, const char *path);
 /* The lstat the notes take of an ancestor (NULL: lstat itself): a
  * recording's, which its values share. 0 or -1 with errno. */
 void dirfp_notes_lookups(struct dirfp_notes *n,

@@ -580,6 +580,10 @@ static int still_holds(struct recorder *rc, const struct trace_event *ev)
 	if (rc->rec->dirs && r < 0 && errno == ENOENT && ev->err == ENOENT &&
 	    (ev->kind == TRACE_PROBE || ev->kind == TRACE_READLINK))
 		dirfp_note_absent(rc->rec->dirs, ev->path);
+	/* A directory found: the include directories gcc stats, the prefixes
+	 * its realpath reads; their fingerprints are the memo's too. */
+	else if (rc->rec->dirs && r == 0 && S_ISDIR(st.st_mode))
+		dirfp_note_directory(rc->rec->dirs, ev->path);
 	switch (ev->kind) {
 	case TRACE_READ:
 	case TRACE_EXEC: {

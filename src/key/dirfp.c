@@ -234,6 +234,11 @@ static intptr_t absent_fingerprint(struct dirfp_notes *n, const char *p, int loo
 	return at;
 }
 
+void dirfp_note_directory(struct dirfp_notes *n, const char *path)
+{
+	ancestor_lookup(n, path);
+}
+
 void dirfp_note_absent(struct dirfp_notes *n, const char *path)
 {
 	if (path[0] == '/')
