@@ -47,6 +47,15 @@ static int is_real_name(const char *path)
 	return *base && strcmp(base, ".") && strcmp(base, "..") && path[strlen(path) - 1] != '/';
 }
 
+/* Whether the file system of the directories of one st_dev is trusted:
+ * file_id_fs_trusted asks the file system, which every directory of one
+ * device shares (overlayfs gives its directories its own st_dev; only its
+ * other files carry a lower layer's). */
+struct fs_trust {
+	dev_t dev;
+	int trusted;
+};
+
 /* What one collection (or a recording and then the collection of its
  * memo) has looked up, so that no path is looked up twice: the directories
  * of a compiler's include search are the same few for every header. */
@@ -56,14 +65,7 @@ struct dirfp_notes {
 	struct strmap index;     /* dir -> index + 1 into dirs, or -1 if unusable */
 	struct strmap ancestors; /* dir -> struct looked (malloc'd) */
 	struct strmap absent;    /* absent path -> index + 1 into dirs, or -1 */
-	/* Per st_dev of a directory, whether its file system is trusted:
-	 * file_id_fs_trusted asks the file system, which every directory of
-	 * one device shares (overlayfs gives its directories its own st_dev;
-	 * only its other files carry a lower layer's). */
-	struct fs_trust {
-		dev_t dev;
-		int trusted;
-	} * fs;
+	struct fs_trust *fs;     /* one per st_dev met */
 	size_t nfs, fs_alloc;
 	/* When the notes began: no lookup in them is older. A fingerprint
 	 * may come from an earlier lookup than its own use (one per path),
