@@ -14,10 +14,12 @@
  * nothing and 116 are readlinks. The facts the loader's cache answers
  * (facts.c) are decided the same way by that file's fingerprint.
  *
- * A fingerprint is only taken of a directory that has not changed within
- * DIGEST_CACHE_MARGIN_NS of now (inode times come from a coarse clock:
- * two changes in one tick would leave the same times), and only after the
- * values it vouches for were known to hold, so that any later change shows.
+ * A fingerprint is only kept of a directory that has not changed within
+ * DIGEST_CACHE_MARGIN_NS before the collection began (inode times come
+ * from a coarse clock: two changes in one tick would leave the same
+ * times), and vouches for values known to hold during the collection: the
+ * directory had the fingerprinted entries from before it began until the
+ * fingerprint was taken, and any later change shows.
  * Not used on network file systems (the caller's choice: the memo is not).
  */
 #ifndef CACHET_DIRFP_H
@@ -25,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "cachet/buf.h"
 #include "cachet/fileid.h"
@@ -50,6 +53,28 @@ struct dirfp_set {
  * pathset_strong_key_from_values takes them) hold now. */
 void dirfp_collect(const struct pathset *ps, const void *values, size_t values_len,
                    struct dirfp_set *out);
+/* What a collection has looked up: each path and directory once. A
+ * recording that checks its values (record.h) notes there the absent
+ * paths it has just found absent, so that the collection of its memo
+ * neither looks them up again nor takes their directories' fingerprints
+ * once more. */
+struct dirfp_notes;
+struct dirfp_notes *dirfp_notes_new(void);
+void dirfp_notes_free(struct dirfp_notes *n); /* NULL: nothing */
+/* Called just after an lstat of path failed with ENOENT: finds the
+ * directory that decides its absence and takes its fingerprint, as
+ * dirfp_collect would after its own lstat of path. An absolute path only. */
+void dirfp_note_absent(struct dirfp_notes *n, const char *path);
+/* Called when a lookup (dirfp_notes_lookups) of path found a directory:
+ * its fingerprint, should a collection want one, is that lookup's. */
+void dirfp_note_directory(struct dirfp_notes *n, const char *path);
+/* The lstat the notes take of an ancestor (NULL: lstat itself): a
+ * recording's, which its values share. 0 or -1 with errno. */
+void dirfp_notes_lookups(struct dirfp_notes *n,
+                         int (*lstat_of)(void *ctx, const char *path, struct stat *st), void *ctx);
+/* dirfp_collect through notes (NULL: none), which it adds to. */
+void dirfp_collect_noted(const struct pathset *ps, const void *values, size_t values_len,
+                         struct dirfp_notes *notes, struct dirfp_set *out);
 void dirfp_encode(const struct dirfp_set *set, struct buf *out);
 /* Untrusted bytes, for a path set of nobs observations. */
 int dirfp_decode(const void *data, size_t len, size_t nobs, struct dirfp_set *out);

@@ -29,6 +29,7 @@
 #include "cachet/trace.h"
 
 struct step;
+struct dirfp_notes;
 
 /* What the search of one output file's content for rec->names found. */
 struct record_names_seen {
@@ -69,6 +70,10 @@ struct record {
 	size_t nnames;
 	struct record_names_seen *seen;
 	size_t nseen;
+	/* With record_env.memo_dirs: the absent paths found absent when the
+	 * values were checked, with their deciding directories' fingerprints
+	 * (dirfp.h), for the step's memo. */
+	struct dirfp_notes *dirs;
 };
 
 /* The variables of a run's environment that its record keys by effect
@@ -81,6 +86,8 @@ struct record_env {
 	int scan;
 	const void *out, *err; /* the run's stdout and stderr */
 	size_t out_len, err_len;
+	/* The run leaves a memo (record.dirs). */
+	int memo_dirs;
 };
 
 /* Builds the path set and values from the events, checks that every

@@ -734,7 +734,9 @@ static void miss(struct run *r, const char *reason)
 		                          .out = t.out.data,
 		                          .out_len = t.out.len,
 		                          .err = t.err.data,
-		                          .err_len = t.err.len};
+		                          .err_len = t.err.len,
+		                          .memo_dirs = !r->lookup.nondeterministic &&
+		                                       !store_is_readonly(r->store)};
 		if (record_run_scanning(tr.events, tr.nevents, (const char *const *)ignore,
 		                        &r->step.bases, &renv, r->store, &r->lookup.fps.dc, &rec,
 		                        &e) < 0) {

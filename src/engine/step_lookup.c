@@ -49,6 +49,8 @@ struct memo_dirs {
 	const void *pathset_body;
 	size_t pathset_len;
 	const struct result *res;
+	/* What the recording already found (record.dirs), or NULL. */
+	struct dirfp_notes *notes;
 	struct buf out;
 };
 
@@ -63,7 +65,8 @@ static void memo_dirs_collect(void *arg)
 	if (pathset_decode(md->pathset_body, md->pathset_len, &ps, &e) == 0) {
 		/* The directories of this checkout. */
 		if (portable_localise_pathset(&ps, &md->sl->step->bases) == 0)
-			dirfp_collect(&ps, md->res->values, md->res->values_len, &dirs);
+			dirfp_collect_noted(&ps, md->res->values, md->res->values_len, md->notes,
+			                    &dirs);
 		pathset_free(&ps);
 	}
 	dirfp_encode(&dirs, &md->out);
@@ -98,7 +101,7 @@ static void write_memo(struct step_lookup *sl, const struct lookup_candidate *c)
 {
 	if (store_is_readonly(sl->store))
 		return;
-	struct memo_dirs md = {sl, c->pathset_body, c->pathset_len, c->result, {0}};
+	struct memo_dirs md = {sl, c->pathset_body, c->pathset_len, c->result, NULL, {0}};
 	buf_init(&md.out);
 	memo_dirs_collect(&md);
 	put_memo(sl, &c->strong, c->result_body, c->result_len, &md, c->pathset);
@@ -282,12 +285,13 @@ enum lookup_step_outcome lookup_step(struct step_lookup *sl, struct error *e)
 /* Stores the entry of a miss (lookup_store_entry) and, unless the step is
  * nondeterministic or the store read-only, leaves it as the step's memo,
  * with the fingerprints this run used. */
-static int store_with_memo(struct step_lookup *sl, const struct lookup_entry *en, struct error *e)
+static int store_with_memo(struct step_lookup *sl, const struct lookup_entry *en,
+                           struct dirfp_notes *notes, struct error *e)
 {
 	/* The memo's directories are found on another CPU while this one
 	 * writes the entry (0.65 ms each for a small compile). */
 	int memo = !sl->nondeterministic && !store_is_readonly(sl->store);
-	struct memo_dirs md = {sl, en->pathset_body, en->pathset_len, en->result, {0}};
+	struct memo_dirs md = {sl, en->pathset_body, en->pathset_len, en->result, notes, {0}};
 	struct side_job dirs_job;
 	buf_init(&md.out);
 	if (memo)
@@ -336,7 +340,7 @@ int lookup_store_run(struct step_lookup *sl, struct record *rec, const struct lo
 	struct store_duplicate dup;
 	if (duplicate_note(sl->store, sl->step, rec, &strong, &streams, &dup, NULL) == 1)
 		entry.duplicate = &dup;
-	int rc = store_with_memo(sl, &entry, e);
+	int rc = store_with_memo(sl, &entry, rec->dirs, e);
 	store_duplicate_free(&dup);
 	buf_free(&result_body);
 	return rc;

@@ -10,6 +10,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cachet/array.h"
+#include "cachet/dirfp.h"
 #include "cachet/env.h"
 #include "cachet/find.h"
 #include "cachet/output_words.h"
@@ -49,6 +51,9 @@ struct recorder {
 	 * still holding, from which its value is then computed (one stat
 	 * where there were two, and the value is that of the state checked). */
 	struct strmap lookups;
+	/* the paths of the lookups that dirfp's notes made (notes_lstat) */
+	char **ancestors;
+	size_t nancestors, alloc_ancestors;
 	/* "dev:ino" of the files whose names the step itself changed: a hard
 	 * link made from one, a name of one removed or replaced (own_links). */
 	struct strmap relinked;
@@ -530,14 +535,55 @@ static struct observe_memo *lookups_of(struct recorder *rc, const char *path)
 	return strmap_get_or_new(&rc->lookups, path, sizeof(struct observe_memo), NULL);
 }
 
+/* The notes' lstat of an ancestor of an absent path (dirfp.h), through
+ * the lookups that check_holds makes: the include directories whose
+ * entries gcc's search probes are themselves observed (a readlink of
+ * each prefix), and one lstat of such a path, taken after the step
+ * ended, is both the check that it still holds and the ancestor's
+ * answer (each only needs a lookup made after the step ended and before
+ * the value is keyed; the value keyed is then the one checked). */
+static int notes_lstat(void *ctx, const char *path, struct stat *st)
+{
+	struct recorder *rc = ctx;
+	int added;
+	struct observe_memo *m =
+	    strmap_get_or_new(&rc->lookups, path, sizeof(struct observe_memo), &added);
+	if (added) {
+		/* A memo keeps the path it holds, which must outlive it: the
+		 * notes' ancestors are their own strings, not events'. */
+		ARRAY_RESERVE(rc->ancestors, rc->alloc_ancestors, rc->nancestors + 1, 16);
+		rc->ancestors[rc->nancestors] = xstrdup(path);
+		path = rc->ancestors[rc->nancestors++];
+	}
+	return observe_stat(m, m->path ? m->path : path, 1, st);
+}
+
 /* Does what the step saw still hold at the end of the run? A file read has
  * the same fingerprint; a path found present (or absent) still is. */
 static int still_holds(struct recorder *rc, const struct trace_event *ev)
 {
+	/* Only a file read or run, a probe and a readlink are lookups of a
+	 * path: a fact's name ("ldcache:libc.so.6") is none, and was looked up
+	 * in the cwd for nothing (with a memo of its own, which then made
+	 * every ldcache fact stat the loader's cache again). */
+	if (ev->kind != TRACE_READ && ev->kind != TRACE_EXEC && ev->kind != TRACE_PROBE &&
+	    ev->kind != TRACE_READLINK)
+		return 1;
 	struct stat st;
 	int nofollow = ev->flags & TRACE_F_NOFOLLOW;
 	int r = observe_stat(lookups_of(rc, ev->path), ev->path, nofollow, &st);
 	int absent = r < 0 && (errno == ENOENT || errno == ENOTDIR);
+	/* Found absent as the step found it: the value keyed is this lookup's
+	 * (compute_values takes it from the memo), so the memo's directory
+	 * fingerprint is taken now, just after it, as dirfp_collect did after
+	 * a lookup of its own, which then need not be made again. */
+	if (rc->rec->dirs && r < 0 && errno == ENOENT && ev->err == ENOENT &&
+	    (ev->kind == TRACE_PROBE || ev->kind == TRACE_READLINK))
+		dirfp_note_absent(rc->rec->dirs, ev->path);
+	/* A directory found: the include directories gcc stats, the prefixes
+	 * its realpath reads; their fingerprints are the memo's too. */
+	else if (rc->rec->dirs && r == 0 && S_ISDIR(st.st_mode))
+		dirfp_note_directory(rc->rec->dirs, ev->path);
 	switch (ev->kind) {
 	case TRACE_READ:
 	case TRACE_EXEC: {
@@ -1492,6 +1538,10 @@ int record_run_scanning(const struct trace_event *events, size_t n, const char *
 	strmap_init(&rc.read_paths);
 	strmap_init(&rc.looked_inside);
 	rc.cwd = getcwd(NULL, 0);
+	if (s && env && env->memo_dirs) {
+		out->dirs = dirfp_notes_new();
+		dirfp_notes_lookups(out->dirs, notes_lstat, &rc);
+	}
 
 	collect_touches(&rc);
 	if (s)
@@ -1515,6 +1565,8 @@ int record_run_scanning(const struct trace_event *events, size_t n, const char *
 	compute_values(&rc);
 	if (s)
 		store_snapshot_end(s);
+	if (out->dirs) /* the recorder's lookups end here */
+		dirfp_notes_lookups(out->dirs, NULL, NULL);
 
 	for (size_t i = 0; i < rc.touched.cap; i++)
 		free(rc.touched.slots[i].value);
@@ -1545,6 +1597,9 @@ int record_run_scanning(const struct trace_event *events, size_t n, const char *
 	strmap_free(&rc.read_paths);
 	strmap_free(&rc.looked_inside);
 	free(rc.set_mtimes);
+	for (size_t i = 0; i < rc.nancestors; i++)
+		free(rc.ancestors[i]);
+	free(rc.ancestors);
 	free(rc.cwd);
 	free(rc.prior);
 	for (size_t i = 0; i < rc.nobs; i++) {
@@ -1570,4 +1625,6 @@ void record_free(struct record *r)
 		free(r->names[i]);
 	free(r->names);
 	free(r->seen);
+	dirfp_notes_free(r->dirs);
+	r->dirs = NULL;
 }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cachet/buf.h"
@@ -200,9 +201,53 @@ static int closed_name(const char *base)
 /* 1 when path leads to an ELF file named as a closed program (a script
  * named gcc is a shell, which reads every variable; a gcc that is a link
  * to python is python); -1 when nothing is there (an exec that failed). */
+/* The file absolute path leads to, with its last component as realpath
+ * finds it (malloc'd), or NULL with errno. Only the last component's
+ * symlinks decide that name, not those of the directories above it, so
+ * they alone are followed: a relative target joined to the directory of
+ * its link is resolved as the kernel resolves the link ("dir/../x" is not
+ * folded). realpath would read every directory on the way (six readlinks
+ * for cc1, ten for the loader through /lib64 and /lib). */
+static char *program_file(const char *path)
+{
+	char *p = xstrdup(path);
+	for (int hops = 0; hops < 40; hops++) {
+		const char *base = path_basename(p);
+		struct stat st;
+		if (p[0] != '/' || !*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+			char *real = realpath(p, NULL);
+			free(p);
+			return real;
+		}
+		if (lstat(p, &st) < 0) {
+			int err = errno;
+			free(p);
+			errno = err;
+			return NULL;
+		}
+		if (!S_ISLNK(st.st_mode))
+			return p;
+		char target[4096];
+		ssize_t n = readlink(p, target, sizeof target - 1);
+		if (n <= 0) {
+			free(p);
+			errno = n < 0 ? errno : ENOENT;
+			return NULL;
+		}
+		target[n] = '\0';
+		char *dir = path_dirname(p);
+		free(p);
+		p = path_join(dir, target);
+		free(dir);
+	}
+	free(p);
+	errno = ELOOP;
+	return NULL;
+}
+
 static int closed_program(const char *path)
 {
-	char *real = realpath(path, NULL);
+	char *real = program_file(path);
 	if (!real)
 		return errno == ENOENT || errno == ENOTDIR ? -1 : 0;
 	int closed = 0;

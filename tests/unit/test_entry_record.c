@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachet/dirfp.h"
 #include "cachet/observe.h"
 #include "cachet/record.h"
 
@@ -198,6 +199,68 @@ static void ignored_roots_leave_no_observation(void **state)
 	assert_int_equal(rec.ps.nobs, 0);
 	record_free(&rec);
 	free(f);
+}
+
+/* A run that leaves a memo notes, when it checks that a path the step
+ * found absent still is, the directory that decides it: the memo's
+ * collection takes that, and no lookup of its own. A run without a memo
+ * notes nothing. */
+static void a_memo_run_notes_the_directories_of_its_absent_paths(void **state)
+{
+	char *src = in_dir("a.c"), *hdr = in_dir("missing.h"), *deep = in_dir("no/such/x.h");
+	char *cache = in_dir("cache"), *subdir = in_dir("include"),
+	     *later = in_dir("include/new.h");
+	assert_int_equal(mkdir(subdir, 0755), 0);
+	write_file(src, "int x;");
+	struct store *s;
+	struct error e = {0};
+	assert_int_equal(store_open(cache, 0, &s, &e), 0);
+	/* Fingerprints are taken only of directories settled for a while. */
+	usleep((useconds_t)(DIGEST_CACHE_MARGIN_NS / 1000) + 200000);
+	struct trace_event events[4];
+	events[3] = ev(TRACE_PROBE, subdir); /* as gcc stats its include directories */
+	events[0] = ev(TRACE_READ, src);
+	events[1] = ev(TRACE_PROBE, hdr);
+	events[1].err = ENOENT;
+	events[2] = ev(TRACE_READLINK, deep);
+	events[2].err = ENOENT;
+	struct record_env env = {.cwd = dir, .memo_dirs = 1};
+	struct record rec;
+	struct stat before;
+	assert_int_equal(stat(subdir, &before), 0);
+	assert_int_equal(record_run_scanning(events, 4, NULL, NULL, &env, s, NULL, &rec, &e), 0);
+	assert_null(rec.not_storable);
+	assert_non_null(rec.dirs);
+	/* Changed after the recording looked: its fingerprint is the one
+	 * that lookup took, which a hit then finds changed. */
+	write_file(later, "");
+	struct dirfp_set set;
+	dirfp_collect_noted(&rec.ps, rec.values.data, rec.values.len, rec.dirs, &set);
+	assert_int_equal(set.ndirs, 2);
+	int absent = find_obs(&rec.ps, OBS_STAT, hdr);
+	assert_true(absent >= 0 && set.obs_dir[absent] != 0);
+	assert_string_equal(set.dirs[set.obs_dir[absent] - 1].dir, dir);
+	int at = find_obs(&rec.ps, OBS_STAT, subdir);
+	assert_true(at >= 0 && set.obs_dir[at] != 0);
+	struct file_id then;
+	file_id_from_stat(&before, &then);
+	assert_string_equal(set.dirs[set.obs_dir[at] - 1].dir, subdir);
+	assert_true(file_id_equal(&set.dirs[set.obs_dir[at] - 1].id, &then));
+	assert_int_not_equal(set.obs_dir[find_obs(&rec.ps, OBS_READLINK, deep)], 0);
+	assert_int_equal(set.obs_dir[find_obs(&rec.ps, OBS_READ, src)], 0);
+	dirfp_free(&set);
+	record_free(&rec);
+	env.memo_dirs = 0;
+	assert_int_equal(record_run_scanning(events, 4, NULL, NULL, &env, s, NULL, &rec, &e), 0);
+	assert_null(rec.dirs);
+	record_free(&rec);
+	store_close(s);
+	free(src);
+	free(hdr);
+	free(deep);
+	free(cache);
+	free(subdir);
+	free(later);
 }
 
 /* The names of the paths a compiler wrote, searched for in its outputs
@@ -411,6 +474,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 	        a_path_found_absent_that_appeared_during_the_run_is_not_stored, setup, teardown),
 	    cmocka_unit_test_setup_teardown(ignored_roots_leave_no_observation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(a_memo_run_notes_the_directories_of_its_absent_paths,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(outputs_are_searched_for_the_names_of_the_steps_paths,
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(

@@ -146,6 +146,81 @@ static void check_change_is_seen(const char *what)
 	pathset_free(&ps);
 }
 
+/* A recording's notes (dirfp_note_absent, just after its own lookup found
+ * the path absent) stand for the collection's lookups of those paths: the
+ * same fingerprints as a collection of its own. A change after the notes
+ * is seen as a change after any fingerprint. */
+static void noted_absent_paths_decide_as_the_collections_own_lookups(void **state)
+{
+	settle();
+	struct pathset ps;
+	build(&ps);
+	struct buf values;
+	struct digest strong, got, full;
+	recorded(&ps, &values, &strong);
+	struct dirfp_set own, set;
+	dirfp_collect(&ps, values.data, values.len, &own);
+	struct dirfp_notes *n = dirfp_notes_new();
+	dirfp_note_absent(n, at("d/absent.h"));
+	dirfp_note_absent(n, at("d/missing/deeper/x.h"));
+	dirfp_note_absent(n, "relative/x.h"); /* never a deciding directory */
+	dirfp_collect_noted(&ps, values.data, values.len, n, &set);
+	assert_int_equal(eligible(&set), 5);
+	assert_int_equal(set.ndirs, 1);
+	assert_string_equal(set.dirs[0].dir, own.dirs[0].dir);
+	assert_true(file_id_equal(&set.dirs[0].id, &own.dirs[0].id));
+	for (size_t i = 0; i < ps.nobs; i++)
+		assert_int_equal(set.obs_dir[i], own.obs_dir[i]);
+	dirfp_free(&set);
+	dirfp_notes_free(n);
+	/* Created after the notes were taken. */
+	n = dirfp_notes_new();
+	dirfp_note_absent(n, at("d/absent.h"));
+	assert_int_equal(close(creat(at("d/absent.h"), 0644)), 0);
+	dirfp_collect_noted(&ps, values.data, values.len, n, &set);
+	assert_int_equal(
+	    dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len, &got), 0);
+	pathset_strong_key(&ps, NULL, &weak, &psd, NULL, NULL, &full);
+	assert_memory_equal(got.b, full.b, DIGEST_LEN);
+	assert_memory_not_equal(got.b, strong.b, DIGEST_LEN);
+	unlink(at("d/absent.h"));
+	dirfp_free(&set);
+	dirfp_notes_free(n);
+	dirfp_free(&own);
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
+/* Notes may answer a lookup made later than their fingerprint's stat: a
+ * directory is kept only when it has not changed since before the notes
+ * began, however long ago that change is by the time of the collection. */
+static void a_directory_changed_after_the_notes_began_is_not_fingerprinted(void **state)
+{
+	settle();
+	struct pathset ps;
+	pathset_init(&ps);
+	pathset_add(&ps, OBS_STAT, 0, at("d/absent.h"), NULL);
+	pathset_canonicalise(&ps, NULL);
+	struct buf values;
+	struct digest strong;
+	recorded(&ps, &values, &strong);
+	struct dirfp_notes *n = dirfp_notes_new();
+	assert_int_equal(close(creat(at("d/other.h"), 0644)), 0);
+	settle();
+	struct dirfp_set set;
+	dirfp_collect_noted(&ps, values.data, values.len, n, &set);
+	assert_int_equal(set.ndirs, 0);
+	dirfp_free(&set);
+	dirfp_notes_free(n);
+	/* A collection that begins after the change, once it has settled. */
+	dirfp_collect(&ps, values.data, values.len, &set);
+	assert_int_equal(set.ndirs, 1);
+	dirfp_free(&set);
+	unlink(at("d/other.h"));
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
 static void a_created_file_is_seen(void **state)
 {
 	check_change_is_seen("create");
@@ -292,6 +367,8 @@ int main(void)
 	    cmocka_unit_test(a_directory_stat_is_decided_by_its_fingerprint),
 	    cmocka_unit_test(a_directory_changed_just_now_is_not_fingerprinted),
 	    cmocka_unit_test(damaged_encodings_are_refused),
+	    cmocka_unit_test(noted_absent_paths_decide_as_the_collections_own_lookups),
+	    cmocka_unit_test(a_directory_changed_after_the_notes_began_is_not_fingerprinted),
 	    cmocka_unit_test(ldcache_facts_are_decided_by_the_cache_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

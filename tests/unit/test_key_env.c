@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -89,6 +91,63 @@ static void free_names(char **names)
 	free(names);
 }
 
+/* Whether the programs a step ran read only the environment they are known
+ * to read goes by the name of the file each leads to, through the symlinks
+ * of its last component (gcc -> gcc-12 -> x86_64-linux-gnu-gcc-12), whose
+ * ".." is the kernel's: never folded as text. */
+static int closed(const char *exec)
+{
+	char *env[] = {"PATH=/usr/bin", NULL};
+	struct pathset ps;
+	pathset_init(&ps);
+	pathset_add(&ps, OBS_EXEC, 0, exec, NULL);
+	char **names = env_effect_facts(&ps, env, 0, "/w");
+	int closed = !has(names, OBSERVE_FACT_MAKE_VARS);
+	free_names(names);
+	pathset_free(&ps);
+	return closed;
+}
+
+static void programs_are_known_by_the_file_they_lead_to(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/cachet-env-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *cmd = xasprintf("cd %s && mkdir -p real deep/bin deep/real && "
+	                      "cp /bin/true real/x86_64-linux-gnu-gcc-12 && "
+	                      "cp /bin/true deep/real/python3 && "
+	                      "ln -s x86_64-linux-gnu-gcc-12 real/gcc-12 && "
+	                      "ln -s python3 deep/real/gcc-12 && "
+	                      "ln -s ../real/gcc-12 real/gcc && ln -s real linked && "
+	                      "ln -s deep/bin bin && ln -s ../real/gcc-12 deep/bin/gcc && "
+	                      "printf '#!/bin/sh\\n' > real/script && ln -s script real/cc",
+	                      dir);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+	const char *closed_ones[] = {"real/gcc", "real/gcc-12", "linked/gcc",
+	                             "real/x86_64-linux-gnu-gcc-12"};
+	for (size_t i = 0; i < sizeof closed_ones / sizeof *closed_ones; i++) {
+		char *p = xasprintf("%s/%s", dir, closed_ones[i]);
+		assert_true(closed(p));
+		free(p);
+	}
+	/* bin/.. is deep, where gcc-12 leads to python3. */
+	char *p = xasprintf("%s/bin/gcc", dir);
+	assert_false(closed(p));
+	free(p);
+	/* A script named cc is a shell. */
+	p = xasprintf("%s/real/cc", dir);
+	assert_false(closed(p));
+	free(p);
+	/* Nothing there: an exec that failed, not a program that ran. */
+	p = xasprintf("%s/real/absent", dir);
+	assert_true(closed(p));
+	free(p);
+	cmd = xasprintf("rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+}
+
 static void facts_follow_what_the_step_did(void **state)
 {
 	(void)state;
@@ -165,6 +224,7 @@ int main(void)
 	    cmocka_unit_test(values_are_found_whole_or_as_lines),
 	    cmocka_unit_test(too_many_values_count_as_found),
 	    cmocka_unit_test(facts_follow_what_the_step_did),
+	    cmocka_unit_test(programs_are_known_by_the_file_they_lead_to),
 	    cmocka_unit_test(fact_names_from_untrusted_path_sets_are_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
