@@ -186,27 +186,36 @@ static void on_rollback(void *arg)
 	touches_transaction_ended(arg, 0);
 }
 
-/* Frames in the WAL past which a commit checkpoints it and cuts it to
- * zero bytes: some six to fifteen misses' worth (a miss writes 8 to 21
- * pages: fewer when its step, result or duplicate row is known). */
+/* Frames in the WAL past which a commit checkpoints it and starts it again
+ * from its first frame: some six to fifteen misses' worth (a miss writes 8
+ * to 21 pages: fewer when its step, result or duplicate row is known). */
 #define WAL_CHECKPOINT_FRAMES 128
 
 /* Replaces SQLite's autocheckpoint. The first process to open the index
- * after the last one closed it rebuilds the WAL's index by reading the
- * whole WAL (SQLite truncates the -shm then), and that rebuild also forgets
- * how far earlier checkpoints got, so the WAL of a serial build was never
- * restarted: it grew to the autocheckpoint size and stayed there, and each
- * miss read 3 to 4 MB at open and checkpointed them all again at commit.
- * TRUNCATE leaves an empty WAL for the next process. It does not wait:
- * with readers in (a parallel build, where the -shm stays valid anyway) it
- * does what a passive checkpoint does. */
+ * after the last one closed it rebuilds the WAL's index by reading every
+ * valid frame of the WAL (SQLite truncates the -shm then), and that rebuild
+ * also forgets how far earlier checkpoints got: a WAL checkpointed but not
+ * started again is read whole by every later process, and appended to, never
+ * restarted. So the commit that grows the WAL past WAL_CHECKPOINT_FRAMES
+ * copies it into the database (RESTART, which also waits for no reader: it
+ * does not wait here) and, when every frame got there and no reader holds
+ * the WAL, marks it for index_wal_restart, which starts it again at once.
+ * The WAL keeps its length: TRUNCATE's cut to zero bytes and the regrowth
+ * that follows cost the file system more (a truncate, block allocation and
+ * one more sync of new blocks per cycle) than the overwrite of the frames
+ * in place. With readers in (a parallel build, where the -shm stays valid
+ * anyway) it does what a passive checkpoint does. */
 static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
 {
-	(void)arg;
+	struct store *s = arg;
 	if (frames < WAL_CHECKPOINT_FRAMES)
 		return SQLITE_OK;
+	int log = -1, done = -2;
 	sqlite3_busy_timeout(db, 0);
-	sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_RESTART, &log, &done) ==
+	        SQLITE_OK &&
+	    log == done)
+		s->wal_restart_due = 1;
 	sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
 	return SQLITE_OK;
 }
