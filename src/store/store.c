@@ -67,6 +67,24 @@ static char *absolute_dir(const char *dir)
 	return p;
 }
 
+/* blobs/ or tmp/ of a writable cache, made unless it is there: present
+ * and writable as a rule, which one access() says (a mkdir that finds it
+ * would be one more call, and the access one is needed anyway). One that
+ * cannot be written makes the store read-only. 0, or -1 with errno. */
+static int subdir_ready(struct store *s, const char *path)
+{
+	if (access(path, W_OK) == 0)
+		return 0;
+	if (errno == ENOENT) {
+		if (store_mkdir(s, path) == 0 || errno == EEXIST)
+			return 0;
+	}
+	if (errno != EACCES && errno != EPERM && errno != EROFS)
+		return -1;
+	s->readonly = 1;
+	return 0;
+}
+
 /* Makes the cache directory (unless it exists), opens its root and checks
  * that it is a cache (store_claim_dir), then makes blobs/ and tmp/ in it. */
 static int make_layout(struct store *s, struct error *e)
@@ -89,20 +107,16 @@ static int make_layout(struct store *s, struct error *e)
 		return -1;
 	if (s->readonly)
 		return 0;
-	if ((store_mkdir(s, s->blobs_dir) < 0 && errno != EEXIST) ||
-	    (store_mkdir(s, s->tmp_dir) < 0 && errno != EEXIST)) {
-		if (errno != EACCES && errno != EPERM && errno != EROFS)
-			return error_errno(e, "creating cache directory %s", s->dir);
-		s->readonly = 1;
-	}
+	if (subdir_ready(s, s->blobs_dir) < 0 || (!s->readonly && subdir_ready(s, s->tmp_dir) < 0))
+		return error_errno(e, "creating cache directory %s", s->dir);
 	return 0;
 }
 
-/* Root passes permission checks, but not a read-only mount (EROFS). */
+/* Root passes permission checks, but not a read-only mount (EROFS); blobs/
+ * and tmp/ were found writable by make_layout. */
 static int dir_writable(const struct store *s)
 {
-	if (access(s->dir, W_OK) < 0 || access(s->blobs_dir, W_OK) < 0 ||
-	    access(s->tmp_dir, W_OK) < 0)
+	if (access(s->dir, W_OK) < 0)
 		return 0;
 	return access(s->index_path, W_OK) == 0 || errno == ENOENT;
 }
@@ -161,11 +175,16 @@ int store_create_mode(const struct store *s, int fd)
 static int index_mode(const struct store *s)
 {
 	/* Not chmod by path: a member of a group cache could have made
-	 * index.db a symlink to another member's private file. */
-	int fd = store_openat(s, s->index_path, O_RDONLY, 0);
+	 * index.db a symlink to another member's private file. Its mode is
+	 * right as a rule: looked at without following a symlink, it needs
+	 * no descriptor. */
 	struct stat st;
-	int rc = fd >= 0 && fstat(fd, &st) == 0 ? 0 : -1;
 	mode_t want = s->file_mode;
+	if (fstatat(s->root_fd, "index.db", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    (st.st_mode & 07777) == want)
+		return 0;
+	int fd = store_openat(s, s->index_path, O_RDONLY, 0);
+	int rc = fd >= 0 && fstat(fd, &st) == 0 ? 0 : -1;
 	if (rc == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) != want)
 		rc = fchmod(fd, want);
 	int err = errno;

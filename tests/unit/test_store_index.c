@@ -751,6 +751,33 @@ static void the_index_is_private_to_its_owner(void **state)
 		free(p);
 	}
 	store_close(s);
+	/* Widened by hand, it is narrowed again at the next open. */
+	char *index = scratch_path("cache/index.db");
+	assert_int_equal(chmod(index, 0644), 0);
+	s = open_cache();
+	assert_true(has_result(s, 1));
+	struct stat st;
+	assert_int_equal(stat(index, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	store_close(s);
+	free(index);
+}
+
+/* blobs/ and tmp/ are found at each open, and made again when gone. */
+static void a_cache_missing_its_tmp_directory_gets_it_back(void **state)
+{
+	struct store *s = open_cache();
+	store_close(s);
+	char *tmp = scratch_path("cache/tmp");
+	assert_int_equal(rmdir(tmp), 0);
+	s = open_cache();
+	assert_false(store_is_readonly(s));
+	struct stat st;
+	assert_int_equal(stat(tmp, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	put_ok(s, 1, 1, 1, 8);
+	store_close(s);
+	free(tmp);
 }
 
 static off_t file_size(const char *rel)
@@ -974,6 +1001,7 @@ int main(void)
 	    T(concurrent_writers_all_succeed),
 	    T(network_file_systems_are_recognised),
 	    T(the_index_is_private_to_its_owner),
+	    T(a_cache_missing_its_tmp_directory_gets_it_back),
 	    T(a_hit_writes_nothing_to_the_index),
 	    T(serial_stores_keep_the_wal_small),
 	    T(a_checkpointed_wal_starts_again_at_its_first_frame),
