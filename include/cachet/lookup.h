@@ -225,6 +225,12 @@ struct lookup_tiers {
 	 * damaged blobs are counted once). */
 	int memo_failed;
 	struct digest memo_strong;
+	/* Out of the memo tier too: the strong key its path set has now
+	 * (memo_keyed), which the index tier takes for the same path set
+	 * instead of repeating its lookups. */
+	int memo_keyed;
+	struct digest memo_pathset;
+	struct digest memo_keyed_strong;
 	/* Out of the index tier: the weak key had path sets (a miss is then
 	 * "inputs changed", else "new step"). */
 	int had_pathsets;

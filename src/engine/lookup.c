@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "cachet/argv_inputs.h"
+#include "cachet/digest.h"
 #include "cachet/portable.h"
 #include "cachet/portable_record.h"
 #include "cachet/result.h"
@@ -71,7 +72,14 @@ int lookup_memo_tier(struct lookup_tiers *t, const struct store_memo *m)
 	    .recorded_values_len = res.values_len,
 	};
 	struct digest strong;
-	if (key_pathset(t, &ev, &strong) < 0 || !digest_equal(&strong, &m->strong)) {
+	if (key_pathset(t, &ev, &strong) < 0) {
+		result_free(&res);
+		return 0;
+	}
+	t->memo_keyed = 1;
+	t->memo_pathset = m->pathset;
+	t->memo_keyed_strong = strong;
+	if (!digest_equal(&strong, &m->strong)) {
 		result_free(&res);
 		return 0;
 	}
@@ -99,6 +107,27 @@ int lookup_memo_tier(struct lookup_tiers *t, const struct store_memo *m)
 	return served;
 }
 
+/* The strong key of a path set of the index: the memo tier's, when it keyed
+ * the same path set (an edited header: the memo's path set is the index's
+ * newest of the group) and this row's body is that path set, else keyed
+ * here. The memo's key came through its directory fingerprints, as a hit
+ * from the memo does; keying again would only repeat every lookup. */
+static int key_index_pathset(struct lookup_tiers *t, const struct store_pathset *set,
+                             struct digest *strong)
+{
+	if (t->memo_keyed && digest_equal(&set->digest, &t->memo_pathset)) {
+		/* A damaged row is keyed below, which says so. */
+		struct digest body;
+		digest_bytes(set->body, set->len, &body);
+		if (digest_equal(&body, &set->digest)) {
+			*strong = t->memo_keyed_strong;
+			return 0;
+		}
+	}
+	struct pathset_evaluation ev = {.digest = &set->digest, .body = set->body, .len = set->len};
+	return key_pathset(t, &ev, strong);
+}
+
 static int argv_group_key(void *ctx, uint64_t words, struct digest *key)
 {
 	struct lookup_tiers *t = ctx;
@@ -122,11 +151,9 @@ int lookup_index_tier(struct lookup_tiers *t)
 	}
 	int served = 0;
 	for (size_t i = 0; i < nsets && served != LOOKUP_SERVED && served != LOOKUP_STOP; i++) {
-		struct pathset_evaluation ev = {
-		    .digest = &sets[i].digest, .body = sets[i].body, .len = sets[i].len};
 		struct digest strong;
 		served = 0;
-		if (key_pathset(t, &ev, &strong) < 0)
+		if (key_index_pathset(t, &sets[i], &strong) < 0)
 			continue;
 		if (t->memo_failed && digest_equal(&strong, &t->memo_strong))
 			continue;

@@ -286,6 +286,7 @@ static int txn_close(struct evict *ev, int final, struct error *e)
 		return -1;
 	}
 	ev->in_txn = 0;
+	index_wal_restart(ev->s);
 	moved_finish(ev, 1);
 	pend_merge(ev);
 	return 0;

@@ -304,6 +304,7 @@ int index_commit(struct store *s, struct error *e)
 		index_rollback(s);
 		return -1;
 	}
+	index_wal_restart(s);
 	return 0;
 }
 
@@ -331,8 +332,33 @@ int index_end_nowait(struct store *s, int commit)
 	int committed = commit && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
 	if (!committed)
 		index_rollback(s);
+	else
+		index_wal_restart(s);
 	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
 	return committed;
+}
+
+static int read_user_version(struct store *s, int *version, struct error *e);
+
+void index_wal_restart(struct store *s)
+{
+	if (!s->wal_restart_due || !sqlite3_get_autocommit(s->db))
+		return;
+	s->wal_restart_due = 0;
+	/* The write that restarts the WAL is the header's user_version, set to
+	 * what it is: read in the same transaction, so that a newer cachet's
+	 * migration committed meanwhile is never undone. */
+	sqlite3_busy_timeout(s->db, 0);
+	int version;
+	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
+		int ok = read_user_version(s, &version, NULL) == SQLITE_OK;
+		char sql[64];
+		snprintf(sql, sizeof sql, "PRAGMA user_version = %d", version);
+		if (!ok || sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+			index_rollback(s);
+	}
+	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
 }
 
 int store_snapshot_begin(struct store *s)

@@ -67,6 +67,24 @@ static char *absolute_dir(const char *dir)
 	return p;
 }
 
+/* blobs/ or tmp/ of a writable cache, made unless it is there: present
+ * and writable as a rule, which one access() says (a mkdir that finds it
+ * would be one more call, and the access one is needed anyway). One that
+ * cannot be written makes the store read-only. 0, or -1 with errno. */
+static int subdir_ready(struct store *s, const char *path)
+{
+	if (access(path, W_OK) == 0)
+		return 0;
+	if (errno == ENOENT) {
+		if (store_mkdir(s, path) == 0 || errno == EEXIST)
+			return 0;
+	}
+	if (errno != EACCES && errno != EPERM && errno != EROFS)
+		return -1;
+	s->readonly = 1;
+	return 0;
+}
+
 /* Makes the cache directory (unless it exists), opens its root and checks
  * that it is a cache (store_claim_dir), then makes blobs/ and tmp/ in it. */
 static int make_layout(struct store *s, struct error *e)
@@ -89,20 +107,16 @@ static int make_layout(struct store *s, struct error *e)
 		return -1;
 	if (s->readonly)
 		return 0;
-	if ((store_mkdir(s, s->blobs_dir) < 0 && errno != EEXIST) ||
-	    (store_mkdir(s, s->tmp_dir) < 0 && errno != EEXIST)) {
-		if (errno != EACCES && errno != EPERM && errno != EROFS)
-			return error_errno(e, "creating cache directory %s", s->dir);
-		s->readonly = 1;
-	}
+	if (subdir_ready(s, s->blobs_dir) < 0 || (!s->readonly && subdir_ready(s, s->tmp_dir) < 0))
+		return error_errno(e, "creating cache directory %s", s->dir);
 	return 0;
 }
 
-/* Root passes permission checks, but not a read-only mount (EROFS). */
+/* Root passes permission checks, but not a read-only mount (EROFS); blobs/
+ * and tmp/ were found writable by make_layout. */
 static int dir_writable(const struct store *s)
 {
-	if (access(s->dir, W_OK) < 0 || access(s->blobs_dir, W_OK) < 0 ||
-	    access(s->tmp_dir, W_OK) < 0)
+	if (access(s->dir, W_OK) < 0)
 		return 0;
 	return access(s->index_path, W_OK) == 0 || errno == ENOENT;
 }
@@ -161,11 +175,16 @@ int store_create_mode(const struct store *s, int fd)
 static int index_mode(const struct store *s)
 {
 	/* Not chmod by path: a member of a group cache could have made
-	 * index.db a symlink to another member's private file. */
-	int fd = store_openat(s, s->index_path, O_RDONLY, 0);
+	 * index.db a symlink to another member's private file. Its mode is
+	 * right as a rule: looked at without following a symlink, it needs
+	 * no descriptor. */
 	struct stat st;
-	int rc = fd >= 0 && fstat(fd, &st) == 0 ? 0 : -1;
 	mode_t want = s->file_mode;
+	if (fstatat(s->root_fd, "index.db", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    (st.st_mode & 07777) == want)
+		return 0;
+	int fd = store_openat(s, s->index_path, O_RDONLY, 0);
+	int rc = fd >= 0 && fstat(fd, &st) == 0 ? 0 : -1;
 	if (rc == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) != want)
 		rc = fchmod(fd, want);
 	int err = errno;
@@ -186,27 +205,36 @@ static void on_rollback(void *arg)
 	touches_transaction_ended(arg, 0);
 }
 
-/* Frames in the WAL past which a commit checkpoints it and cuts it to
- * zero bytes: some six to fifteen misses' worth (a miss writes 8 to 21
- * pages: fewer when its step, result or duplicate row is known). */
+/* Frames in the WAL past which a commit checkpoints it and starts it again
+ * from its first frame: some six to fifteen misses' worth (a miss writes 8
+ * to 21 pages: fewer when its step, result or duplicate row is known). */
 #define WAL_CHECKPOINT_FRAMES 128
 
 /* Replaces SQLite's autocheckpoint. The first process to open the index
- * after the last one closed it rebuilds the WAL's index by reading the
- * whole WAL (SQLite truncates the -shm then), and that rebuild also forgets
- * how far earlier checkpoints got, so the WAL of a serial build was never
- * restarted: it grew to the autocheckpoint size and stayed there, and each
- * miss read 3 to 4 MB at open and checkpointed them all again at commit.
- * TRUNCATE leaves an empty WAL for the next process. It does not wait:
- * with readers in (a parallel build, where the -shm stays valid anyway) it
- * does what a passive checkpoint does. */
+ * after the last one closed it rebuilds the WAL's index by reading every
+ * valid frame of the WAL (SQLite truncates the -shm then), and that rebuild
+ * also forgets how far earlier checkpoints got: a WAL checkpointed but not
+ * started again is read whole by every later process, and appended to, never
+ * restarted. So the commit that grows the WAL past WAL_CHECKPOINT_FRAMES
+ * copies it into the database (RESTART, which also waits for no reader: it
+ * does not wait here) and, when every frame got there and no reader holds
+ * the WAL, marks it for index_wal_restart, which starts it again at once.
+ * The WAL keeps its length: TRUNCATE's cut to zero bytes and the regrowth
+ * that follows cost the file system more (a truncate, block allocation and
+ * one more sync of new blocks per cycle) than the overwrite of the frames
+ * in place. With readers in (a parallel build, where the -shm stays valid
+ * anyway) it does what a passive checkpoint does. */
 static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
 {
-	(void)arg;
+	struct store *s = arg;
 	if (frames < WAL_CHECKPOINT_FRAMES)
 		return SQLITE_OK;
+	int log = -1, done = -2;
 	sqlite3_busy_timeout(db, 0);
-	sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_RESTART, &log, &done) ==
+	        SQLITE_OK &&
+	    log == done)
+		s->wal_restart_due = 1;
 	sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
 	return SQLITE_OK;
 }

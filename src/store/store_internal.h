@@ -128,6 +128,8 @@ struct store {
 	size_t touch_undo_len;
 	/* A read transaction opened by store_snapshot_begin. */
 	int in_snapshot;
+	/* The WAL was checkpointed whole: index_wal_restart starts it again. */
+	int wal_restart_due;
 };
 
 /* ---- store.c ---- */
@@ -202,6 +204,12 @@ void index_rollback(struct store *s);
  * and returns 1 when it committed. */
 int index_begin_nowait(struct store *s);
 int index_end_nowait(struct store *s, int commit);
+/* After a commit whose WAL hook checkpointed the whole WAL (store.c,
+ * on_wal): writes one page in a transaction of its own, which starts the
+ * WAL again from its first frame, so that the next process to open the
+ * index reads one frame instead of every frame checkpointed. Best effort,
+ * and never waits for the write lock. */
+void index_wal_restart(struct store *s);
 /* Deletes every row of every table (inside the caller's transaction). */
 int index_clear_rows(struct store *s, struct error *e);
 int64_t store_now_ns(void);

@@ -602,6 +602,50 @@ static void test_memo_entry_served_or_passed_on(void **state)
 	memo_fixture_close(s, &f);
 }
 
+/* The memo no longer holds (its input changed) and the index has an entry
+ * for the files as they are: the index tier serves it under the key the
+ * memo tier found for the same path set, without looking the files up
+ * again (it does not see a change made after the memo tier looked), and a
+ * damaged row of that path set is still found. */
+static void test_memo_keyed_pathset_not_keyed_again(void **state)
+{
+	(void)state;
+	struct store *s = open_cache();
+	struct memo_fixture f;
+	store_memo_entry(s, &f, 8);
+	char *input = scratch_path("input.c");
+	write_file(input, "int y;\n", 7);
+	struct digest d;
+	digest_bytes(f.ps_body.data, f.ps_body.len, &d);
+	struct digest now = strong_now(&f.ps_body, &d, &f.step.weak);
+	store_entry(s, &f.step, &f.ps_body, &d, &now, 0);
+
+	struct tier_calls calls = {0};
+	struct lookup_tiers t = tiers_for(s, &f.step, &calls);
+	assert_int_equal(lookup_memo_tier(&t, &f.memo), 0);
+	assert_true(t.memo_keyed);
+	assert_true(digest_equal(&t.memo_pathset, &d));
+	assert_true(digest_equal(&t.memo_keyed_strong, &now));
+	write_file(input, "int z;\n", 7);
+	assert_int_equal(lookup_index_tier(&t), LOOKUP_SERVED);
+	assert_int_equal(calls.served[LOOKUP_TIER_INDEX], 1);
+	assert_int_equal(calls.faults, 0);
+
+	assert_int_equal(
+	    sqlite3_exec(s->db, "UPDATE pathsets SET body = x'00' || body", NULL, NULL, NULL),
+	    SQLITE_OK);
+	struct tier_calls damaged = {0};
+	struct lookup_tiers t2 = tiers_for(s, &f.step, &damaged);
+	t2.memo_keyed = 1;
+	t2.memo_pathset = d;
+	t2.memo_keyed_strong = now;
+	assert_int_equal(lookup_index_tier(&t2), 0);
+	assert_int_equal(damaged.served[LOOKUP_TIER_INDEX], 0);
+	assert_int_equal(damaged.faults, 1);
+	free(input);
+	memo_fixture_close(s, &f);
+}
+
 /* lookup_step's hands, for the tests of the whole lookup: the tiers'
  * calls, the step the caller keys, and what the remote hook says. */
 struct step_calls {
@@ -835,6 +879,8 @@ int main(void)
 	                                    scratch_teardown),
 	    cmocka_unit_test_setup_teardown(test_finish_record, scratch_setup, scratch_teardown),
 	    cmocka_unit_test_setup_teardown(test_damaged_blobs_counted_once, scratch_setup,
+	                                    scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_memo_keyed_pathset_not_keyed_again, scratch_setup,
 	                                    scratch_teardown),
 	    cmocka_unit_test_setup_teardown(test_memo_entry_served_or_passed_on, scratch_setup,
 	                                    scratch_teardown),

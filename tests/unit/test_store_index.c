@@ -751,6 +751,33 @@ static void the_index_is_private_to_its_owner(void **state)
 		free(p);
 	}
 	store_close(s);
+	/* Widened by hand, it is narrowed again at the next open. */
+	char *index = scratch_path("cache/index.db");
+	assert_int_equal(chmod(index, 0644), 0);
+	s = open_cache();
+	assert_true(has_result(s, 1));
+	struct stat st;
+	assert_int_equal(stat(index, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	store_close(s);
+	free(index);
+}
+
+/* blobs/ and tmp/ are found at each open, and made again when gone. */
+static void a_cache_missing_its_tmp_directory_gets_it_back(void **state)
+{
+	struct store *s = open_cache();
+	store_close(s);
+	char *tmp = scratch_path("cache/tmp");
+	assert_int_equal(rmdir(tmp), 0);
+	s = open_cache();
+	assert_false(store_is_readonly(s));
+	struct stat st;
+	assert_int_equal(stat(tmp, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	put_ok(s, 1, 1, 1, 8);
+	store_close(s);
+	free(tmp);
 }
 
 static off_t file_size(const char *rel)
@@ -912,6 +939,46 @@ static void serial_stores_keep_the_wal_small(void **state)
 	store_close(s);
 }
 
+/* The frames of the WAL that the next process to open the index reads (the
+ * WAL-index rebuild of a first opener): those from the first on whose salts
+ * are the header's. */
+static long wal_frames_read_at_open(void)
+{
+	char *path = scratch_path("cache/index.db-wal");
+	FILE *f = fopen(path, "rb");
+	free(path);
+	if (!f)
+		return 0;
+	unsigned char hdr[32], fh[24];
+	long n = 0;
+	if (fread(hdr, 1, sizeof hdr, f) == sizeof hdr) {
+		while (fread(fh, 1, sizeof fh, f) == sizeof fh && !memcmp(fh + 8, hdr + 16, 8) &&
+		       fseek(f, 4096, SEEK_CUR) == 0)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* A serial build again: the commit that checkpoints the WAL also starts it
+ * again at its first frame, in place, so that the next process reads one
+ * frame at its open instead of every frame just checkpointed (nor is the
+ * file cut and grown again, which costs the file system more). */
+static void a_checkpointed_wal_starts_again_at_its_first_frame(void **state)
+{
+	int started_again = 0;
+	for (unsigned i = 1; i <= 80; i++) {
+		struct store *s = open_cache();
+		put_ok(s, i, i, i, 8);
+		store_close(s);
+		long frames = wal_frames_read_at_open();
+		if (frames <= 1 && file_size("cache/index.db-wal") > 4096 * 64)
+			started_again = 1;
+		assert_true(frames < 200);
+	}
+	assert_true(started_again);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -934,8 +1001,10 @@ int main(void)
 	    T(concurrent_writers_all_succeed),
 	    T(network_file_systems_are_recognised),
 	    T(the_index_is_private_to_its_owner),
+	    T(a_cache_missing_its_tmp_directory_gets_it_back),
 	    T(a_hit_writes_nothing_to_the_index),
 	    T(serial_stores_keep_the_wal_small),
+	    T(a_checkpointed_wal_starts_again_at_its_first_frame),
 	    T(a_result_stored_again_is_replaced_in_place),
 	    T(a_new_steps_name_goes_in_with_its_entry),
 	    T(an_entry_stored_again_writes_few_pages),
