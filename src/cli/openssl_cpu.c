@@ -9,12 +9,14 @@
  * AVX2 with BMI1 and BMI2. glibc read the CPUID leaves that hold them
  * (and XCR0, for whether the OS saves the vector registers) before main:
  * the cachet binary is linked with --wrap=OPENSSL_cpuid_setup, and this
- * sets those bits alone where glibc found them usable. Elsewhere, and for a
- * CPU with neither, OpenSSL probes as before. A bit left clear only makes
- * OpenSSL pick its generic code for something cachet does not use.
+ * sets those bits alone where glibc found them usable. Elsewhere, for a
+ * CPU with neither, and under OPENSSL_ia32cap, OpenSSL probes as before.
+ * A bit left clear only makes OpenSSL pick its generic code for something
+ * cachet does not use.
  */
 #ifdef CACHET_WRAP_OPENSSL_CPUID
 
+#include <stdlib.h>
 #include <sys/platform/x86.h>
 
 /* libcrypto's capability vector (OpenSSL 3: CPUID.1:EDX, CPUID.1:ECX,
@@ -37,7 +39,9 @@ void __wrap_OPENSSL_cpuid_setup(void)
 		cap2 |= CAP2_SHA;
 	if (CPU_FEATURE_ACTIVE(AVX2) && CPU_FEATURE_ACTIVE(BMI1) && CPU_FEATURE_ACTIVE(BMI2))
 		cap2 |= CAP2_AVX2 | CAP2_BMI1 | CAP2_BMI2;
-	if (!cap2) {
+	/* OPENSSL_ia32cap, a mask the user sets (to compare code paths, or
+	 * around a CPU bug), is OpenSSL's to read. */
+	if (!cap2 || getenv("OPENSSL_ia32cap")) {
 		__real_OPENSSL_cpuid_setup();
 		return;
 	}
