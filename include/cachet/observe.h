@@ -165,6 +165,11 @@ struct observe_memo {
 	 * all read at the first one, which ldconfig could as well have
 	 * followed. */
 	int ldcache_checked;
+	/* 1 when the evaluation knows path absent without a lookup (a
+	 * vouched, recorded stat of it that found no entry): a which fact
+	 * skips that candidate as execvp would (NULL: none). */
+	int (*known_absent)(void *ctx, const char *path);
+	void *known_absent_ctx;
 };
 
 /* stat (or lstat, with nofollow) of path through the memo (NULL: none),

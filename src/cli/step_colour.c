@@ -41,7 +41,9 @@ unsigned step_colour_keep(const struct step *step)
 void step_colour_replay(const struct step *step, const struct result *res, const void *out,
                         size_t out_len, const void *err, size_t err_len)
 {
-	if (!step->colour) {
+	/* Only stderr is filtered: without any, no terminal to ask about
+	 * (two ioctls of every quiet hit). */
+	if (!step->colour || !err_len) {
 		replay_streams(res, out, out_len, err, err_len, NULL);
 		return;
 	}

@@ -123,8 +123,10 @@ static void env_value(const char *var, struct buf *out)
 }
 
 /* As execvp searches: the first entry holding an executable regular file
- * ("" is the cwd, which is the step's: cachet runs in it). */
-static void which_value(const char *prog, struct buf *out)
+ * ("" is the cwd, which is the step's: cachet runs in it). A candidate the
+ * memo knows absent needs no stat: the step's own search of PATH recorded
+ * those lookups, and an unchanged directory vouches for them. */
+static void which_value(const char *prog, struct observe_memo *memo, struct buf *out)
 {
 	const char *path = getenv("PATH");
 	for (const char *p = path; p;) {
@@ -136,7 +138,10 @@ static void which_value(const char *prog, struct buf *out)
 		}
 		char *cand = len ? xasprintf("%.*s/%s", (int)len, p, prog) : xstrdup(prog);
 		struct stat st;
-		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+		int absent =
+		    memo && memo->known_absent && memo->known_absent(memo->known_absent_ctx, cand);
+		if (!absent && stat(cand, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(cand, X_OK) == 0) {
 			buf_addstr(out, cand);
 			free(cand);
 			return;
@@ -231,7 +236,7 @@ void observe_fact_value_memo(const char *name, struct observe_memo *memo, struct
 	if (var) {
 		env_value(var, out);
 	} else if (prog) {
-		which_value(prog, out);
+		which_value(prog, memo, out);
 	} else if (soname) {
 		if (ldcache_value(soname, memo, out) < 0)
 			goto failed;

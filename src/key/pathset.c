@@ -1,5 +1,6 @@
 #include "cachet/pathset.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -396,6 +397,41 @@ static void strong_begin(struct hasher *h, const struct digest *weak,
  * cost more than the hashing of the bytes. */
 #define STRONG_CHUNK (32 * 1024)
 
+struct absent_ctx {
+	const struct pathset *ps;
+	pathset_known_fn known;
+	void *known_ctx;
+};
+
+/* 1 when a stat of path (either kind) is an observation of ps whose value
+ * known vouches for and which found no entry: canonical path sets are
+ * sorted by path, a search; any other order only finds nothing, and the
+ * caller then looks. */
+static int known_absent(void *ctx, const char *path)
+{
+	const struct absent_ctx *a = ctx;
+	const struct pathset *ps = a->ps;
+	size_t lo = 0, hi = ps->nobs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(ps->paths[ps->obs[mid].path], path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < ps->nobs && !strcmp(ps->paths[ps->obs[i].path], path); i++) {
+		const void *v;
+		size_t len;
+		if (ps->obs[i].kind != OBS_STAT || !a->known(a->known_ctx, i, &v, &len))
+			continue;
+		struct reader r;
+		reader_init(&r, v, len);
+		if (len == 5 && reader_u8(&r) == 'E' && reader_u32(&r) == (uint32_t)ENOENT)
+			return 1;
+	}
+	return 0;
+}
+
 void pathset_strong_key_known(const struct pathset *ps, const struct step_bases *b,
                               const struct digest *weak, const struct digest *ps_digest,
                               struct digest_cache *dc, pathset_known_fn known, void *known_ctx,
@@ -406,6 +442,11 @@ void pathset_strong_key_known(const struct pathset *ps, const struct step_bases 
 	int convert = portable_has_bases(b);
 	struct observe_memo memo;
 	memset(&memo, 0, sizeof memo);
+	struct absent_ctx absent = {ps, known, known_ctx};
+	if (known) {
+		memo.known_absent = known_absent;
+		memo.known_absent_ctx = &absent;
+	}
 	buf_init(&value);
 	buf_init(&portable);
 	buf_init(&stream);

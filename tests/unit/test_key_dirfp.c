@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +242,21 @@ static void a_retargeted_symlink_is_seen(void **state)
 /* A directory's own stat (following symlinks) is decided by its own
  * fingerprint; an lstat is not (the path could turn into a symlink to the
  * same directory); a chmod is seen. */
+/* After a change to the deciding directory: nothing is skipped, the key is
+ * a full evaluation's, and not the recorded one. */
+static void changed_key_is_the_full_one(struct dirfp_set *set, const struct pathset *ps,
+                                        const struct buf *values, const struct digest *before)
+{
+	struct digest after, full;
+	set->dirs[0].state = 0;
+	assert_int_equal(
+	    dirfp_strong_key(set, ps, NULL, &weak, &psd, NULL, values->data, values->len, &after),
+	    0);
+	pathset_strong_key(ps, NULL, &weak, &psd, NULL, NULL, &full);
+	assert_memory_equal(after.b, full.b, DIGEST_LEN);
+	assert_memory_not_equal(after.b, before->b, DIGEST_LEN);
+}
+
 static void a_directory_stat_is_decided_by_its_fingerprint(void **state)
 {
 	settle();
@@ -251,7 +267,7 @@ static void a_directory_stat_is_decided_by_its_fingerprint(void **state)
 	pathset_add(&ps, OBS_STAT, 0, at("d/absent.h"), NULL);
 	pathset_canonicalise(&ps, NULL);
 	struct buf values;
-	struct digest before, after, full;
+	struct digest before, after;
 	recorded(&ps, &values, &before);
 	struct dirfp_set set;
 	dirfp_collect(&ps, values.data, values.len, &set);
@@ -262,13 +278,7 @@ static void a_directory_stat_is_decided_by_its_fingerprint(void **state)
 	    2);
 	assert_memory_equal(after.b, before.b, DIGEST_LEN);
 	assert_int_equal(chmod(at("d"), 0700), 0);
-	set.dirs[0].state = 0;
-	assert_int_equal(
-	    dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len, &after),
-	    0);
-	pathset_strong_key(&ps, NULL, &weak, &psd, NULL, NULL, &full);
-	assert_memory_equal(after.b, full.b, DIGEST_LEN);
-	assert_memory_not_equal(after.b, before.b, DIGEST_LEN);
+	changed_key_is_the_full_one(&set, &ps, &values, &before);
 	assert_int_equal(chmod(at("d"), 0755), 0);
 	dirfp_free(&set);
 	buf_free(&values);
@@ -357,6 +367,64 @@ static void ldcache_facts_are_decided_by_the_cache_file(void **state)
 	pathset_free(&ps);
 }
 
+/* The recorded value of a stat, ENOENT, that a test vouches for. */
+static int vouch_absent(void *ctx, size_t i, const void **v, size_t *len)
+{
+	static unsigned char enoent[5] = {'E'};
+	const struct pathset *ps = ctx;
+	if (ps->obs[i].kind != OBS_STAT)
+		return 0;
+	uint32_t e = ENOENT;
+	memcpy(enoent + 1, &e, 4); /* buf_put_u32: little-endian */
+	*v = enoent;
+	*len = sizeof enoent;
+	return 1;
+}
+
+/* A which fact skips the PATH entries where the evaluation knows its
+ * program absent (the step's own search recorded those stats); a program
+ * that appears there changes the directory and is found. */
+static void which_facts_skip_programs_known_absent(void **state)
+{
+	assert_int_equal(mkdir(at("w1"), 0755), 0);
+	assert_int_equal(mkdir(at("w2"), 0755), 0);
+	assert_int_equal(close(creat(at("w2/prog"), 0755)), 0);
+	char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+	char path[600];
+	snprintf(path, sizeof path, "%s:%s", at("w1"), at("w2"));
+	setenv("PATH", path, 1);
+	settle();
+	struct pathset ps;
+	pathset_init(&ps);
+	pathset_add(&ps, OBS_STAT, 0, at("w1/prog"), NULL);
+	pathset_add(&ps, OBS_FACT, 0, OBSERVE_FACT_WHICH "prog", NULL);
+	pathset_canonicalise(&ps, NULL);
+	struct buf values;
+	struct digest before, after;
+	recorded(&ps, &values, &before);
+	struct dirfp_set set;
+	dirfp_collect(&ps, values.data, values.len, &set);
+	assert_int_equal(eligible(&set), 1);
+	assert_int_not_equal(
+	    dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len, &after),
+	    0);
+	assert_memory_equal(after.b, before.b, DIGEST_LEN);
+	/* Vouched absent, w1/prog is not looked at: the fact still finds w2's. */
+	assert_int_equal(close(creat(at("w1/prog"), 0755)), 0);
+	pathset_strong_key_known(&ps, NULL, &weak, &psd, NULL, vouch_absent, &ps, NULL, &after);
+	assert_memory_equal(after.b, before.b, DIGEST_LEN);
+	/* Through the fingerprint, which the new entry moved: found. */
+	changed_key_is_the_full_one(&set, &ps, &values, &before);
+	if (old_path)
+		setenv("PATH", old_path, 1);
+	else
+		unsetenv("PATH");
+	free(old_path);
+	dirfp_free(&set);
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +438,7 @@ int main(void)
 	    cmocka_unit_test(noted_absent_paths_decide_as_the_collections_own_lookups),
 	    cmocka_unit_test(a_directory_changed_after_the_notes_began_is_not_fingerprinted),
 	    cmocka_unit_test(ldcache_facts_are_decided_by_the_cache_file),
+	    cmocka_unit_test(which_facts_skip_programs_known_absent),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
