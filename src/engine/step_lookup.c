@@ -288,21 +288,14 @@ enum lookup_step_outcome lookup_step(struct step_lookup *sl, struct error *e)
 static int store_with_memo(struct step_lookup *sl, const struct lookup_entry *en,
                            struct dirfp_notes *notes, struct error *e)
 {
-	/* The memo's directories are found on another CPU while this one
-	 * writes the entry (0.65 ms each for a small compile). */
-	int memo = !sl->nondeterministic && !store_is_readonly(sl->store);
-	struct memo_dirs md = {sl, en->pathset_body, en->pathset_len, en->result, notes, {0}};
-	struct side_job dirs_job;
-	buf_init(&md.out);
-	if (memo)
-		side_job_start(&dirs_job, memo_dirs_collect, &md);
 	int rc = lookup_store_entry(sl->store, en, e);
-	if (memo) {
-		side_job_wait(&dirs_job);
-		if (rc == 0)
-			put_memo(sl, en->strong, en->result_body, en->result_len, &md, en->pathset);
+	if (rc == 0 && !sl->nondeterministic && !store_is_readonly(sl->store)) {
+		struct memo_dirs md = {sl, en->pathset_body, en->pathset_len, en->result, notes, {0}};
+		buf_init(&md.out);
+		memo_dirs_collect(&md);
+		put_memo(sl, en->strong, en->result_body, en->result_len, &md, en->pathset);
+		buf_free(&md.out);
 	}
-	buf_free(&md.out);
 	return rc;
 }
 
