@@ -14,6 +14,7 @@ struct prefetch {
 	cpu_set_t cpus;
 	struct strmap named; /* the paths handed over (the tracer's thread only) */
 	int started, failed; /* the worker's thread */
+	int closed;          /* prefetch_close has told the worker */
 	pthread_t thread;
 	pthread_mutex_t lock; /* the queue and the two flags below */
 	pthread_cond_t wake;
@@ -86,18 +87,25 @@ void prefetch_add(void *ctx, const char *path, uint64_t size)
 	pthread_mutex_unlock(&p->lock);
 }
 
+void prefetch_close(struct prefetch *p, int keep)
+{
+	if (!p || !p->started || p->closed)
+		return;
+	p->closed = 1;
+	pthread_mutex_lock(&p->lock);
+	p->closing = 1;
+	p->dropping = !keep;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+}
+
 size_t prefetch_finish(struct prefetch *p, int keep)
 {
 	if (!p)
 		return 0;
-	if (p->started) {
-		pthread_mutex_lock(&p->lock);
-		p->closing = 1;
-		p->dropping = !keep;
-		pthread_cond_signal(&p->wake);
-		pthread_mutex_unlock(&p->lock);
+	prefetch_close(p, keep);
+	if (p->started)
 		pthread_join(p->thread, NULL);
-	}
 	size_t looked_up = p->looked_up;
 	for (size_t i = 0; i < p->n; i++)
 		free(p->queue[i]);

@@ -177,6 +177,30 @@ static void a_run_not_recorded_leaves_the_queue(void **state)
 	}
 }
 
+/* close tells the worker, finish waits for it: what close said holds. */
+static void close_then_finish(void **state)
+{
+	(void)state;
+	if (!two_cpus())
+		skip();
+	for (int keep = 0; keep <= 1; keep++) {
+		struct counting_cache c = {.slow_first = 1};
+		struct digest_cache dc = cache_of(&c);
+		struct prefetch *p = prefetch_new(&dc);
+		assert_non_null(p);
+		for (int i = 0; i < FILES; i++)
+			prefetch_add(p, paths[i], 1 << 20);
+		for (int waited = 0; !__atomic_load_n(&c.in_get, __ATOMIC_ACQUIRE); waited++) {
+			assert_true(waited < 5000);
+			usleep(1000);
+		}
+		prefetch_close(p, keep);
+		prefetch_close(p, !keep);
+		assert_int_equal(prefetch_finish(p, !keep), keep ? FILES : 1);
+	}
+	prefetch_close(NULL, 1);
+}
+
 static void works_off_the_callers_cpu(void **state)
 {
 	(void)state;
@@ -225,6 +249,7 @@ int main(void)
 	    cmocka_unit_test(leaves_the_digests_in_the_cache),
 	    cmocka_unit_test(a_warm_cache_is_only_asked),
 	    cmocka_unit_test(a_run_not_recorded_leaves_the_queue),
+	    cmocka_unit_test(close_then_finish),
 	    cmocka_unit_test(works_off_the_callers_cpu),
 	    cmocka_unit_test(one_cpu_means_no_prefetcher),
 	};
