@@ -16,7 +16,7 @@ int store_duplicate_put(struct store *s, const struct store_duplicate *d, struct
 		return 0;
 	if (store_index_open(s, e) < 0)
 		return -1;
-	return duplicate_row_put(s, d, e);
+	return duplicate_row_put(s, d, 0, e);
 }
 
 /* Binds d to a statement whose parameters ?1..?12 are the columns of
@@ -55,8 +55,22 @@ static int run_row(struct store *s, const char *sql, const struct store_duplicat
 	return sqlite3_changes(s->db) > 0;
 }
 
-int duplicate_row_put(struct store *s, const struct store_duplicate *d, struct error *e)
+int duplicate_row_put(struct store *s, const struct store_duplicate *d, int stored_again,
+                      struct error *e)
 {
+	/* An entry stored again (--recache, a verification) has, as a rule,
+	 * its row already naming its strong key: set again, the strong column
+	 * would rewrite duplicates_by_strong too. */
+	if (stored_again) {
+		int updated = run_row(s,
+		                      "UPDATE duplicates SET weak = ?4, pathset = ?5, words = ?7,"
+		                      " last_used = ?8 WHERE dkey = ?1 AND shape = ?2 AND mask = ?3"
+		                      " AND strong = ?6 AND pkey IS ?9 AND pshape IS ?10"
+		                      " AND pmask IS ?11 AND defines IS ?12",
+		                      d, e);
+		if (updated != 0)
+			return updated < 0 ? -1 : 0;
+	}
 	/* A step recorded again (a new entry under the same key, usually)
 	 * changes the entry's columns only: updated in place, the row leaves
 	 * the indexes of its shapes and keys as they were, and their pages out
