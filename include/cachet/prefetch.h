@@ -36,6 +36,12 @@ struct prefetch;
  * would only take it from the step. Its thread starts with the first path,
  * on the CPUs this process may use now (before the tracer pins itself). */
 struct prefetch *prefetch_new(struct digest_cache *dc);
+/* Runs fn(arg) once on the worker, the first time it has nothing queued
+ * while the step runs: work of the caller's that the worker's resources
+ * allow (run.c: the store's statements, while the worker holds the store
+ * through dc). Not at all when the worker never starts or the step ends
+ * first. Before the first prefetch_add. */
+void prefetch_when_idle(struct prefetch *p, void (*fn)(void *arg), void *arg);
 /* trace_spec.on_input: queues path, once, unless it is larger than
  * PREFETCH_MAX_SIZE; ctx is the prefetch. */
 void prefetch_add(void *ctx, const char *path, uint64_t size);

@@ -623,6 +623,11 @@ static void remove_tmpdir(void *tmp)
 	step_tmpdir_remove(tmp);
 }
 
+static void prepare_entry_statements(void *store)
+{
+	store_prepare_entry_statements(store);
+}
+
 static void miss(struct run *r, const char *reason) __attribute__((noreturn));
 static void miss(struct run *r, const char *reason)
 {
@@ -662,6 +667,10 @@ static void miss(struct run *r, const char *reason)
 	inherited_for_step(env, &spec);
 	/* The step's big inputs are hashed while it runs, on another CPU. */
 	struct prefetch *pf = prefetch_new(&r->lookup.fps.dc);
+	/* The worker holds the store while the step runs (its digest cache
+	 * is the index's): the statements the entry will run are prepared
+	 * there, not after the step. */
+	prefetch_when_idle(pf, prepare_entry_statements, r->store);
 	if (pf) {
 		spec.on_input = prefetch_add;
 		spec.on_input_ctx = pf;

@@ -23,6 +23,10 @@ struct prefetch {
 	int closing;      /* no more paths will come */
 	int dropping;     /* leave what is queued */
 	size_t looked_up; /* the worker's, read after the join */
+	/* prefetch_when_idle's job, set before the worker starts; the
+	 * worker's from then on. */
+	void (*idle)(void *arg);
+	void *idle_arg;
 };
 
 static void *worker(void *arg)
@@ -32,8 +36,17 @@ static void *worker(void *arg)
 	sched_setaffinity(0, sizeof p->cpus, &p->cpus);
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (p->head == p->n && !p->closing)
+		while (p->head == p->n && !p->closing) {
+			if (p->idle) {
+				void (*idle)(void *) = p->idle;
+				p->idle = NULL;
+				pthread_mutex_unlock(&p->lock);
+				idle(p->idle_arg);
+				pthread_mutex_lock(&p->lock);
+				continue;
+			}
 			pthread_cond_wait(&p->wake, &p->lock);
+		}
 		if (p->head == p->n || p->dropping)
 			break;
 		const char *path = p->queue[p->head++];
@@ -61,6 +74,14 @@ struct prefetch *prefetch_new(struct digest_cache *dc)
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	return p;
+}
+
+void prefetch_when_idle(struct prefetch *p, void (*fn)(void *arg), void *arg)
+{
+	if (!p || p->started)
+		return;
+	p->idle = fn;
+	p->idle_arg = arg;
 }
 
 void prefetch_add(void *ctx, const char *path, uint64_t size)

@@ -103,6 +103,18 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_WEAK_SIZE] = "SELECT (SELECT count(*) FROM (SELECT 1 FROM pathset_argv WHERE weak = ?1"
                      " LIMIT ?2)), (SELECT count(*) FROM (SELECT 1 FROM pathsets WHERE weak = ?1"
                      " LIMIT ?3))",
+    /* The row statements of duplicates.c, their parameters ?1..?12 the
+     * columns of ST_DUP_INSERT. */
+    [ST_DUP_UPDATE] = "UPDATE duplicates SET weak = ?4, pathset = ?5, strong = ?6, words = ?7,"
+                      " last_used = ?8 WHERE dkey = ?1 AND shape = ?2 AND mask = ?3"
+                      " AND pkey IS ?9 AND pshape IS ?10 AND pmask IS ?11 AND defines IS ?12",
+    [ST_DUP_UPDATE_KEEP_STRONG] =
+        "UPDATE duplicates SET weak = ?4, pathset = ?5, words = ?7, last_used = ?8"
+        " WHERE dkey = ?1 AND shape = ?2 AND mask = ?3 AND strong = ?6 AND pkey IS ?9"
+        " AND pshape IS ?10 AND pmask IS ?11 AND defines IS ?12",
+    [ST_DUP_INSERT] = "INSERT OR REPLACE INTO duplicates(dkey, shape, mask, weak, pathset,"
+                      " strong, words, last_used, pkey, pshape, pmask, defines)"
+                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 };
 
 /* migrations[v] takes schema version v to v + 1. */
@@ -270,6 +282,23 @@ sqlite3_stmt *index_stmt(struct store *s, enum stmt_id id, struct error *e)
 		return NULL;
 	}
 	return s->stmts[id];
+}
+
+void store_prepare_entry_statements(struct store *s)
+{
+	/* What a compile's entry runs, in the order it runs them. */
+	static const enum stmt_id ids[] = {
+	    ST_PUT_STEP,        ST_PUT_PATHSET,
+	    ST_PUT_ARGV,        ST_RESULT_BLOBS,
+	    ST_PUT_RESULT,      ST_PUT_BLOB,
+	    ST_PUT_RESULT_BLOB, ST_WEAK_SIZE,
+	    ST_DUP_UPDATE,      ST_DUP_UPDATE_KEEP_STRONG,
+	};
+	if (s->readonly || !s->db)
+		return;
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+		if (!index_stmt(s, ids[i], NULL))
+			return;
 }
 
 void index_finalize_all(struct store *s)

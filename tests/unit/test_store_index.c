@@ -876,6 +876,25 @@ static void an_entry_stored_again_writes_few_pages(void **state)
 	store_close(s);
 }
 
+/* Statements prepared ahead (by another thread, in run.c) serve the store
+ * as their own would; a store whose index is not open prepares nothing. */
+static void statements_prepared_ahead_store_the_entry(void **state)
+{
+	struct store *s = open_cache();
+	store_prepare_entry_statements(s);
+	assert_non_null(s->stmts[ST_PUT_RESULT]);
+	assert_non_null(s->stmts[ST_DUP_UPDATE]);
+	put_ok(s, 1, 1, 1, 8);
+	assert_int_equal(has_result(s, 1), 1);
+	store_close(s);
+	struct store *d;
+	struct error e = {0, ""};
+	assert_int_equal(store_open("cache", STORE_DEFER_INDEX, &d, &e), 0);
+	store_prepare_entry_statements(d);
+	assert_null(d->db);
+	store_close(d);
+}
+
 /* An entry stored again keeps the references its result still names and
  * drops the others. */
 static void a_result_stored_again_references_its_new_blobs_only(void **state)
@@ -1084,6 +1103,7 @@ int main(void)
 	    T(an_entry_stored_again_writes_few_pages),
 	    T(a_duplicate_row_recorded_again_names_the_new_entry),
 	    T(a_result_stored_again_references_its_new_blobs_only),
+	    T(statements_prepared_ahead_store_the_entry),
 	    T(a_duplicate_row_stored_again_with_its_entry),
 #undef T
 	};
