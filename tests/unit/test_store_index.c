@@ -292,6 +292,22 @@ static struct store_entry entry_of_result_1(const struct digest *weak, const str
 	};
 }
 
+/* A duplicate row (words "-ox.o") for the entry of weak, ps and strong. */
+static struct store_duplicate duplicate_row_1(const struct digest *weak, const struct digest *ps,
+                                              const struct digest *strong)
+{
+	return (struct store_duplicate){
+	    .dkey = key_digest("dkey", 1),
+	    .shape = key_digest("shape", 1),
+	    .mask = 1u << 3,
+	    .weak = *weak,
+	    .pathset = *ps,
+	    .strong = *strong,
+	    .words = "-ox.o",
+	    .words_len = 6,
+	};
+}
+
 /* The row noting an entry under its duplicate key goes in with the entry,
  * in its transaction: both or neither. */
 static void an_entrys_duplicate_row_is_stored_with_it(void **state)
@@ -299,16 +315,7 @@ static void an_entrys_duplicate_row_is_stored_with_it(void **state)
 	struct store *s = open_cache();
 	struct digest weak = key_digest("weak", 1), ps = key_digest("pathset", 1),
 	              strong = key_digest("strong", 1);
-	struct store_duplicate d = {
-	    .dkey = key_digest("dkey", 1),
-	    .shape = key_digest("shape", 1),
-	    .mask = 1u << 3,
-	    .weak = weak,
-	    .pathset = ps,
-	    .strong = strong,
-	    .words = "-ox.o",
-	    .words_len = 6,
-	};
+	struct store_duplicate d = duplicate_row_1(&weak, &ps, &strong);
 	struct blob_ref missing = {digest_of("never stored", 12), 12, BLOB_RAW};
 	struct store_entry en = entry_of_result_1(&weak, &ps, &strong, &missing);
 	en.duplicate = &d;
@@ -931,16 +938,7 @@ static void a_duplicate_row_stored_again_with_its_entry(void **state)
 	struct store *s = open_cache();
 	struct digest weak = key_digest("weak", 1), ps = key_digest("pathset", 1),
 	              strong[2] = {key_digest("strong", 1), key_digest("strong", 2)};
-	struct store_duplicate d = {
-	    .dkey = key_digest("dkey", 1),
-	    .shape = key_digest("shape", 1),
-	    .mask = 1u << 3,
-	    .weak = weak,
-	    .pathset = ps,
-	    .strong = strong[0],
-	    .words = "-ox.o",
-	    .words_len = 6,
-	};
+	struct store_duplicate d = duplicate_row_1(&weak, &ps, &strong[0]);
 	struct error e = {0, ""};
 	struct blob_ref blob;
 	assert_int_equal(store_put_blob_mem(s, "output", 6, &blob, &e), 0);
