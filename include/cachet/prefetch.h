@@ -36,9 +36,20 @@ struct prefetch;
  * would only take it from the step. Its thread starts with the first path,
  * on the CPUs this process may use now (before the tracer pins itself). */
 struct prefetch *prefetch_new(struct digest_cache *dc);
+/* Runs fn(arg) once on the worker, the first time it has nothing queued
+ * while the step runs: work of the caller's that the worker's resources
+ * allow (run.c: the store's statements, while the worker holds the store
+ * through dc). Not at all when the worker never starts or the step ends
+ * first. Before the first prefetch_add. */
+void prefetch_when_idle(struct prefetch *p, void (*fn)(void *arg), void *arg);
 /* trace_spec.on_input: queues path, once, unless it is larger than
  * PREFETCH_MAX_SIZE; ctx is the prefetch. */
 void prefetch_add(void *ctx, const char *path, uint64_t size);
+/* Tells the worker to end as prefetch_finish says, without waiting for
+ * it: its thread wakes and exits while the caller ends its other ones
+ * (each wake-up and exit is ~0.2 ms of a thread that slept). Once; NULL:
+ * nothing. */
+void prefetch_close(struct prefetch *p, int keep);
 /* Ends the worker and frees p (NULL: nothing). With keep, it first hashes
  * what is queued, which the record would hash anyway; without (the run
  * will not be stored), it ends after the file it is hashing. Returns how

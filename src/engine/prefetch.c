@@ -14,6 +14,7 @@ struct prefetch {
 	cpu_set_t cpus;
 	struct strmap named; /* the paths handed over (the tracer's thread only) */
 	int started, failed; /* the worker's thread */
+	int closed;          /* prefetch_close has told the worker */
 	pthread_t thread;
 	pthread_mutex_t lock; /* the queue and the two flags below */
 	pthread_cond_t wake;
@@ -22,6 +23,10 @@ struct prefetch {
 	int closing;      /* no more paths will come */
 	int dropping;     /* leave what is queued */
 	size_t looked_up; /* the worker's, read after the join */
+	/* prefetch_when_idle's job, set before the worker starts; the
+	 * worker's from then on. */
+	void (*idle)(void *arg);
+	void *idle_arg;
 };
 
 static void *worker(void *arg)
@@ -31,8 +36,17 @@ static void *worker(void *arg)
 	sched_setaffinity(0, sizeof p->cpus, &p->cpus);
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (p->head == p->n && !p->closing)
+		while (p->head == p->n && !p->closing) {
+			if (p->idle) {
+				void (*idle)(void *) = p->idle;
+				p->idle = NULL;
+				pthread_mutex_unlock(&p->lock);
+				idle(p->idle_arg);
+				pthread_mutex_lock(&p->lock);
+				continue;
+			}
 			pthread_cond_wait(&p->wake, &p->lock);
+		}
 		if (p->head == p->n || p->dropping)
 			break;
 		const char *path = p->queue[p->head++];
@@ -62,6 +76,14 @@ struct prefetch *prefetch_new(struct digest_cache *dc)
 	return p;
 }
 
+void prefetch_when_idle(struct prefetch *p, void (*fn)(void *arg), void *arg)
+{
+	if (!p || p->started)
+		return;
+	p->idle = fn;
+	p->idle_arg = arg;
+}
+
 void prefetch_add(void *ctx, const char *path, uint64_t size)
 {
 	struct prefetch *p = ctx;
@@ -86,18 +108,25 @@ void prefetch_add(void *ctx, const char *path, uint64_t size)
 	pthread_mutex_unlock(&p->lock);
 }
 
+void prefetch_close(struct prefetch *p, int keep)
+{
+	if (!p || !p->started || p->closed)
+		return;
+	p->closed = 1;
+	pthread_mutex_lock(&p->lock);
+	p->closing = 1;
+	p->dropping = !keep;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+}
+
 size_t prefetch_finish(struct prefetch *p, int keep)
 {
 	if (!p)
 		return 0;
-	if (p->started) {
-		pthread_mutex_lock(&p->lock);
-		p->closing = 1;
-		p->dropping = !keep;
-		pthread_cond_signal(&p->wake);
-		pthread_mutex_unlock(&p->lock);
+	prefetch_close(p, keep);
+	if (p->started)
 		pthread_join(p->thread, NULL);
-	}
 	size_t looked_up = p->looked_up;
 	for (size_t i = 0; i < p->n; i++)
 		free(p->queue[i]);

@@ -16,7 +16,7 @@ int store_duplicate_put(struct store *s, const struct store_duplicate *d, struct
 		return 0;
 	if (store_index_open(s, e) < 0)
 		return -1;
-	return duplicate_row_put(s, d, e);
+	return duplicate_row_put(s, d, 0, e);
 }
 
 /* Binds d to a statement whose parameters ?1..?12 are the columns of
@@ -40,42 +40,41 @@ static void bind_row(sqlite3_stmt *st, const struct store_duplicate *d)
 	}
 }
 
-/* Runs a row statement for d: 1 when it changed a row, 0 when not. */
-static int run_row(struct store *s, const char *sql, const struct store_duplicate *d,
+/* Runs row statement id for d: 1 when it changed a row, 0 when not. */
+static int run_row(struct store *s, enum stmt_id id, const struct store_duplicate *d,
                    struct error *e)
 {
-	sqlite3_stmt *st;
-	if (index_prepare(s, sql, &st, e) < 0)
+	sqlite3_stmt *st = index_stmt(s, id, e);
+	if (!st)
 		return -1;
 	bind_row(st, d);
 	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE)
 		return index_error(s, rc, e, "recording a duplicate key");
 	return sqlite3_changes(s->db) > 0;
 }
 
-int duplicate_row_put(struct store *s, const struct store_duplicate *d, struct error *e)
+int duplicate_row_put(struct store *s, const struct store_duplicate *d, int stored_again,
+                      struct error *e)
 {
+	/* An entry stored again (--recache, a verification) has, as a rule,
+	 * its row already naming its strong key: set again, the strong column
+	 * would rewrite duplicates_by_strong too. */
+	if (stored_again) {
+		int updated = run_row(s, ST_DUP_UPDATE_KEEP_STRONG, d, e);
+		if (updated != 0)
+			return updated < 0 ? -1 : 0;
+	}
 	/* A step recorded again (a new entry under the same key, usually)
 	 * changes the entry's columns only: updated in place, the row leaves
 	 * the indexes of its shapes and keys as they were, and their pages out
 	 * of the WAL. */
-	int updated = run_row(s,
-	                      "UPDATE duplicates SET weak = ?4, pathset = ?5, strong = ?6,"
-	                      " words = ?7, last_used = ?8 WHERE dkey = ?1 AND shape = ?2"
-	                      " AND mask = ?3 AND pkey IS ?9 AND pshape IS ?10 AND pmask IS ?11"
-	                      " AND defines IS ?12",
-	                      d, e);
+	int updated = run_row(s, ST_DUP_UPDATE, d, e);
 	if (updated != 0)
 		return updated < 0 ? -1 : 0;
-	return run_row(s,
-	               "INSERT OR REPLACE INTO duplicates(dkey, shape, mask, weak, pathset,"
-	               " strong, words, last_used, pkey, pshape, pmask, defines)"
-	               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-	               d, e) < 0
-	           ? -1
-	           : 0;
+	return run_row(s, ST_DUP_INSERT, d, e) < 0 ? -1 : 0;
 }
 
 /* The masks sql selects for a shape (?1), at most max (?2). */

@@ -46,7 +46,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " (SELECT strong FROM results WHERE weak = ?1 AND pathset = ?2)",
     [ST_DEL_PATHSET_RESULTS] = "DELETE FROM results WHERE weak = ?1 AND pathset = ?2",
     [ST_DEL_PATHSET] = "DELETE FROM pathsets WHERE weak = ?1 AND digest = ?2",
-    [ST_DEL_RESULT_BLOBS] = "DELETE FROM result_blobs WHERE strong = ?1",
+    [ST_RESULT_BLOBS] = "SELECT digest FROM result_blobs WHERE strong = ?1",
+    [ST_DEL_RESULT_BLOB] = "DELETE FROM result_blobs WHERE strong = ?1 AND digest = ?2",
     /* Replacing in place, not REPLACE's delete and insert (a new rowid, a
      * new place in the table and in both its indexes): the pages a result
      * stored again (--recache, a verification) leaves alone stay out of the
@@ -102,6 +103,18 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_WEAK_SIZE] = "SELECT (SELECT count(*) FROM (SELECT 1 FROM pathset_argv WHERE weak = ?1"
                      " LIMIT ?2)), (SELECT count(*) FROM (SELECT 1 FROM pathsets WHERE weak = ?1"
                      " LIMIT ?3))",
+    /* The row statements of duplicates.c, their parameters ?1..?12 the
+     * columns of ST_DUP_INSERT. */
+    [ST_DUP_UPDATE] = "UPDATE duplicates SET weak = ?4, pathset = ?5, strong = ?6, words = ?7,"
+                      " last_used = ?8 WHERE dkey = ?1 AND shape = ?2 AND mask = ?3"
+                      " AND pkey IS ?9 AND pshape IS ?10 AND pmask IS ?11 AND defines IS ?12",
+    [ST_DUP_UPDATE_KEEP_STRONG] =
+        "UPDATE duplicates SET weak = ?4, pathset = ?5, words = ?7, last_used = ?8"
+        " WHERE dkey = ?1 AND shape = ?2 AND mask = ?3 AND strong = ?6 AND pkey IS ?9"
+        " AND pshape IS ?10 AND pmask IS ?11 AND defines IS ?12",
+    [ST_DUP_INSERT] = "INSERT OR REPLACE INTO duplicates(dkey, shape, mask, weak, pathset,"
+                      " strong, words, last_used, pkey, pshape, pmask, defines)"
+                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 };
 
 /* migrations[v] takes schema version v to v + 1. */
@@ -269,6 +282,23 @@ sqlite3_stmt *index_stmt(struct store *s, enum stmt_id id, struct error *e)
 		return NULL;
 	}
 	return s->stmts[id];
+}
+
+void store_prepare_entry_statements(struct store *s)
+{
+	/* What a compile's entry runs, in the order it runs them. */
+	static const enum stmt_id ids[] = {
+	    ST_PUT_STEP,        ST_PUT_PATHSET,
+	    ST_PUT_ARGV,        ST_RESULT_BLOBS,
+	    ST_PUT_RESULT,      ST_PUT_BLOB,
+	    ST_PUT_RESULT_BLOB, ST_WEAK_SIZE,
+	    ST_DUP_UPDATE,      ST_DUP_UPDATE_KEEP_STRONG,
+	};
+	if (s->readonly || !s->db)
+		return;
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+		if (!index_stmt(s, ids[i], NULL))
+			return;
 }
 
 void index_finalize_all(struct store *s)
@@ -832,10 +862,10 @@ static int drop_pathset(struct store *s, const struct digest *weak, const struct
 	return 0;
 }
 
-/* The digests that query st (weak bound at 1, its other parameters bound
- * by the caller) returns in column col. */
+/* The digests that query st (its parameters bound by the caller) returns
+ * in column col; what says what failed. */
 static struct digest *collect_digests(struct store *s, sqlite3_stmt *st, int col, size_t *n,
-                                      struct error *e)
+                                      const char *what, struct error *e)
 {
 	struct digest *out = NULL;
 	size_t alloc = 0;
@@ -850,7 +880,7 @@ static struct digest *collect_digests(struct store *s, sqlite3_stmt *st, int col
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE) {
 		free(out);
-		index_error(s, rc, e, "finding old path sets");
+		index_error(s, rc, e, what);
 		return NULL;
 	}
 	return out ? out : xmalloc(1);
@@ -980,7 +1010,7 @@ static int drop_old_pathsets(struct store *s, const struct store_entry *en,
 	bind_digest(st, 1, weak);
 	sqlite3_bind_int64(st, 2, (int64_t)max * PATHSET_GROUPS_FACTOR);
 	size_t n;
-	struct digest *old = collect_digests(s, st, 0, &n, e);
+	struct digest *old = collect_digests(s, st, 0, &n, "finding old path sets", e);
 	if (!old)
 		return -1;
 	int rc = 0;
@@ -1026,6 +1056,48 @@ static int put_entry_blob(struct store *s, const struct digest *strong, const st
 	return step_done(s, st, e, "recording a blob reference");
 }
 
+/* The result row of en, its blobs and its blob references, where old
+ * are the references its strong key had: those it still names stay as
+ * they are (deleted and inserted again, they cost their pages, the table's
+ * and its index's, in the WAL of every re-store), the others go. */
+static int put_result_and_blobs(struct store *s, const struct store_entry *en, int64_t now,
+                                const struct digest *old, size_t nold, struct error *e)
+{
+	uint64_t size = 0;
+	for (size_t i = 0; i < en->nblobs; i++)
+		size += en->blobs[i].size;
+	sqlite3_stmt *st = index_stmt(s, ST_PUT_RESULT, e);
+	if (!st)
+		return -1;
+	bind_digest(st, 1, en->strong);
+	bind_digest(st, 2, en->weak);
+	bind_digest(st, 3, en->pathset);
+	bind_body(st, 4, en->result_body, en->result_len);
+	sqlite3_bind_int64(st, 5, (int64_t)size);
+	sqlite3_bind_int64(st, 6, now);
+	sqlite3_bind_int64(st, 7, en->duration_ms);
+	if (step_done(s, st, e, "storing a result") < 0)
+		return -1;
+	for (size_t i = 0; i < en->nblobs; i++)
+		if (put_entry_blob(s, en->strong, &en->blobs[i], e) < 0)
+			return -1;
+	for (size_t k = 0; k < nold; k++) {
+		int named = 0;
+		for (size_t i = 0; i < en->nblobs && !named; i++)
+			named = digest_equal(&en->blobs[i].digest, &old[k]);
+		if (named)
+			continue;
+		st = index_stmt(s, ST_DEL_RESULT_BLOB, e);
+		if (!st)
+			return -1;
+		bind_digest(st, 1, en->strong);
+		bind_digest(st, 2, &old[k]);
+		if (step_done(s, st, e, "replacing a result") < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int put_entry_rows(struct store *s, const struct store_entry *en, unsigned max_pathsets,
                           struct error *e)
 {
@@ -1064,37 +1136,24 @@ static int put_entry_rows(struct store *s, const struct store_entry *en, unsigne
 	if (step_done(s, st, e, "storing a path set") < 0)
 		return -1;
 
-	/* Replacing a result replaces its blob references too. */
-	st = index_stmt(s, ST_DEL_RESULT_BLOBS, e);
+	/* Replacing a result replaces its blob references too (below). */
+	st = index_stmt(s, ST_RESULT_BLOBS, e);
 	if (!st)
 		return -1;
 	bind_digest(st, 1, en->strong);
-	if (step_done(s, st, e, "replacing a result") < 0)
+	size_t nold;
+	struct digest *old = collect_digests(s, st, 0, &nold, "replacing a result", e);
+	if (!old)
 		return -1;
-
-	uint64_t size = 0;
-	for (size_t i = 0; i < en->nblobs; i++)
-		size += en->blobs[i].size;
-	st = index_stmt(s, ST_PUT_RESULT, e);
-	if (!st)
+	int rc = put_result_and_blobs(s, en, now, old, nold, e);
+	free(old);
+	if (rc < 0)
 		return -1;
-	bind_digest(st, 1, en->strong);
-	bind_digest(st, 2, en->weak);
-	bind_digest(st, 3, en->pathset);
-	bind_body(st, 4, en->result_body, en->result_len);
-	sqlite3_bind_int64(st, 5, (int64_t)size);
-	sqlite3_bind_int64(st, 6, now);
-	sqlite3_bind_int64(st, 7, en->duration_ms);
-	if (step_done(s, st, e, "storing a result") < 0)
-		return -1;
-
-	for (size_t i = 0; i < en->nblobs; i++)
-		if (put_entry_blob(s, en->strong, &en->blobs[i], e) < 0)
-			return -1;
 
 	if (max_pathsets > 0 && drop_old_pathsets(s, en, key, max_pathsets, e) < 0)
 		return -1;
-	if (en->duplicate && duplicate_row_put(s, en->duplicate, e) < 0)
+	/* The entry's strong key stored again: its duplicate row names it. */
+	if (en->duplicate && duplicate_row_put(s, en->duplicate, nold > 0, e) < 0)
 		return -1;
 	if (en->step_ident && step_name_row_put(s, en->step_ident, en->weak, e) < 0)
 		return -1;

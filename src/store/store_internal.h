@@ -45,7 +45,8 @@ enum stmt_id {
 	ST_DEL_PATHSET_RESULT_BLOBS,
 	ST_DEL_PATHSET_RESULTS,
 	ST_DEL_PATHSET,
-	ST_DEL_RESULT_BLOBS,
+	ST_RESULT_BLOBS,
+	ST_DEL_RESULT_BLOB,
 	ST_PUT_RESULT,
 	ST_PUT_RESULT_BLOB,
 	ST_PUT_BLOB,
@@ -65,6 +66,9 @@ enum stmt_id {
 	ST_PATHSET_GROUPED,
 	ST_DEL_PATHSET_ARGV,
 	ST_WEAK_SIZE,
+	ST_DUP_UPDATE,
+	ST_DUP_UPDATE_KEEP_STRONG,
+	ST_DUP_INSERT,
 	ST_COUNT
 };
 
@@ -220,8 +224,11 @@ int index_column_digest(sqlite3_stmt *st, int col, struct digest *out);
 /* The same, all zeros when the column holds no digest. */
 void index_column_digest_or_zero(sqlite3_stmt *st, int col, struct digest *out);
 /* Writes the row of d into the duplicates table of the open index, within
- * the caller's transaction if there is one (store_put_entry's). */
-int duplicate_row_put(struct store *s, const struct store_duplicate *d, struct error *e);
+ * the caller's transaction if there is one (store_put_entry's);
+ * stored_again when d's strong key was in the index before (its row most
+ * likely names it already). */
+int duplicate_row_put(struct store *s, const struct store_duplicate *d, int stored_again,
+                      struct error *e);
 
 /* ---- step_names.c ---- */
 /* Writes weak as the newest step of ident in the open transaction (nothing

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,25 +157,82 @@ static void a_warm_cache_is_only_asked(void **state)
 	assert_int_equal(c.puts, 0);
 }
 
-/* finish comes while the first lookup (100 ms) runs and the rest wait. */
+/* A prefetcher given every path, its worker in the first (slow) lookup. */
+static struct prefetch *busy_prefetch(struct counting_cache *c, struct digest_cache *dc)
+{
+	struct prefetch *p = prefetch_new(dc);
+	assert_non_null(p);
+	for (int i = 0; i < FILES; i++)
+		prefetch_add(p, paths[i], 1 << 20);
+	for (int waited = 0; !__atomic_load_n(&c->in_get, __ATOMIC_ACQUIRE); waited++) {
+		assert_true(waited < 5000);
+		usleep(1000);
+	}
+	return p;
+}
+
+/* finish comes while the first lookup (100 ms) runs and the rest wait;
+ * or close does, and finish then waits: what close said holds. */
 static void a_run_not_recorded_leaves_the_queue(void **state)
 {
 	(void)state;
 	if (!two_cpus())
 		skip();
-	for (int keep = 0; keep <= 1; keep++) {
-		struct counting_cache c = {.slow_first = 1};
-		struct digest_cache dc = cache_of(&c);
-		struct prefetch *p = prefetch_new(&dc);
-		assert_non_null(p);
-		for (int i = 0; i < FILES; i++)
-			prefetch_add(p, paths[i], 1 << 20);
-		for (int waited = 0; !__atomic_load_n(&c.in_get, __ATOMIC_ACQUIRE); waited++) {
-			assert_true(waited < 5000);
-			usleep(1000);
+	for (int closed = 0; closed <= 1; closed++)
+		for (int keep = 0; keep <= 1; keep++) {
+			struct counting_cache c = {.slow_first = 1};
+			struct digest_cache dc = cache_of(&c);
+			struct prefetch *p = busy_prefetch(&c, &dc);
+			if (closed) {
+				prefetch_close(p, keep);
+				prefetch_close(p, !keep);
+			}
+			assert_int_equal(prefetch_finish(p, closed ? !keep : keep),
+			                 keep ? FILES : 1);
 		}
-		assert_int_equal(prefetch_finish(p, keep), keep ? FILES : 1);
+	prefetch_close(NULL, 1);
+}
+
+struct idle_job {
+	int runs;
+	pthread_t thread;
+};
+
+static void note_idle(void *arg)
+{
+	struct idle_job *j = arg;
+	j->runs++;
+	j->thread = pthread_self();
+}
+
+/* The idle job runs once, on the worker, once the queue is empty; never
+ * when the worker does not start. */
+static void the_idle_job_runs_once_on_the_worker(void **state)
+{
+	(void)state;
+	if (!two_cpus())
+		skip();
+	struct counting_cache c = {0};
+	struct digest_cache dc = cache_of(&c);
+	struct idle_job j = {0};
+	struct prefetch *p = prefetch_new(&dc);
+	assert_non_null(p);
+	prefetch_when_idle(p, note_idle, &j);
+	prefetch_add(p, paths[0], 1 << 20);
+	for (int waited = 0; !__atomic_load_n(&j.runs, __ATOMIC_ACQUIRE); waited++) {
+		assert_true(waited < 5000);
+		usleep(1000);
 	}
+	prefetch_add(p, paths[1], 1 << 20);
+	assert_int_equal(prefetch_finish(p, 1), 2);
+	assert_int_equal(j.runs, 1);
+	assert_false(pthread_equal(j.thread, pthread_self()));
+	struct idle_job none = {0};
+	p = prefetch_new(&dc);
+	prefetch_when_idle(p, note_idle, &none);
+	prefetch_finish(p, 1);
+	assert_int_equal(none.runs, 0);
+	prefetch_when_idle(NULL, note_idle, &none);
 }
 
 static void works_off_the_callers_cpu(void **state)
@@ -225,6 +283,7 @@ int main(void)
 	    cmocka_unit_test(leaves_the_digests_in_the_cache),
 	    cmocka_unit_test(a_warm_cache_is_only_asked),
 	    cmocka_unit_test(a_run_not_recorded_leaves_the_queue),
+	    cmocka_unit_test(the_idle_job_runs_once_on_the_worker),
 	    cmocka_unit_test(works_off_the_callers_cpu),
 	    cmocka_unit_test(one_cpu_means_no_prefetcher),
 	};

@@ -292,6 +292,22 @@ static struct store_entry entry_of_result_1(const struct digest *weak, const str
 	};
 }
 
+/* A duplicate row (words "-ox.o") for the entry of weak, ps and strong. */
+static struct store_duplicate duplicate_row_1(const struct digest *weak, const struct digest *ps,
+                                              const struct digest *strong)
+{
+	return (struct store_duplicate){
+	    .dkey = key_digest("dkey", 1),
+	    .shape = key_digest("shape", 1),
+	    .mask = 1u << 3,
+	    .weak = *weak,
+	    .pathset = *ps,
+	    .strong = *strong,
+	    .words = "-ox.o",
+	    .words_len = 6,
+	};
+}
+
 /* The row noting an entry under its duplicate key goes in with the entry,
  * in its transaction: both or neither. */
 static void an_entrys_duplicate_row_is_stored_with_it(void **state)
@@ -299,16 +315,7 @@ static void an_entrys_duplicate_row_is_stored_with_it(void **state)
 	struct store *s = open_cache();
 	struct digest weak = key_digest("weak", 1), ps = key_digest("pathset", 1),
 	              strong = key_digest("strong", 1);
-	struct store_duplicate d = {
-	    .dkey = key_digest("dkey", 1),
-	    .shape = key_digest("shape", 1),
-	    .mask = 1u << 3,
-	    .weak = weak,
-	    .pathset = ps,
-	    .strong = strong,
-	    .words = "-ox.o",
-	    .words_len = 6,
-	};
+	struct store_duplicate d = duplicate_row_1(&weak, &ps, &strong);
 	struct blob_ref missing = {digest_of("never stored", 12), 12, BLOB_RAW};
 	struct store_entry en = entry_of_result_1(&weak, &ps, &strong, &missing);
 	en.duplicate = &d;
@@ -870,9 +877,93 @@ static void an_entry_stored_again_writes_few_pages(void **state)
 	off_t before = file_size("cache/index.db-wal");
 	put_ok(s, 1, 1, 1, 8);
 	off_t frames = (file_size("cache/index.db-wal") - before) / (24 + 4096);
-	/* The path set's row, its grouping, the result and its reference
-	 * (deleted and put back, in the table and its index). */
-	assert_true(frames <= 5);
+	/* The path set's row, its grouping and the result: its blob
+	 * reference stays as it was. */
+	assert_true(frames <= 3);
+	store_close(s);
+}
+
+/* Statements prepared ahead (by another thread, in run.c) serve the store
+ * as their own would; a store whose index is not open prepares nothing. */
+static void statements_prepared_ahead_store_the_entry(void **state)
+{
+	struct store *s = open_cache();
+	store_prepare_entry_statements(s);
+	assert_non_null(s->stmts[ST_PUT_RESULT]);
+	assert_non_null(s->stmts[ST_DUP_UPDATE]);
+	put_ok(s, 1, 1, 1, 8);
+	assert_int_equal(has_result(s, 1), 1);
+	store_close(s);
+	struct store *d;
+	struct error e = {0, ""};
+	assert_int_equal(store_open("cache", STORE_DEFER_INDEX, &d, &e), 0);
+	store_prepare_entry_statements(d);
+	assert_null(d->db);
+	store_close(d);
+}
+
+/* An entry stored again keeps the references its result still names and
+ * drops the others. */
+static void a_result_stored_again_references_its_new_blobs_only(void **state)
+{
+	struct store *s = open_cache();
+	struct digest weak = key_digest("weak", 1), ps = key_digest("pathset", 1),
+	              strong = key_digest("strong", 1);
+	struct blob_ref blobs[2];
+	struct error e = {0, ""};
+	assert_int_equal(store_put_blob_mem(s, "first", 5, &blobs[0], &e), 0);
+	assert_int_equal(store_put_blob_mem(s, "second", 6, &blobs[1], &e), 0);
+	struct store_entry en = entry_of_result_1(&weak, &ps, &strong, &blobs[0]);
+	assert_int_equal(store_put_entry(s, &en, 8, &e), 0);
+	en.blobs = &blobs[1];
+	assert_int_equal(store_put_entry(s, &en, 8, &e), 0);
+	assert_int_equal(count_rows(s, "SELECT count(*) FROM result_blobs"), 1);
+	sqlite3_stmt *st;
+	assert_int_equal(
+	    sqlite3_prepare_v2(s->db, "SELECT digest FROM result_blobs", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_memory_equal(sqlite3_column_blob(st, 0), blobs[1].digest.b, DIGEST_LEN);
+	sqlite3_finalize(st);
+	en.blobs = blobs;
+	en.nblobs = 2;
+	assert_int_equal(store_put_entry(s, &en, 8, &e), 0);
+	assert_int_equal(count_rows(s, "SELECT count(*) FROM result_blobs"), 2);
+	store_close(s);
+}
+
+/* An entry stored again with its duplicate row leaves the row's indexes
+ * alone; one whose row names another entry still takes the row. */
+static void a_duplicate_row_stored_again_with_its_entry(void **state)
+{
+	struct store *s = open_cache();
+	struct digest weak = key_digest("weak", 1), ps = key_digest("pathset", 1),
+	              strong[2] = {key_digest("strong", 1), key_digest("strong", 2)};
+	struct store_duplicate d = duplicate_row_1(&weak, &ps, &strong[0]);
+	struct error e = {0, ""};
+	struct blob_ref blob;
+	assert_int_equal(store_put_blob_mem(s, "output", 6, &blob, &e), 0);
+	struct store_entry en = entry_of_result_1(&weak, &ps, &strong[0], &blob);
+	en.duplicate = &d;
+	assert_int_equal(store_put_entry(s, &en, 8, &e), 0);
+	off_t before = file_size("cache/index.db-wal");
+	assert_int_equal(store_put_entry(s, &en, 8, &e), 0);
+	off_t frames = (file_size("cache/index.db-wal") - before) / (24 + 4096);
+	/* The path set's row, its grouping, the result and the duplicate
+	 * row. */
+	assert_true(frames <= 4);
+	/* strong 2, stored before without a duplicate row, again with one
+	 * while the row names strong 1. */
+	en.strong = &strong[1];
+	en.duplicate = NULL;
+	assert_int_equal(store_put_entry(s, &en, 8, &e), 0);
+	d.strong = strong[1];
+	en.duplicate = &d;
+	assert_int_equal(store_put_entry(s, &en, 8, &e), 0);
+	struct store_duplicate got;
+	assert_int_equal(store_duplicate_get(s, &d.dkey, &got, &e), 1);
+	assert_true(digest_equal(&got.strong, &strong[1]));
+	store_duplicate_free(&got);
+	assert_int_equal(count_rows(s, "SELECT count(*) FROM duplicates"), 1);
 	store_close(s);
 }
 
@@ -1009,6 +1100,9 @@ int main(void)
 	    T(a_new_steps_name_goes_in_with_its_entry),
 	    T(an_entry_stored_again_writes_few_pages),
 	    T(a_duplicate_row_recorded_again_names_the_new_entry),
+	    T(a_result_stored_again_references_its_new_blobs_only),
+	    T(statements_prepared_ahead_store_the_entry),
+	    T(a_duplicate_row_stored_again_with_its_entry),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
