@@ -61,6 +61,9 @@ struct fd_use {
 	unsigned char dup_like;
 };
 extern const struct fd_use fd_uses[];
+/* The calls that stop whatever their arguments. */
+extern const int always_traced[];
+extern const size_t nalways_traced;
 extern const size_t nfd_uses;
 
 /* Fills prog. The calls of fd_uses stop when they read one of read_fds
