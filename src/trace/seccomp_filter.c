@@ -580,32 +580,71 @@ static int leaf_of(struct seccomp_program *codes, unsigned start, struct code *t
 	return (int)(*ntable)++;
 }
 
+/* Up to this many segments are scanned in order rather than split: fewer
+ * instructions (leaves of one verdict share one return) for a few more
+ * steps. */
+#define SCAN_SEGMENTS 8
+
+/* The distinct leaves of seg[0, n), the last segment's first. */
+static size_t scan_targets(const struct segment *seg, size_t n, int *leaves)
+{
+	size_t nleaves = 0;
+	for (size_t k = n; k-- > 0;) {
+		size_t i = 0;
+		while (i < nleaves && leaves[i] != seg[k].leaf)
+			i++;
+		if (i == nleaves)
+			leaves[nleaves++] = seg[k].leaf;
+	}
+	return nleaves;
+}
+
 /* Instructions the search over seg[0, n) takes (emit_search's layout). */
 static unsigned search_len(const struct segment *seg, size_t n)
 {
-	if (n == 1)
-		return 1;
+	if (n <= SCAN_SEGMENTS) {
+		int leaves[SCAN_SEGMENTS];
+		return (unsigned)(n - 1 + scan_targets(seg, n, leaves));
+	}
 	unsigned low = search_len(seg, n / 2);
 	return 1 + (low > 255) + low + search_len(seg + n / 2, n - n / 2);
 }
 
+/* A leaf: a verdict, or a jump to a code, which at[] collects to be
+ * patched once the codes' places are known. */
+static void emit_leaf(struct seccomp_program *p, int leaf, unsigned short *at, size_t *nat)
+{
+	if (leaf == LEAF_ALLOW)
+		ret(p, SECCOMP_RET_ALLOW);
+	else if (leaf == LEAF_TRACE)
+		ret(p, RET_TRACE);
+	else {
+		at[(*nat)++] = p->len;
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, (unsigned)leaf, 0, 0));
+	}
+}
+
 /* A balanced search: `nr >= lo of the upper half`, the lower half next
- * (a jump that would reach over more than 255 goes through a ja). A leaf
- * that names a code jumps to it: at[] collects those jumps, patched once
- * the codes' places are known. */
+ * (a jump that would reach over more than 255 goes through a ja), down to
+ * a few segments, scanned: `nr > the segment's last number`, else its
+ * leaf; the last segment's leaf comes first after the comparisons. */
 static void emit_search(struct seccomp_program *p, const struct segment *seg, size_t n,
                         unsigned short *at, size_t *nat)
 {
-	if (n == 1) {
-		if (seg->leaf == LEAF_ALLOW)
-			ret(p, SECCOMP_RET_ALLOW);
-		else if (seg->leaf == LEAF_TRACE)
-			ret(p, RET_TRACE);
-		else {
-			at[(*nat)++] = p->len;
-			put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, (unsigned)seg->leaf,
-			                                    0, 0));
+	if (n <= SCAN_SEGMENTS) {
+		int leaves[SCAN_SEGMENTS];
+		size_t nleaves = scan_targets(seg, n, leaves);
+		unsigned first = p->len, targets = first + (unsigned)n - 1;
+		for (size_t k = 0; k + 1 < n; k++) {
+			size_t i = 0;
+			while (leaves[i] != seg[k].leaf)
+				i++;
+			put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K,
+			                                    seg[k + 1].lo - 1u, 0, 0));
+			jump_to(p, p->len - 1, targets + (unsigned)i);
 		}
+		for (size_t i = 0; i < nleaves; i++)
+			emit_leaf(p, leaves[i], at, nat);
 		return;
 	}
 	size_t half = n / 2;
@@ -655,7 +694,9 @@ void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t
 		int leaf = leaf_of(codes, start, table, &ntable);
 		if (i && b.nrs[i - 1] + 1 != nr && seg[nseg - 1].leaf != LEAF_ALLOW)
 			seg[nseg++] = (struct segment){b.nrs[i - 1] + 1, LEAF_ALLOW};
-		if (seg[nseg - 1].leaf != leaf)
+		if (seg[nseg - 1].lo == nr)
+			seg[nseg - 1].leaf = leaf; /* number 0 */
+		else if (seg[nseg - 1].leaf != leaf)
 			seg[nseg++] = (struct segment){nr, leaf};
 	}
 	if (nnrs && seg[nseg - 1].leaf != LEAF_ALLOW)
