@@ -3,6 +3,7 @@
 #include "cachet/bug.h"
 #include "cachet/buf.h"
 #include "cachet/trace.h"
+#include "trace/raw_syscall.h"
 #include "trace/ring.h"
 
 #include <errno.h>
@@ -739,11 +740,10 @@ int seccomp_filter_install(const struct seccomp_program *prog)
 	 * bypass mitigation on every filtered process, slowing the step down
 	 * for no reason of its own. */
 #ifdef SECCOMP_FILTER_FLAG_SPEC_ALLOW
-	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW,
-	            &fprog) == 0)
-		return 0;
-	if (errno != EINVAL)
-		return -1;
+	long r = raw_syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW,
+	                     (long)&fprog, 0, 0, 0);
+	if (r != -EINVAL)
+		return (int)r;
 #endif
-	return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog);
+	return (int)raw_syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&fprog, 0, 0, 0);
 }
