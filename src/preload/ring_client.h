@@ -19,21 +19,14 @@
 #include <sys/uio.h>
 #include <errno.h>
 
+#include "trace/raw_syscall.h"
 #include "trace/ring.h"
 
 /* A syscall made here, not from the trusted page: the filter judges it as
  * any other (mmap and the like are not traced; an open stops). */
 static inline long rc_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
-	long ret;
-	register long r10 __asm__("r10") = a4;
-	register long r8 __asm__("r8") = a5;
-	register long r9 __asm__("r9") = a6;
-	__asm__ volatile("syscall"
-	                 : "=a"(ret)
-	                 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-	                 : "rcx", "r11", "memory");
-	return ret;
+	return raw_syscall(nr, a1, a2, a3, a4, a5, a6);
 }
 
 /* A lookup made from the trusted page, which the filter lets through. */

@@ -1,7 +1,9 @@
 #include "trace/seccomp_filter.h"
 
 #include "cachet/bug.h"
+#include "cachet/buf.h"
 #include "cachet/trace.h"
+#include "trace/raw_syscall.h"
 #include "trace/ring.h"
 
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -29,7 +32,7 @@
  * paths resolve, or makes the step uncacheable; or reads or sets a CPU
  * affinity, which the tracer may be holding for the step (placement.h);
  * or reads a fact of the process (below). */
-static const int always_traced[] = {
+const int always_traced[] = {
     __NR_open,
     __NR_openat,
     __NR_openat2,
@@ -120,6 +123,7 @@ static const int always_traced[] = {
     __NR_getresgid,
     __NR_getgroups,
 };
+const size_t nalways_traced = sizeof always_traced / sizeof always_traced[0];
 
 /* sendto is not here: its own block below stops it when it names a
  * destination, and a descriptor given to the step is hardly a socket. */
@@ -134,6 +138,24 @@ const struct fd_use fd_uses[] = {
     {__NR_dup3, 0, -1, 1},           {__NR_fcntl, 0, -1, 1},    {__NR_vmsplice, -1, 0, 0},
 };
 const size_t nfd_uses = sizeof fd_uses / sizeof fd_uses[0];
+
+/*
+ * The program is a binary search over the syscall number, whose leaves
+ * allow, stop, or jump to the code that decides by the arguments. Each
+ * number's code is what the blocks below emit for it, run once per number
+ * (struct builder): the first block naming the number that returns on
+ * every path decides it. A chain of comparisons, one per block, cost the
+ * kernel a walk of the whole chain for every number at install (the
+ * verdict cache, below) and made the program twice as long to convert
+ * and compile; the search takes a dozen steps.
+ */
+struct builder {
+	struct seccomp_program *p; /* where the wanted number's code goes */
+	long want;                 /* that number; -1: collect the numbers named */
+	int done;                  /* a block returned on every path */
+	unsigned *nrs;             /* collecting: the numbers named so far */
+	size_t nnrs, cap;
+};
 
 static void put(struct seccomp_program *p, struct sock_filter f)
 {
@@ -152,12 +174,19 @@ static void ret(struct seccomp_program *p, unsigned v)
 	put(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, v));
 }
 
-/* `if (A == k) goto next; else skip n` : emits a jeq whose false branch is
- * patched by block_end. */
-static unsigned short block_begin(struct seccomp_program *p, int nr)
+/* Whether the block for nr emits its code now (it is the number wanted
+ * and no earlier block decided it). Collecting, notes nr instead. */
+static int block_begin(struct builder *b, int nr)
 {
-	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 0));
-	return (unsigned short)(p->len - 1);
+	if (b->want < 0) {
+		if (b->nnrs == b->cap) {
+			b->cap = b->cap ? 2 * b->cap : 256;
+			b->nrs = xrealloc(b->nrs, b->cap * sizeof *b->nrs);
+		}
+		b->nrs[b->nnrs++] = (unsigned)nr;
+		return 0;
+	}
+	return !b->done && b->want == nr;
 }
 
 /* A forward jump emitted before its target was known: the index of the
@@ -177,56 +206,54 @@ static void jump_to(struct seccomp_program *p, unsigned at, unsigned to)
 		p->insns[i].jf = (unsigned char)span;
 }
 
-static void block_end(struct seccomp_program *p, unsigned short at)
+/* Every block below but block_empty_name returns on every path. */
+static void block_trace(struct builder *b, int nr)
 {
-	jump_to(p, at, p->len);
-}
-
-/* Every block below ends in a return on every path, so that the
- * accumulator (overwritten by argument loads) never flows into the next
- * block's nr comparison. */
-static void block_trace(struct seccomp_program *p, int nr)
-{
-	unsigned short b = block_begin(p, nr);
-	ret(p, RET_TRACE);
-	block_end(p, b);
+	if (!block_begin(b, nr))
+		return;
+	ret(b->p, RET_TRACE);
+	b->done = 1;
 }
 
 /* Trace when (low word of arg i) & mask != 0. */
-static void block_trace_if_bits(struct seccomp_program *p, int nr, int arg, unsigned mask)
+static void block_trace_if_bits(struct builder *b, int nr, int arg, unsigned mask)
 {
-	unsigned short b = block_begin(p, nr);
+	if (!block_begin(b, nr))
+		return;
+	struct seccomp_program *p = b->p;
 	ld(p, ARG_LO(arg));
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1));
 	ret(p, RET_TRACE);
 	ret(p, SECCOMP_RET_ALLOW);
-	block_end(p, b);
+	b->done = 1;
 }
 
 /* Trace when the low word of arg i equals k (an int argument: the kernel
  * uses the low 32 bits only). */
-static void block_trace_if_eq(struct seccomp_program *p, int nr, int arg, unsigned k)
+static void block_trace_if_eq(struct builder *b, int nr, int arg, unsigned k)
 {
-	unsigned short b = block_begin(p, nr);
+	if (!block_begin(b, nr))
+		return;
+	struct seccomp_program *p = b->p;
 	ld(p, ARG_LO(arg));
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, 0, 1));
 	ret(p, RET_TRACE);
 	ret(p, SECCOMP_RET_ALLOW);
-	block_end(p, b);
+	b->done = 1;
 }
 
 /* Trace when the descriptor in argument in_arg is one of in_fds, or the
  * one in out_arg one of out_fds (-1: no such argument). */
-static void block_trace_fds(struct seccomp_program *p, int nr, int in_arg, const int *in_fds,
-                            size_t nin, int out_arg, const int *out_fds, size_t nout)
+static void block_trace_fds(struct builder *b, int nr, int in_arg, const int *in_fds, size_t nin,
+                            int out_arg, const int *out_fds, size_t nout)
 {
 	if (in_arg < 0)
 		nin = 0;
 	if (out_arg < 0)
 		nout = 0;
-	if (!nin && !nout)
+	if ((!nin && !nout) || !block_begin(b, nr))
 		return;
-	unsigned short b = block_begin(p, nr);
+	struct seccomp_program *p = b->p;
 	/* stdin and stdout/stderr beside the inherited ones */
 	unsigned short jumps[2 * TRACE_MAX_WATCHED_FDS + 3];
 	size_t n = 0;
@@ -248,20 +275,35 @@ static void block_trace_fds(struct seccomp_program *p, int nr, int in_arg, const
 	ret(p, RET_TRACE);
 	for (size_t i = 0; i < n; i++)
 		p->insns[jumps[i]].jt = (unsigned char)(trace_at - jumps[i] - 1);
-	block_end(p, b);
+	b->done = 1;
 }
 
 /* Trace unless the 64-bit pointer arg i is NULL. */
-static void block_trace_if_nonnull(struct seccomp_program *p, int nr, int arg)
+static void block_trace_if_nonnull(struct builder *b, int nr, int arg)
 {
-	unsigned short b = block_begin(p, nr);
+	if (!block_begin(b, nr))
+		return;
+	struct seccomp_program *p = b->p;
 	ld(p, ARG_LO(arg));
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
 	ld(p, ARG_HI(arg));
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
 	ret(p, RET_TRACE);
 	ret(p, SECCOMP_RET_ALLOW);
-	block_end(p, b);
+	b->done = 1;
+}
+
+/* The stat calls' verdict: stop unless AT_EMPTY_PATH with a NULL path. */
+static void stat_verdict(struct seccomp_program *p, int path_arg, int flags_arg)
+{
+	ld(p, ARG_LO(flags_arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, AT_EMPTY_PATH, 0, 4));
+	ld(p, ARG_LO(path_arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
+	ld(p, ARG_HI(path_arg));
+	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
+	ret(p, RET_TRACE);
+	ret(p, SECCOMP_RET_ALLOW);
 }
 
 /* newfstatat/statx. Allowed only when provably a stat of a descriptor:
@@ -271,18 +313,12 @@ static void block_trace_if_nonnull(struct seccomp_program *p, int nr, int arg)
  * dirfd. glibc's fstat() passes "": its own calls pass block_empty_name
  * first; "" from anywhere else still stops once (the tracer resumes it
  * without an exit stop). */
-static void block_stat(struct seccomp_program *p, int nr, int path_arg, int flags_arg)
+static void block_stat(struct builder *b, int nr, int path_arg, int flags_arg)
 {
-	unsigned short b = block_begin(p, nr);
-	ld(p, ARG_LO(flags_arg));
-	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, AT_EMPTY_PATH, 0, 4));
-	ld(p, ARG_LO(path_arg));
-	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
-	ld(p, ARG_HI(path_arg));
-	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
-	ret(p, RET_TRACE);
-	ret(p, SECCOMP_RET_ALLOW);
-	block_end(p, b);
+	if (!block_begin(b, nr))
+		return;
+	stat_verdict(b->p, path_arg, flags_arg);
+	b->done = 1;
 }
 
 #define IP_LO ((unsigned)offsetof(struct seccomp_data, instruction_pointer))
@@ -297,9 +333,11 @@ static void block_stat(struct seccomp_program *p, int nr, int path_arg, int flag
  * trusted page goes through too: the preload library reports its read
  * through the ring (a fact holds whatever the order of the file changes
  * around it). res_arg and old_arg: the resource and old_limit arguments. */
-static void block_rlimit(struct seccomp_program *p, int nr, int res_arg, int old_arg, int fast_path)
+static void block_rlimit(struct builder *b, int nr, int res_arg, int old_arg, int fast_path)
 {
-	unsigned short b = block_begin(p, nr);
+	if (!block_begin(b, nr))
+		return;
+	struct seccomp_program *p = b->p;
 	if (fast_path) {
 		ld(p, IP_HI);
 		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
@@ -321,37 +359,36 @@ static void block_rlimit(struct seccomp_program *p, int nr, int res_arg, int old
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1));
 	ret(p, SECCOMP_RET_ALLOW);
 	ret(p, RET_TRACE);
-	block_end(p, b);
+	b->done = 1;
 }
 
 /* newfstatat(fd, "", st, AT_EMPTY_PATH) from libc's or the loader's own
  * fstat (empty_name.h): goes through when the flags are exactly
  * AT_EMPTY_PATH and the path pointer lies one site's distance past the
  * instruction pointer, which sits at that site's page offset. Anything
- * else reloads the number and falls through to the blocks after. The
+ * else falls through to the next block's code for the number. The
  * pointers are compared in halves: equal high halves and no borrow in the
  * low ones (an object across a 4 GB boundary just stops). */
-static void block_empty_name(struct seccomp_program *p, const struct empty_name_site *sites,
-                             size_t nsites)
+static void block_empty_name(struct builder *b, const struct empty_name_site *sites, size_t nsites)
 {
-	if (!nsites)
+	if (!nsites || !block_begin(b, __NR_newfstatat))
 		return;
-	unsigned short b = block_begin(p, __NR_newfstatat);
-	unsigned short to_reload[4];
+	struct seccomp_program *p = b->p;
+	unsigned short to_next[4];
 	int n = 0;
 	ld(p, ARG_LO(3));
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AT_EMPTY_PATH, 0, 0));
-	to_reload[n++] = (unsigned short)(p->len - 1);
+	to_next[n++] = (unsigned short)(p->len - 1);
 	ld(p, IP_HI);
 	put(p, (struct sock_filter)BPF_STMT(BPF_MISC | BPF_TAX, 0));
 	ld(p, ARG_HI(1));
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, 0, 0));
-	to_reload[n++] = (unsigned short)(p->len - 1);
+	to_next[n++] = (unsigned short)(p->len - 1);
 	ld(p, IP_LO);
 	put(p, (struct sock_filter)BPF_STMT(BPF_MISC | BPF_TAX, 0));
 	ld(p, ARG_LO(1));
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_X, 0, 0, 0));
-	to_reload[n++] = (unsigned short)(p->len - 1);
+	to_next[n++] = (unsigned short)(p->len - 1);
 	put(p, (struct sock_filter)BPF_STMT(BPF_ALU | BPF_SUB | BPF_X, 0));
 	put(p, (struct sock_filter)BPF_STMT(BPF_ST, 0)); /* M[0]: path - ip */
 	for (size_t i = 0; i < nsites; i++) {
@@ -364,11 +401,9 @@ static void block_empty_name(struct seccomp_program *p, const struct empty_name_
 		                                    sites[i].ip_page_offset, 0, 1));
 		ret(p, SECCOMP_RET_ALLOW);
 	}
-	unsigned reload = p->len;
+	/* The last site's miss falls through too. */
 	for (int i = 0; i < n; i++)
-		jump_to(p, to_reload[i], reload);
-	ld(p, (unsigned)offsetof(struct seccomp_data, nr));
-	block_end(p, b);
+		jump_to(p, to_next[i], p->len);
 }
 
 /* The preload fast path (ring.h): the call goes through when it comes
@@ -377,10 +412,12 @@ static void block_empty_name(struct seccomp_program *p, const struct empty_name_
  * would have had (a stop, or block_stat's for the stat calls). Checking
  * the instruction pointer makes the kernel run the program for these
  * numbers, which it runs for them anyway: they are traced. */
-static void block_fast(struct seccomp_program *p, int nr, int flags_arg, int stat_path_arg,
+static void block_fast(struct builder *b, int nr, int flags_arg, int stat_path_arg,
                        int stat_flags_arg)
 {
-	unsigned short b = block_begin(p, nr);
+	if (!block_begin(b, nr))
+		return;
+	struct seccomp_program *p = b->p;
 	unsigned short to_normal[3];
 	int n = 0;
 	if (flags_arg >= 1) {
@@ -422,27 +459,251 @@ static void block_fast(struct seccomp_program *p, int nr, int flags_arg, int sta
 	unsigned normal = p->len;
 	for (int i = 0; i < n; i++)
 		jump_to(p, to_normal[i], normal);
-	if (stat_path_arg >= 0) {
-		/* block_stat's body */
-		ld(p, ARG_LO(stat_flags_arg));
-		put(p,
-		    (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, AT_EMPTY_PATH, 0, 4));
-		ld(p, ARG_LO(stat_path_arg));
-		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
-		ld(p, ARG_HI(stat_path_arg));
-		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
+	if (stat_path_arg >= 0)
+		stat_verdict(p, stat_path_arg, stat_flags_arg);
+	else
 		ret(p, RET_TRACE);
-		ret(p, SECCOMP_RET_ALLOW);
-	} else {
-		ret(p, RET_TRACE);
+	b->done = 1;
+}
+
+struct filter_args {
+	const int *read_fds, *write_fds;
+	size_t nread_fds, nwrite_fds;
+	int fast_path;
+	const struct empty_name_site *sites;
+	size_t nsites;
+};
+
+/* The blocks in the order they decide: for a number named by several,
+ * the first that returns on every path. */
+static void run_blocks(struct builder *b, const struct filter_args *a)
+{
+	/* io_uring runs opens, reads and renames without any syscall we see:
+	 * the step is uncacheable (syscalls.c). Not ENOSYS: a program without
+	 * a fallback would fail where it runs without cachet. */
+	block_trace(b, __NR_io_uring_setup);
+
+	/* First: the blocks below would stop these whatever their origin. */
+	block_empty_name(b, a->sites, a->nsites);
+	if (a->fast_path) {
+		block_fast(b, __NR_open, 1, -1, -1);
+		block_fast(b, __NR_openat, 2, -1, -1);
+		block_fast(b, __NR_stat, -1, -1, -1);
+		block_fast(b, __NR_lstat, -1, -1, -1);
+		block_fast(b, __NR_newfstatat, -1, 1, 3);
+		block_fast(b, __NR_access, -1, -1, -1);
+		block_fast(b, __NR_faccessat2, -1, -1, -1);
+		block_fast(b, __NR_readlink, -1, -1, -1);
 	}
-	block_end(p, b);
+	for (size_t i = 0; i < nalways_traced; i++)
+		block_trace(b, always_traced[i]);
+	block_rlimit(b, __NR_getrlimit, 0, 1, 0);
+	block_rlimit(b, __NR_prlimit64, 1, 3, a->fast_path);
+	block_stat(b, __NR_newfstatat, 1, 3);
+	block_stat(b, __NR_statx, 1, 2);
+	block_trace_if_eq(b, __NR_prctl, 0, PR_SET_SECCOMP);
+	block_trace_if_eq(b, __NR_seccomp, 0, SECCOMP_SET_MODE_FILTER);
+	/* clone(): the low byte is the exit signal, so CLONE_NEWTIME (0x80)
+	 * cannot be asked for there. */
+	block_trace_if_bits(b, __NR_clone, 0,
+	                    CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+	                        CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP);
+	block_trace_if_bits(b, __NR_unshare, 0,
+	                    CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+	                        CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME);
+	/* sendto with a destination address reaches a host without connect(). */
+	block_trace_if_nonnull(b, __NR_sendto, 4);
+	for (size_t i = 0; i < nfd_uses; i++)
+		block_trace_fds(b, fd_uses[i].nr, fd_uses[i].in, a->read_fds, a->nread_fds,
+		                fd_uses[i].out, a->write_fds, a->nwrite_fds);
+}
+
+/* A leaf of the search: LEAF_ALLOW, LEAF_TRACE or the index of a code. */
+enum { LEAF_ALLOW = -1, LEAF_TRACE = -2 };
+
+/* Numbers lo up to the next segment's lo decide alike. */
+struct segment {
+	unsigned lo;
+	int leaf;
+};
+
+struct code {
+	unsigned short start, len; /* in the table of codes */
+};
+
+#define MAX_CODES 128
+
+static int cmp_unsigned(const void *x, const void *y)
+{
+	unsigned a = *(const unsigned *)x, c = *(const unsigned *)y;
+	return (a > c) - (a < c);
+}
+
+/* Whether code returns on every path: no jump leaves it and it ends in a
+ * return (a fall-through block with nothing after it would not). */
+static int returns_everywhere(const struct sock_filter *f, unsigned len)
+{
+	if (!len || BPF_CLASS(f[len - 1].code) != BPF_RET)
+		return 0;
+	for (unsigned i = 0; i < len; i++) {
+		if (BPF_CLASS(f[i].code) != BPF_JMP)
+			continue;
+		if (BPF_OP(f[i].code) == BPF_JA ? f[i].k >= len - i - 1
+		                                : f[i].jt >= len - i - 1 || f[i].jf >= len - i - 1)
+			return 0;
+	}
+	return 1;
+}
+
+/* The leaf for the code just emitted at codes->len - len: a plain verdict,
+ * or the index of an equal code emitted before (the new copy dropped), or
+ * of this one. */
+static int leaf_of(struct seccomp_program *codes, unsigned start, struct code *table,
+                   size_t *ntable)
+{
+	unsigned len = codes->len - start;
+	const struct sock_filter *f = codes->insns + start;
+	if (!returns_everywhere(f, len))
+		BUG("a syscall's seccomp code falls off its end");
+	if (len == 1 && f->k == RET_TRACE)
+		return codes->len = (unsigned short)start, LEAF_TRACE;
+	if (len == 1 && f->k == SECCOMP_RET_ALLOW)
+		return codes->len = (unsigned short)start, LEAF_ALLOW;
+	for (size_t i = 0; i < *ntable; i++)
+		if (table[i].len == len &&
+		    !memcmp(codes->insns + table[i].start, f, len * sizeof *f)) {
+			codes->len = (unsigned short)start;
+			return (int)i;
+		}
+	if (*ntable == MAX_CODES)
+		BUG("more distinct seccomp codes than the table holds");
+	table[*ntable] = (struct code){(unsigned short)start, (unsigned short)len};
+	return (int)(*ntable)++;
+}
+
+/* Up to this many segments are scanned in order rather than split: fewer
+ * instructions (leaves of one verdict share one return) for a few more
+ * steps. */
+#define SCAN_SEGMENTS 8
+
+/* The distinct leaves of seg[0, n), the last segment's first. */
+static size_t scan_targets(const struct segment *seg, size_t n, int *leaves)
+{
+	size_t nleaves = 0;
+	for (size_t k = n; k-- > 0;) {
+		size_t i = 0;
+		while (i < nleaves && leaves[i] != seg[k].leaf)
+			i++;
+		if (i == nleaves)
+			leaves[nleaves++] = seg[k].leaf;
+	}
+	return nleaves;
+}
+
+/* Instructions the search over seg[0, n) takes (emit_search's layout). */
+static unsigned search_len(const struct segment *seg, size_t n)
+{
+	if (n <= SCAN_SEGMENTS) {
+		int leaves[SCAN_SEGMENTS];
+		return (unsigned)(n - 1 + scan_targets(seg, n, leaves));
+	}
+	unsigned low = search_len(seg, n / 2);
+	return 1 + (low > 255) + low + search_len(seg + n / 2, n - n / 2);
+}
+
+/* A leaf: a verdict, or a jump to a code, which at[] collects to be
+ * patched once the codes' places are known. */
+static void emit_leaf(struct seccomp_program *p, int leaf, unsigned short *at, size_t *nat)
+{
+	if (leaf == LEAF_ALLOW)
+		ret(p, SECCOMP_RET_ALLOW);
+	else if (leaf == LEAF_TRACE)
+		ret(p, RET_TRACE);
+	else {
+		at[(*nat)++] = p->len;
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, (unsigned)leaf, 0, 0));
+	}
+}
+
+/* A balanced search: `nr >= lo of the upper half`, the lower half next
+ * (a jump that would reach over more than 255 goes through a ja), down to
+ * a few segments, scanned: `nr > the segment's last number`, else its
+ * leaf; the last segment's leaf comes first after the comparisons. */
+static void emit_search(struct seccomp_program *p, const struct segment *seg, size_t n,
+                        unsigned short *at, size_t *nat)
+{
+	if (n <= SCAN_SEGMENTS) {
+		int leaves[SCAN_SEGMENTS];
+		size_t nleaves = scan_targets(seg, n, leaves);
+		unsigned first = p->len, targets = first + (unsigned)n - 1;
+		for (size_t k = 0; k + 1 < n; k++) {
+			size_t i = 0;
+			while (leaves[i] != seg[k].leaf)
+				i++;
+			put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K,
+			                                    seg[k + 1].lo - 1u, 0, 0));
+			jump_to(p, p->len - 1, targets + (unsigned)i);
+		}
+		for (size_t i = 0; i < nleaves; i++)
+			emit_leaf(p, leaves[i], at, nat);
+		return;
+	}
+	size_t half = n / 2;
+	unsigned low = search_len(seg, half);
+	if (low > 255) {
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, seg[half].lo, 0, 1));
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, low, 0, 0));
+	} else {
+		put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, seg[half].lo,
+		                                    (unsigned char)low, 0));
+	}
+	emit_search(p, seg, half, at, nat);
+	emit_search(p, seg + half, n - half, at, nat);
 }
 
 void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t nread_fds,
                           const int *write_fds, size_t nwrite_fds, int fast_path,
                           const struct empty_name_site *sites, size_t nsites)
 {
+	struct filter_args a = {read_fds,  write_fds, nread_fds, nwrite_fds,
+	                        fast_path, sites,     nsites};
+	/* The numbers any block names, sorted, each once. */
+	struct builder b = {.want = -1};
+	run_blocks(&b, &a);
+	qsort(b.nrs, b.nnrs, sizeof *b.nrs, cmp_unsigned);
+	size_t nnrs = 0;
+	for (size_t i = 0; i < b.nnrs; i++)
+		if (!nnrs || b.nrs[nnrs - 1] != b.nrs[i])
+			b.nrs[nnrs++] = b.nrs[i];
+
+	/* Each number's code, equal ones kept once, and the segments of
+	 * numbers with the same leaf; numbers no block names are allowed. */
+	struct seccomp_program *codes = xmalloc(sizeof *codes);
+	codes->len = 0;
+	struct code table[MAX_CODES];
+	size_t ntable = 0;
+	struct segment *seg = xmalloc((2 * nnrs + 1) * sizeof *seg);
+	size_t nseg = 0;
+	seg[nseg++] = (struct segment){0, LEAF_ALLOW};
+	for (size_t i = 0; i < nnrs; i++) {
+		unsigned nr = b.nrs[i];
+		unsigned start = codes->len;
+		b.p = codes;
+		b.want = nr;
+		b.done = 0;
+		run_blocks(&b, &a);
+		int leaf = leaf_of(codes, start, table, &ntable);
+		if (i && b.nrs[i - 1] + 1 != nr && seg[nseg - 1].leaf != LEAF_ALLOW)
+			seg[nseg++] = (struct segment){b.nrs[i - 1] + 1, LEAF_ALLOW};
+		if (seg[nseg - 1].lo == nr)
+			seg[nseg - 1].leaf = leaf; /* number 0 */
+		else if (seg[nseg - 1].leaf != leaf)
+			seg[nseg++] = (struct segment){nr, leaf};
+	}
+	if (nnrs && seg[nseg - 1].leaf != LEAF_ALLOW)
+		seg[nseg++] = (struct segment){b.nrs[nnrs - 1] + 1, LEAF_ALLOW};
+	free(b.nrs);
+
 	p->len = 0;
 	/* The architecture first: a 32-bit int 0x80 call from this process uses
 	 * other syscall numbers, and the table below would misread them. */
@@ -453,48 +714,23 @@ void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t
 	/* x32 calls pass the arch check with their own numbering. */
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, __X32_SYSCALL_BIT, 0, 1));
 	ret(p, SECCOMP_RET_TRACE | FILTER_DATA_X32);
-	/* io_uring runs opens, reads and renames without any syscall we see:
-	 * the step is uncacheable (syscalls.c). Not ENOSYS: a program without
-	 * a fallback would fail where it runs without cachet. */
-	block_trace(p, __NR_io_uring_setup);
-
-	/* First: the blocks below would stop these whatever their origin. */
-	block_empty_name(p, sites, nsites);
-	if (fast_path) {
-		block_fast(p, __NR_open, 1, -1, -1);
-		block_fast(p, __NR_openat, 2, -1, -1);
-		block_fast(p, __NR_stat, -1, -1, -1);
-		block_fast(p, __NR_lstat, -1, -1, -1);
-		block_fast(p, __NR_newfstatat, -1, 1, 3);
-		block_fast(p, __NR_access, -1, -1, -1);
-		block_fast(p, __NR_faccessat2, -1, -1, -1);
-		block_fast(p, __NR_readlink, -1, -1, -1);
+	/* Everything no block names runs untouched. The kernel caches this
+	 * verdict per syscall number (the path to it reads only arch and nr),
+	 * so untraced calls do not even run the program; it finds the
+	 * verdicts by running the program for every number at install. */
+	unsigned short *at = xmalloc(nseg * sizeof *at);
+	size_t nat = 0;
+	emit_search(p, seg, nseg, at, &nat);
+	unsigned base = p->len;
+	for (size_t i = 0; i < codes->len; i++)
+		put(p, codes->insns[i]);
+	for (size_t i = 0; i < nat; i++) {
+		struct sock_filter *j = &p->insns[at[i]];
+		j->k = base + table[j->k].start - at[i] - 1u;
 	}
-	for (size_t i = 0; i < sizeof always_traced / sizeof always_traced[0]; i++)
-		block_trace(p, always_traced[i]);
-	block_rlimit(p, __NR_getrlimit, 0, 1, 0);
-	block_rlimit(p, __NR_prlimit64, 1, 3, fast_path);
-	block_stat(p, __NR_newfstatat, 1, 3);
-	block_stat(p, __NR_statx, 1, 2);
-	block_trace_if_eq(p, __NR_prctl, 0, PR_SET_SECCOMP);
-	block_trace_if_eq(p, __NR_seccomp, 0, SECCOMP_SET_MODE_FILTER);
-	/* clone(): the low byte is the exit signal, so CLONE_NEWTIME (0x80)
-	 * cannot be asked for there. */
-	block_trace_if_bits(p, __NR_clone, 0,
-	                    CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
-	                        CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP);
-	block_trace_if_bits(p, __NR_unshare, 0,
-	                    CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
-	                        CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME);
-	/* sendto with a destination address reaches a host without connect(). */
-	block_trace_if_nonnull(p, __NR_sendto, 4);
-	for (size_t i = 0; i < nfd_uses; i++)
-		block_trace_fds(p, fd_uses[i].nr, fd_uses[i].in, read_fds, nread_fds,
-		                fd_uses[i].out, write_fds, nwrite_fds);
-	/* Everything else runs untouched. The kernel caches this verdict per
-	 * syscall number (the path to it reads only arch and nr), so untraced
-	 * calls do not even run the program. */
-	ret(p, SECCOMP_RET_ALLOW);
+	free(at);
+	free(seg);
+	free(codes);
 }
 
 int seccomp_filter_install(const struct seccomp_program *prog)
@@ -504,11 +740,10 @@ int seccomp_filter_install(const struct seccomp_program *prog)
 	 * bypass mitigation on every filtered process, slowing the step down
 	 * for no reason of its own. */
 #ifdef SECCOMP_FILTER_FLAG_SPEC_ALLOW
-	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW,
-	            &fprog) == 0)
-		return 0;
-	if (errno != EINVAL)
-		return -1;
+	long r = raw_syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW,
+	                     (long)&fprog, 0, 0, 0);
+	if (r != -EINVAL)
+		return (int)r;
 #endif
-	return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog);
+	return (int)raw_syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&fprog, 0, 0, 0);
 }

@@ -61,6 +61,9 @@ struct fd_use {
 	unsigned char dup_like;
 };
 extern const struct fd_use fd_uses[];
+/* The calls that stop whatever their arguments. */
+extern const int always_traced[];
+extern const size_t nalways_traced;
 extern const size_t nfd_uses;
 
 /* Fills prog. The calls of fd_uses stop when they read one of read_fds
@@ -72,8 +75,8 @@ void seccomp_filter_build(struct seccomp_program *prog, const int *read_fds, siz
                           const int *write_fds, size_t nwrite_fds, int fast_path,
                           const struct empty_name_site *sites, size_t nsites);
 
-/* Installs prog on the calling thread. Async-signal-safe. Returns 0 or -1
- * with errno set. */
+/* Installs prog on the calling thread. Async-signal-safe, and sets no
+ * errno (raw_syscall.h). Returns 0 or a negative errno. */
 int seccomp_filter_install(const struct seccomp_program *prog);
 
 #endif

@@ -10,14 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/personality.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cachet/trace.h"
+#include "trace/raw_syscall.h"
 #include "trace/seccomp_filter.h"
 #include "trace/tracer.h"
 
@@ -33,12 +37,13 @@ struct child_report {
 	int err;
 };
 
-static void child_fail(int fd, int stage)
+/* err: a positive errno. */
+static void __attribute__((noreturn)) child_fail(int fd, int stage, long err)
 {
-	struct child_report r = {stage, errno};
-	ssize_t n = write(fd, &r, sizeof r);
-	(void)n;
-	_exit(127);
+	struct child_report r = {stage, (int)err};
+	raw_syscall(__NR_write, fd, (long)&r, sizeof r, 0, 0, 0);
+	raw_syscall(__NR_exit_group, 127, 0, 0, 0, 0, 0);
+	__builtin_unreachable();
 }
 
 /* Writes "a b 1" (an id map of one id) or text to a /proc file; async-
@@ -102,33 +107,41 @@ int trace_enter_namespaces(const struct trace_spec *spec)
 	return 0;
 }
 
-/* Runs in the forked child of a possibly multi-threaded caller: only
- * async-signal-safe calls until execve. */
 /* The variations of trace_spec, in the child only: the tracer keeps its
- * own umask, personality, CPUs and namespaces. */
-static int apply_variations(const struct trace_spec *spec, const cpu_set_t *cpus)
+ * own umask, personality, CPUs and namespaces. 0 or a negative errno;
+ * raw syscalls but for the namespaces, which only a forked child enters
+ * (spawn_child). */
+static long apply_variations(const struct trace_spec *spec, const cpu_set_t *cpus)
 {
-	if (trace_enter_namespaces(spec) < 0)
-		return -1;
+	if (spec->namespaces && trace_enter_namespaces(spec) < 0)
+		return -errno;
+	long cur = 0;
+	if (spec->uname26 || spec->aslr) {
+		cur = raw_syscall(__NR_personality, 0xffffffff, 0, 0, 0, 0, 0);
+		if (cur < 0)
+			return cur;
+	}
 	if (spec->uname26) {
-		int cur = personality(0xffffffff);
-		if (cur < 0 || personality((unsigned)cur | UNAME26) < 0)
-			return -1;
+		cur = (long)((unsigned)cur | UNAME26);
+		long r = raw_syscall(__NR_personality, cur, 0, 0, 0, 0, 0);
+		if (r < 0)
+			return r;
 	}
 	if (spec->set_umask)
-		umask((mode_t)(spec->umask & 0777));
+		raw_syscall(__NR_umask, spec->umask & 0777, 0, 0, 0, 0, 0);
 	if (spec->aslr) {
-		int cur = personality(0xffffffff);
-		if (cur < 0)
-			return -1;
 		unsigned long want = spec->aslr > 0
 		                         ? ((unsigned)cur | ADDR_NO_RANDOMIZE)
 		                         : ((unsigned)cur & ~(unsigned)ADDR_NO_RANDOMIZE);
-		if (personality(want) < 0)
-			return -1;
+		long r = raw_syscall(__NR_personality, (long)want, 0, 0, 0, 0, 0);
+		if (r < 0)
+			return r;
 	}
-	if (cpus && sched_setaffinity(0, sizeof *cpus, cpus) < 0)
-		return -1;
+	if (cpus) {
+		long r = raw_syscall(__NR_sched_setaffinity, 0, sizeof *cpus, (long)cpus, 0, 0, 0);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -150,8 +163,9 @@ static int fewer_cpus(int max, cpu_set_t *out)
 }
 
 /* Closes every descriptor above 2 but report_fd and those the step
- * inherits (trace_spec.inherited_fds, jobserver_fds). Async-signal-safe. */
-static int close_all_but(const struct trace_spec *spec, int report_fd)
+ * inherits (trace_spec.inherited_fds, jobserver_fds). Async-signal-safe.
+ * 0 or a negative errno. */
+static long close_all_but(const struct trace_spec *spec, int report_fd)
 {
 	int keep[2 * TRACE_MAX_WATCHED_FDS + 1];
 	size_t n = 0;
@@ -171,69 +185,137 @@ static int close_all_but(const struct trace_spec *spec, int report_fd)
 	for (size_t i = 0; i < n; i++) {
 		if (keep[i] < 3 || (unsigned)keep[i] < from)
 			continue;
-		if ((unsigned)keep[i] > from && close_range(from, (unsigned)keep[i] - 1, 0) < 0)
-			return -1;
+		long r = (unsigned)keep[i] > from ? raw_syscall(__NR_close_range, from,
+		                                                (unsigned)keep[i] - 1, 0, 0, 0, 0)
+		                                  : 0;
+		if (r < 0)
+			return r;
 		from = (unsigned)keep[i] + 1;
 	}
-	return close_range(from, ~0U, 0);
+	return raw_syscall(__NR_close_range, from, ~0U, 0, 0, 0, 0);
 }
 
-static void __attribute__((noreturn))
-child_main(const struct trace_spec *spec, char *const *envp, const struct seccomp_program *prog,
-           int go_fd, int report_fd, const cpu_set_t *cpus)
+/* What the child reads until it execs. With CLONE_VM the parent keeps it
+ * alive (in trace_run's frame) and unchanged until then. */
+struct child_args {
+	const struct trace_spec *spec;
+	char *const *envp;
+	const struct seccomp_program *prog;
+	int go_fd, report_fd; /* the child's ends */
+	int parent_fds[2];    /* the parent's ends, closed in the child */
+	int have_cpus;        /* cpus: the step's CPUs (placement.h) */
+	cpu_set_t cpus;
+};
+
+/* child_main's frame and what it calls, with room. */
+#define CHILD_STACK (64 * 1024)
+
+#define RAW(nr, a, b, c) raw_syscall(nr, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+
+/* The child, forked or cloned with its parent's memory (spawn_child):
+ * only raw syscalls (no errno: it would be the parent thread's) and code
+ * without state until execve. */
+static int child_main(void *arg)
 {
+	const struct child_args *ca = arg;
+	const struct trace_spec *spec = ca->spec;
+	RAW(__NR_close, ca->parent_fds[0], 0, 0);
+	RAW(__NR_close, ca->parent_fds[1], 0, 0);
 	char c;
-	ssize_t n;
+	long n;
 	/* Wait until the parent has seized us: a syscall before that would
 	 * run untraced, and the filter installed without a tracer would fail
 	 * every RET_TRACE call with ENOSYS. */
 	do
-		n = read(go_fd, &c, 1);
-	while (n < 0 && errno == EINTR);
+		n = RAW(__NR_read, ca->go_fd, &c, 1);
+	while (n == -EINTR);
 	if (n != 1)
-		_exit(127);
+		RAW(__NR_exit_group, 127, 0, 0);
 
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = SIG_DFL;
-	for (int s = 1; s < NSIG; s++)
-		sigaction(s, &sa, NULL); /* fails harmlessly for SIGKILL, SIGSTOP, glibc's own */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* SIG_DFL everywhere (an ignored signal stays ignored across exec),
+	 * then nothing blocked (the parent blocked all around the clone). */
+	struct {
+		unsigned long handler, flags, restorer, mask;
+	} dfl = {0, 0, 0, 0};
+	for (int s = 1; s <= 64; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			raw_syscall(__NR_rt_sigaction, s, (long)&dfl, 0, 8, 0, 0);
+	unsigned long none = 0;
+	raw_syscall(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, 8, 0, 0);
 
 	/* Move everything above 2 first, so that a spec fd that is itself 0-2
 	 * survives the dup2 of another one onto it. */
-	int rep = fcntl(report_fd, F_DUPFD_CLOEXEC, 3);
+	long rep = RAW(__NR_fcntl, ca->report_fd, F_DUPFD_CLOEXEC, 3);
 	if (rep < 0)
-		child_fail(report_fd, STAGE_SETUP);
+		child_fail(ca->report_fd, STAGE_SETUP, -rep);
 	int src[3] = {spec->stdin_fd, spec->stdout_fd, spec->stderr_fd};
-	int hi[3];
+	long hi[3];
 	for (int i = 0; i < 3; i++) {
-		int fd = src[i];
-		int opened = -1;
+		long fd = src[i];
+		long opened = -1;
 		if (fd < 0)
-			fd = opened = open("/dev/null", O_RDWR | O_CLOEXEC);
-		hi[i] = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+			fd = opened = RAW(__NR_openat, AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC);
+		hi[i] = fd < 0 ? fd : RAW(__NR_fcntl, fd, F_DUPFD_CLOEXEC, 3);
 		if (hi[i] < 0)
-			child_fail(rep, STAGE_SETUP);
+			child_fail((int)rep, STAGE_SETUP, -hi[i]);
 		if (opened >= 0)
-			close(opened);
+			RAW(__NR_close, opened, 0, 0);
 	}
-	for (int i = 0; i < 3; i++)
-		if (dup2(hi[i], i) < 0)
-			child_fail(rep, STAGE_SETUP);
-	if (close_all_but(spec, rep) < 0)
-		child_fail(rep, STAGE_SETUP);
-	if (apply_variations(spec, cpus) < 0)
-		child_fail(rep, STAGE_SETUP);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		child_fail(rep, STAGE_SETUP);
-	if (seccomp_filter_install(prog) < 0)
-		child_fail(rep, STAGE_SECCOMP);
-	execve(spec->file, spec->argv, envp);
-	child_fail(rep, STAGE_EXEC);
-	_exit(127);
+	for (int i = 0; i < 3; i++) {
+		long r = RAW(__NR_dup2, hi[i], i, 0);
+		if (r < 0)
+			child_fail((int)rep, STAGE_SETUP, -r);
+	}
+	long r = close_all_but(spec, (int)rep);
+	if (r >= 0)
+		r = apply_variations(spec, ca->have_cpus ? &ca->cpus : NULL);
+	if (r >= 0)
+		r = raw_syscall(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0);
+	if (r < 0)
+		child_fail((int)rep, STAGE_SETUP, -r);
+	r = seccomp_filter_install(ca->prog);
+	if (r < 0)
+		child_fail((int)rep, STAGE_SECCOMP, -r);
+	r = RAW(__NR_execve, spec->file, spec->argv, ca->envp);
+	child_fail((int)rep, STAGE_EXEC, -r);
+}
+
+/* Valgrind runs no clone but a thread's, a fork's or a vfork's (its
+ * leak and profile runs of cachet); it preloads its core into us. */
+static int under_valgrind(void)
+{
+	const char *preload = getenv("LD_PRELOAD");
+	return preload && strstr(preload, "/vgpreload_core");
+}
+
+/* The child running child_main, or -1 with errno set. Cloned with this
+ * process's memory (no page tables copied, no copy-on-write faults here
+ * afterwards), on a stack of its own, all signals blocked meanwhile so
+ * that no handler of ours runs in it; forked when it enters namespaces,
+ * which takes libc calls, and under valgrind. */
+static pid_t spawn_child(struct child_args *ca, void **stack)
+{
+	*stack = NULL;
+	if (ca->spec->namespaces || under_valgrind()) {
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(child_main(ca));
+		return pid;
+	}
+	*stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+	              MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (*stack == MAP_FAILED) {
+		*stack = NULL;
+		return -1;
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(child_main, (char *)*stack + CHILD_STACK, CLONE_VM | SIGCHLD, ca);
+	int err = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = err;
+	return pid;
 }
 
 static void resume(pid_t tid, int request, int sig)
@@ -400,6 +482,13 @@ static void run_loop(struct tracer *tr, pid_t main_pid, int *status_out)
 	}
 }
 
+static void free_child(struct seccomp_program *prog, void *stack)
+{
+	free(prog);
+	if (stack)
+		munmap(stack, CHILD_STACK);
+}
+
 static void tracer_free(struct tracer *tr)
 {
 	ring_close(tr);
@@ -484,19 +573,24 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 	int restrict_cpus = fewer_cpus(spec->max_cpus, &child_cpus);
 	const cpu_set_t *step_cpus =
 	    placement_init(&tr->place, sched_getcpu(), restrict_cpus ? &child_cpus : NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(go[1]);
-		close(rep[0]);
-		child_main(spec, fast ? tr->ring_env : spec->envp, prog, go[0], rep[1], step_cpus);
-	}
+	struct child_args ca = {.spec = spec,
+	                        .envp = fast ? tr->ring_env : spec->envp,
+	                        .prog = prog,
+	                        .go_fd = go[0],
+	                        .report_fd = rep[1],
+	                        .parent_fds = {go[1], rep[0]},
+	                        .have_cpus = step_cpus != NULL};
+	if (step_cpus)
+		ca.cpus = *step_cpus;
+	void *stack;
+	pid_t pid = spawn_child(&ca, &stack);
 	int fork_errno = errno;
 	close(go[0]);
 	close(rep[1]);
-	free(prog);
 	if (pid < 0) {
 		close(go[1]);
 		close(rep[0]);
+		free_child(prog, stack);
 		tracer_free(tr);
 		errno = fork_errno;
 		return error_errno(e, "trace: fork");
@@ -508,6 +602,7 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 		close(rep[0]);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
+		free_child(prog, stack);
 		tracer_free(tr);
 		errno = err;
 		return error_errno(e, "trace: ptrace is not permitted here (PTRACE_SEIZE)");
@@ -520,6 +615,9 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 	close(go[1]);
 
 	run_loop(tr, pid, &out->status);
+	/* The step's first process has exec'd or exited: its start is done
+	 * with what it read of ours. */
+	free_child(prog, stack);
 	ring_drain(tr, 1);
 	syscall_attach_listings(tr);
 	/* At once: from now on anyone may change the outputs (trace.h). */

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -432,6 +433,72 @@ static void exec_of_a_missing_file_reports_enoent(void **state)
 	trace_result_free(&r);
 }
 
+static void on_term(int sig)
+{
+	(void)sig;
+}
+
+/* The step starts as after a plain exec from a clean state, whatever the
+ * caller's signals: nothing ignored or blocked; and with the variations
+ * asked for (the child sets them with raw syscalls). */
+static void the_step_gets_default_signals_and_its_variations(void **state)
+{
+	(void)state;
+	struct sigaction ign = {.sa_handler = SIG_IGN}, term = {.sa_handler = on_term}, old_int,
+	                 old_term;
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGTERM, &term, &old_term);
+	sigset_t usr1, old_mask;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, &old_mask);
+
+	int out = open(at("status.txt"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	assert_true(out >= 0 && devnull >= 0);
+	char *argv[] = {"/bin/cat", "/proc/self/status", NULL};
+	struct trace_spec spec;
+	memset(&spec, 0, sizeof spec);
+	spec.file = argv[0];
+	spec.argv = argv;
+	spec.envp = environ;
+	spec.stdin_fd = devnull;
+	spec.stdout_fd = out;
+	spec.stderr_fd = 2;
+	spec.set_umask = 1;
+	spec.umask = 027;
+	spec.max_cpus = 1;
+	struct trace_result r;
+	struct error e;
+	errno = 0;
+	if (trace_run(&spec, &r, &e) < 0)
+		fail_msg("trace_run: %s", e.msg);
+	close(out);
+	close(devnull);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	trace_result_free(&r);
+
+	char text[8192];
+	int fd = open(at("status.txt"), O_RDONLY | O_CLOEXEC);
+	ssize_t n = read(fd, text, sizeof text - 1);
+	close(fd);
+	assert_true(n > 0);
+	text[n] = '\0';
+	assert_non_null(strstr(text, "\nSigIgn:\t0000000000000000\n"));
+	assert_non_null(strstr(text, "\nSigBlk:\t0000000000000000\n"));
+	assert_non_null(strstr(text, "\nUmask:\t0027\n"));
+	cpu_set_t own;
+	if (sched_getaffinity(0, sizeof own, &own) == 0 && CPU_COUNT(&own) > 1) {
+		const char *cpus = strstr(text, "\nCpus_allowed_list:\t");
+		assert_non_null(cpus);
+		cpus += strlen("\nCpus_allowed_list:\t");
+		assert_int_equal(strcspn(cpus, ",-\n"), strcspn(cpus, "\n"));
+	}
+}
+
 static void exit_status_and_death_by_signal_are_preserved(void **state)
 {
 	struct trace_result r;
@@ -724,6 +791,7 @@ int main(void)
 	    cmocka_unit_test(failed_exec_in_a_path_search_is_a_probe),
 	    cmocka_unit_test(exec_of_a_missing_file_reports_enoent),
 	    cmocka_unit_test(exit_status_and_death_by_signal_are_preserved),
+	    cmocka_unit_test(the_step_gets_default_signals_and_its_variations),
 	    cmocka_unit_test(connect_to_a_tcp_listener_is_uncacheable),
 	    cmocka_unit_test(background_process_left_running_is_uncacheable),
 	    cmocka_unit_test(reading_a_stdin_pipe_is_uncacheable_but_a_redirected_file_is_not),
