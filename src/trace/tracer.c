@@ -20,6 +20,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TRACER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TRACER_ASAN 1
+#endif
+#endif
+#ifdef TRACER_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include "cachet/trace.h"
 #include "trace/raw_syscall.h"
 #include "trace/seccomp_filter.h"
@@ -485,8 +496,15 @@ static void run_loop(struct tracer *tr, pid_t main_pid, int *status_out)
 static void free_child(struct seccomp_program *prog, void *stack)
 {
 	free(prog);
-	if (stack)
-		munmap(stack, CHILD_STACK);
+	if (!stack)
+		return;
+#ifdef TRACER_ASAN
+	/* The child's frames poisoned their red zones in the shadow memory
+	 * it shared with us and, having exec'd, never cleared them: the next
+	 * mapping at these addresses would inherit them. */
+	__asan_unpoison_memory_region(stack, CHILD_STACK);
+#endif
+	munmap(stack, CHILD_STACK);
 }
 
 static void tracer_free(struct tracer *tr)
