@@ -682,6 +682,107 @@ static void emit_search(struct seccomp_program *p, const struct segment *seg, si
 	emit_search(p, seg + half, n - half, at, nat);
 }
 
+/* Distinct verdicts a program returns, at most. */
+#define MAX_VERDICTS 8
+
+/* Where a jump to instruction t ends up: through any `ja`, and from a
+ * `ret k` to the program's last `ret k` (shared[k's index]). */
+static unsigned landing(const struct sock_filter *f, unsigned t, const unsigned *verdicts,
+                        const unsigned short *shared, unsigned nverdicts)
+{
+	while (f[t].code == (BPF_JMP | BPF_JA))
+		t += 1 + f[t].k;
+	if (f[t].code != (BPF_RET | BPF_K))
+		return t;
+	for (unsigned v = 0; v < nverdicts; v++)
+		if (verdicts[v] == f[t].k)
+			return shared[v];
+	BUG("a seccomp verdict missing from the shared returns");
+}
+
+/*
+ * The program with its returns shared: every jump to a `ret k` or to a
+ * `ja` pointed straight where it ends, at the program's last `ret k`, and
+ * the instructions nothing reaches any more dropped. The search's leaves
+ * and most of the codes' returns go: a quarter of the program, which the
+ * kernel converts and compiles at every step's start. Sound: a jump lands
+ * where it landed before, or on a return of the same verdict, so every
+ * path compares and reads what it did and returns what it did. A
+ * conditional jump reaches 255 instructions only: one that would reach
+ * further keeps its target (dropping instructions only brings targets
+ * nearer, so another pass may point more of them). Whether the program
+ * got shorter.
+ */
+static int share_returns(struct seccomp_program *p)
+{
+	const struct sock_filter *f = p->insns;
+	unsigned n = p->len;
+	unsigned verdicts[MAX_VERDICTS], nverdicts = 0;
+	unsigned short shared[MAX_VERDICTS];
+	for (unsigned i = 0; i < n; i++) {
+		if (f[i].code != (BPF_RET | BPF_K))
+			continue;
+		unsigned v = 0;
+		while (v < nverdicts && verdicts[v] != f[i].k)
+			v++;
+		if (v == MAX_VERDICTS)
+			BUG("more seccomp verdicts than the shared returns hold");
+		if (v == nverdicts)
+			verdicts[nverdicts++] = f[i].k;
+		shared[v] = (unsigned short)i;
+	}
+	/* The targets, absolute: jt/jf, or the ja's in jt. */
+	unsigned short jt[FILTER_MAX_INSNS], jf[FILTER_MAX_INSNS], at[FILTER_MAX_INSNS];
+	unsigned char reached[FILTER_MAX_INSNS];
+	for (unsigned i = 0; i < n; i++) {
+		if (BPF_CLASS(f[i].code) != BPF_JMP)
+			continue;
+		if (BPF_OP(f[i].code) == BPF_JA) {
+			jt[i] =
+			    (unsigned short)landing(f, i + 1 + f[i].k, verdicts, shared, nverdicts);
+			continue;
+		}
+		unsigned t = landing(f, i + 1 + f[i].jt, verdicts, shared, nverdicts);
+		unsigned e = landing(f, i + 1 + f[i].jf, verdicts, shared, nverdicts);
+		jt[i] = (unsigned short)(t - i - 1 <= 255 ? t : i + 1 + f[i].jt);
+		jf[i] = (unsigned short)(e - i - 1 <= 255 ? e : i + 1 + f[i].jf);
+	}
+	/* What the first instruction reaches; the targets all lie ahead. */
+	memset(reached, 0, n);
+	reached[0] = 1;
+	for (unsigned i = 0; i < n; i++) {
+		if (!reached[i] || BPF_CLASS(f[i].code) == BPF_RET)
+			continue;
+		if (BPF_CLASS(f[i].code) != BPF_JMP)
+			reached[i + 1] = 1;
+		else if (BPF_OP(f[i].code) == BPF_JA)
+			reached[jt[i]] = 1;
+		else
+			reached[jt[i]] = reached[jf[i]] = 1;
+	}
+	unsigned m = 0;
+	for (unsigned i = 0; i < n; i++)
+		at[i] = (unsigned short)(reached[i] ? m++ : m);
+	/* In place: an instruction moves to an index no later than its own. */
+	for (unsigned i = 0; i < n; i++) {
+		if (!reached[i])
+			continue;
+		struct sock_filter g = f[i];
+		if (BPF_CLASS(g.code) == BPF_JMP && BPF_OP(g.code) == BPF_JA) {
+			g.k = at[jt[i]] - at[i] - 1u;
+		} else if (BPF_CLASS(g.code) == BPF_JMP) {
+			unsigned t = at[jt[i]] - at[i] - 1u, e = at[jf[i]] - at[i] - 1u;
+			if (t > 255 || e > 255)
+				BUG("a seccomp jump longer than a jump reaches");
+			g.jt = (unsigned char)t;
+			g.jf = (unsigned char)e;
+		}
+		p->insns[at[i]] = g;
+	}
+	p->len = (unsigned short)m;
+	return m < n;
+}
+
 void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t nread_fds,
                           const int *write_fds, size_t nwrite_fds, int fast_path,
                           const struct empty_name_site *sites, size_t nsites)
@@ -761,6 +862,8 @@ void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t
 	free(at);
 	free(seg);
 	free(codes);
+	while (share_returns(p))
+		;
 }
 
 int seccomp_filter_install(const struct seccomp_program *prog)
