@@ -142,21 +142,32 @@ const size_t nfd_uses = sizeof fd_uses / sizeof fd_uses[0];
 /*
  * The program is a binary search over the syscall number, whose leaves
  * allow, stop, or jump to the code that decides by the arguments. Each
- * number's code is what the blocks below emit for it, run once per number
+ * number's code is what the blocks below emit for it, in their order
  * (struct builder): the first block naming the number that returns on
  * every path decides it. A chain of comparisons, one per block, cost the
  * kernel a walk of the whole chain for every number at install (the
  * verdict cache, below) and made the program twice as long to convert
  * and compile; the search takes a dozen steps.
  */
-struct builder {
-	struct seccomp_program *p; /* where the wanted number's code goes */
-	long want;                 /* that number; -1: collect the numbers named */
-	int done;                  /* a block returned on every path */
-	unsigned *nrs;             /* collecting: the numbers named so far */
-	size_t nnrs, cap;
+
+/* Above every syscall number the blocks name. */
+#define NR_LIMIT 1024
+
+/* A stretch of code one block emitted for one number; it ends where the
+ * next piece starts. */
+struct piece {
+	unsigned short nr, start, end;
 };
 
+/* The blocks run once: each emits its number's code into one program,
+ * piece after piece, unless an earlier block decided the number. */
+struct builder {
+	struct seccomp_program *p; /* every piece, in the order emitted */
+	struct piece *pieces;
+	size_t npieces, cap;
+	unsigned cur;                    /* the number of the piece being emitted */
+	unsigned char decided[NR_LIMIT]; /* a block returned on every path */
+};
 static void put(struct seccomp_program *p, struct sock_filter f)
 {
 	if (p->len >= FILTER_MAX_INSNS)
@@ -174,19 +185,27 @@ static void ret(struct seccomp_program *p, unsigned v)
 	put(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, v));
 }
 
-/* Whether the block for nr emits its code now (it is the number wanted
- * and no earlier block decided it). Collecting, notes nr instead. */
+/* Whether the block for nr emits its code now (no earlier block decided
+ * nr); it then starts a piece. */
 static int block_begin(struct builder *b, int nr)
 {
-	if (b->want < 0) {
-		if (b->nnrs == b->cap) {
-			b->cap = b->cap ? 2 * b->cap : 256;
-			b->nrs = xrealloc(b->nrs, b->cap * sizeof *b->nrs);
-		}
-		b->nrs[b->nnrs++] = (unsigned)nr;
+	if (nr < 0 || nr >= NR_LIMIT)
+		BUG("a syscall number beyond the seccomp builder's table");
+	if (b->decided[nr])
 		return 0;
+	if (b->npieces == b->cap) {
+		b->cap = b->cap ? 2 * b->cap : 256;
+		b->pieces = xrealloc(b->pieces, b->cap * sizeof *b->pieces);
 	}
-	return !b->done && b->want == nr;
+	b->pieces[b->npieces++] = (struct piece){(unsigned short)nr, b->p->len, 0};
+	b->cur = (unsigned)nr;
+	return 1;
+}
+
+/* The block just begun returns on every path: later ones add nothing. */
+static void block_decides(struct builder *b)
+{
+	b->decided[b->cur] = 1;
 }
 
 /* A forward jump emitted before its target was known: the index of the
@@ -212,7 +231,7 @@ static void block_trace(struct builder *b, int nr)
 	if (!block_begin(b, nr))
 		return;
 	ret(b->p, RET_TRACE);
-	b->done = 1;
+	block_decides(b);
 }
 
 /* Trace when (low word of arg i) & mask != 0. */
@@ -225,7 +244,7 @@ static void block_trace_if_bits(struct builder *b, int nr, int arg, unsigned mas
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1));
 	ret(p, RET_TRACE);
 	ret(p, SECCOMP_RET_ALLOW);
-	b->done = 1;
+	block_decides(b);
 }
 
 /* Trace when the low word of arg i equals k (an int argument: the kernel
@@ -239,7 +258,7 @@ static void block_trace_if_eq(struct builder *b, int nr, int arg, unsigned k)
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, 0, 1));
 	ret(p, RET_TRACE);
 	ret(p, SECCOMP_RET_ALLOW);
-	b->done = 1;
+	block_decides(b);
 }
 
 /* Trace when the descriptor in argument in_arg is one of in_fds, or the
@@ -275,7 +294,7 @@ static void block_trace_fds(struct builder *b, int nr, int in_arg, const int *in
 	ret(p, RET_TRACE);
 	for (size_t i = 0; i < n; i++)
 		p->insns[jumps[i]].jt = (unsigned char)(trace_at - jumps[i] - 1);
-	b->done = 1;
+	block_decides(b);
 }
 
 /* Trace unless the 64-bit pointer arg i is NULL. */
@@ -290,7 +309,7 @@ static void block_trace_if_nonnull(struct builder *b, int nr, int arg)
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
 	ret(p, RET_TRACE);
 	ret(p, SECCOMP_RET_ALLOW);
-	b->done = 1;
+	block_decides(b);
 }
 
 /* The stat calls' verdict: stop unless AT_EMPTY_PATH with a NULL path. */
@@ -318,7 +337,7 @@ static void block_stat(struct builder *b, int nr, int path_arg, int flags_arg)
 	if (!block_begin(b, nr))
 		return;
 	stat_verdict(b->p, path_arg, flags_arg);
-	b->done = 1;
+	block_decides(b);
 }
 
 #define IP_LO ((unsigned)offsetof(struct seccomp_data, instruction_pointer))
@@ -359,7 +378,7 @@ static void block_rlimit(struct builder *b, int nr, int res_arg, int old_arg, in
 	put(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1));
 	ret(p, SECCOMP_RET_ALLOW);
 	ret(p, RET_TRACE);
-	b->done = 1;
+	block_decides(b);
 }
 
 /* newfstatat(fd, "", st, AT_EMPTY_PATH) from libc's or the loader's own
@@ -463,7 +482,7 @@ static void block_fast(struct builder *b, int nr, int flags_arg, int stat_path_a
 		stat_verdict(p, stat_path_arg, stat_flags_arg);
 	else
 		ret(p, RET_TRACE);
-	b->done = 1;
+	block_decides(b);
 }
 
 struct filter_args {
@@ -533,10 +552,12 @@ struct code {
 
 #define MAX_CODES 128
 
-static int cmp_unsigned(const void *x, const void *y)
+static int cmp_piece(const void *x, const void *y)
 {
-	unsigned a = *(const unsigned *)x, c = *(const unsigned *)y;
-	return (a > c) - (a < c);
+	const struct piece *a = x, *c = y;
+	if (a->nr != c->nr)
+		return (a->nr > c->nr) - (a->nr < c->nr);
+	return (a->start > c->start) - (a->start < c->start);
 }
 
 /* Whether code returns on every path: no jump leaves it and it ends in a
@@ -661,20 +682,126 @@ static void emit_search(struct seccomp_program *p, const struct segment *seg, si
 	emit_search(p, seg + half, n - half, at, nat);
 }
 
+/* Distinct verdicts a program returns, at most. */
+#define MAX_VERDICTS 8
+
+/* Where a jump to instruction t ends up: through any `ja`, and from a
+ * `ret k` to the program's last `ret k` (shared[k's index]). */
+static unsigned landing(const struct sock_filter *f, unsigned t, const unsigned *verdicts,
+                        const unsigned short *shared, unsigned nverdicts)
+{
+	while (f[t].code == (BPF_JMP | BPF_JA))
+		t += 1 + f[t].k;
+	if (f[t].code != (BPF_RET | BPF_K))
+		return t;
+	for (unsigned v = 0; v < nverdicts; v++)
+		if (verdicts[v] == f[t].k)
+			return shared[v];
+	BUG("a seccomp verdict missing from the shared returns");
+}
+
+/*
+ * The program with its returns shared: every jump to a `ret k` or to a
+ * `ja` pointed straight where it ends, at the program's last `ret k`, and
+ * the instructions nothing reaches any more dropped. The search's leaves
+ * and most of the codes' returns go: a quarter of the program, which the
+ * kernel converts and compiles at every step's start. Sound: a jump lands
+ * where it landed before, or on a return of the same verdict, so every
+ * path compares and reads what it did and returns what it did. A
+ * conditional jump reaches 255 instructions only: one that would reach
+ * further keeps its target (dropping instructions only brings targets
+ * nearer, so another pass may point more of them). Whether the program
+ * got shorter.
+ */
+static int share_returns(struct seccomp_program *p)
+{
+	const struct sock_filter *f = p->insns;
+	unsigned n = p->len;
+	unsigned verdicts[MAX_VERDICTS], nverdicts = 0;
+	unsigned short shared[MAX_VERDICTS];
+	for (unsigned i = 0; i < n; i++) {
+		if (f[i].code != (BPF_RET | BPF_K))
+			continue;
+		unsigned v = 0;
+		while (v < nverdicts && verdicts[v] != f[i].k)
+			v++;
+		if (v == MAX_VERDICTS)
+			BUG("more seccomp verdicts than the shared returns hold");
+		if (v == nverdicts)
+			verdicts[nverdicts++] = f[i].k;
+		shared[v] = (unsigned short)i;
+	}
+	/* The targets, absolute: jt/jf, or the ja's in jt. */
+	unsigned short jt[FILTER_MAX_INSNS], jf[FILTER_MAX_INSNS], at[FILTER_MAX_INSNS];
+	unsigned char reached[FILTER_MAX_INSNS];
+	for (unsigned i = 0; i < n; i++) {
+		if (BPF_CLASS(f[i].code) != BPF_JMP)
+			continue;
+		if (BPF_OP(f[i].code) == BPF_JA) {
+			jt[i] =
+			    (unsigned short)landing(f, i + 1 + f[i].k, verdicts, shared, nverdicts);
+			continue;
+		}
+		unsigned t = landing(f, i + 1 + f[i].jt, verdicts, shared, nverdicts);
+		unsigned e = landing(f, i + 1 + f[i].jf, verdicts, shared, nverdicts);
+		jt[i] = (unsigned short)(t - i - 1 <= 255 ? t : i + 1 + f[i].jt);
+		jf[i] = (unsigned short)(e - i - 1 <= 255 ? e : i + 1 + f[i].jf);
+	}
+	/* What the first instruction reaches; the targets all lie ahead. */
+	memset(reached, 0, n);
+	reached[0] = 1;
+	for (unsigned i = 0; i < n; i++) {
+		if (!reached[i] || BPF_CLASS(f[i].code) == BPF_RET)
+			continue;
+		if (BPF_CLASS(f[i].code) != BPF_JMP)
+			reached[i + 1] = 1;
+		else if (BPF_OP(f[i].code) == BPF_JA)
+			reached[jt[i]] = 1;
+		else
+			reached[jt[i]] = reached[jf[i]] = 1;
+	}
+	unsigned m = 0;
+	for (unsigned i = 0; i < n; i++)
+		at[i] = (unsigned short)(reached[i] ? m++ : m);
+	/* In place: an instruction moves to an index no later than its own. */
+	for (unsigned i = 0; i < n; i++) {
+		if (!reached[i])
+			continue;
+		struct sock_filter g = f[i];
+		if (BPF_CLASS(g.code) == BPF_JMP && BPF_OP(g.code) == BPF_JA) {
+			g.k = at[jt[i]] - at[i] - 1u;
+		} else if (BPF_CLASS(g.code) == BPF_JMP) {
+			unsigned t = at[jt[i]] - at[i] - 1u, e = at[jf[i]] - at[i] - 1u;
+			if (t > 255 || e > 255)
+				BUG("a seccomp jump longer than a jump reaches");
+			g.jt = (unsigned char)t;
+			g.jf = (unsigned char)e;
+		}
+		p->insns[at[i]] = g;
+	}
+	p->len = (unsigned short)m;
+	return m < n;
+}
+
 void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t nread_fds,
                           const int *write_fds, size_t nwrite_fds, int fast_path,
                           const struct empty_name_site *sites, size_t nsites)
 {
 	struct filter_args a = {read_fds,  write_fds, nread_fds, nwrite_fds,
 	                        fast_path, sites,     nsites};
-	/* The numbers any block names, sorted, each once. */
-	struct builder b = {.want = -1};
+	/* Every number's pieces, then sorted by number, each number's in the
+	 * order emitted. */
+	struct builder b = {.p = xmalloc(sizeof *b.p)};
+	b.p->len = 0;
 	run_blocks(&b, &a);
-	qsort(b.nrs, b.nnrs, sizeof *b.nrs, cmp_unsigned);
-	size_t nnrs = 0;
-	for (size_t i = 0; i < b.nnrs; i++)
-		if (!nnrs || b.nrs[nnrs - 1] != b.nrs[i])
-			b.nrs[nnrs++] = b.nrs[i];
+	size_t npieces = b.npieces;
+	struct piece *pc = b.pieces;
+	for (size_t i = 0; i < npieces; i++) {
+		pc[i].end = i + 1 < npieces ? pc[i + 1].start : b.p->len;
+		if (pc[i].start == pc[i].end)
+			BUG("a seccomp block began and emitted nothing");
+	}
+	qsort(pc, npieces, sizeof *pc, cmp_piece);
 
 	/* Each number's code, equal ones kept once, and the segments of
 	 * numbers with the same leaf; numbers no block names are allowed. */
@@ -682,27 +809,31 @@ void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t
 	codes->len = 0;
 	struct code table[MAX_CODES];
 	size_t ntable = 0;
-	struct segment *seg = xmalloc((2 * nnrs + 1) * sizeof *seg);
+	struct segment *seg = xmalloc((2 * npieces + 1) * sizeof *seg);
 	size_t nseg = 0;
 	seg[nseg++] = (struct segment){0, LEAF_ALLOW};
-	for (size_t i = 0; i < nnrs; i++) {
-		unsigned nr = b.nrs[i];
+	unsigned prev = 0;
+	int named = 0; /* some number before nr */
+	for (size_t i = 0; i < npieces;) {
+		unsigned nr = pc[i].nr;
 		unsigned start = codes->len;
-		b.p = codes;
-		b.want = nr;
-		b.done = 0;
-		run_blocks(&b, &a);
+		for (; i < npieces && pc[i].nr == nr; i++)
+			for (unsigned k = pc[i].start; k < pc[i].end; k++)
+				put(codes, b.p->insns[k]);
 		int leaf = leaf_of(codes, start, table, &ntable);
-		if (i && b.nrs[i - 1] + 1 != nr && seg[nseg - 1].leaf != LEAF_ALLOW)
-			seg[nseg++] = (struct segment){b.nrs[i - 1] + 1, LEAF_ALLOW};
+		if (named && prev + 1 != nr && seg[nseg - 1].leaf != LEAF_ALLOW)
+			seg[nseg++] = (struct segment){prev + 1, LEAF_ALLOW};
 		if (seg[nseg - 1].lo == nr)
 			seg[nseg - 1].leaf = leaf; /* number 0 */
 		else if (seg[nseg - 1].leaf != leaf)
 			seg[nseg++] = (struct segment){nr, leaf};
+		prev = nr;
+		named = 1;
 	}
-	if (nnrs && seg[nseg - 1].leaf != LEAF_ALLOW)
-		seg[nseg++] = (struct segment){b.nrs[nnrs - 1] + 1, LEAF_ALLOW};
-	free(b.nrs);
+	if (npieces && seg[nseg - 1].leaf != LEAF_ALLOW)
+		seg[nseg++] = (struct segment){prev + 1, LEAF_ALLOW};
+	free(b.pieces);
+	free(b.p);
 
 	p->len = 0;
 	/* The architecture first: a 32-bit int 0x80 call from this process uses
@@ -731,6 +862,8 @@ void seccomp_filter_build(struct seccomp_program *p, const int *read_fds, size_t
 	free(at);
 	free(seg);
 	free(codes);
+	while (share_returns(p))
+		;
 }
 
 int seccomp_filter_install(const struct seccomp_program *prog)

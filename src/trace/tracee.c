@@ -79,6 +79,13 @@ struct tracee *tracee_add(struct tracee_table *t, pid_t tid)
 	if ((t->n + 1) * 2 > t->cap)
 		grow(t);
 	struct tracee *r = xmalloc(sizeof *r);
+	tracee_init(r, tid);
+	insert(t, r);
+	return r;
+}
+
+void tracee_init(struct tracee *r, pid_t tid)
+{
 	r->tid = tid;
 	r->started = 0;
 	r->cwd_gen = 0;
@@ -93,8 +100,6 @@ struct tracee *tracee_add(struct tracee_table *t, pid_t tid)
 	r->has_run_delay = 0;
 	r->schedstat_fd = -1;
 	r->own_affinity = 0;
-	insert(t, r);
-	return r;
 }
 
 /* Removes slot i and re-inserts the rest of its probe run (linear probing

@@ -82,6 +82,8 @@ void tracee_table_free(struct tracee_table *t);
 struct tracee *tracee_find(const struct tracee_table *t, pid_t tid);
 /* Creates the record (started = 0, no cwd); tid must not be present. */
 struct tracee *tracee_add(struct tracee_table *t, pid_t tid);
+/* Sets r as tracee_add does, without zeroing its buffers (cwd is empty). */
+void tracee_init(struct tracee *r, pid_t tid);
 void tracee_remove(struct tracee_table *t, pid_t tid);
 /* Re-keys the record of old_tid as new_tid, replacing any record of new_tid
  * (an exec from a non-leader thread takes over the leader's tid). */

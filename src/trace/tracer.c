@@ -525,7 +525,10 @@ int trace_run(const struct trace_spec *spec, struct trace_result *out, struct er
 	char cwd[2];
 	if (readlink("/proc/self/cwd", cwd, sizeof cwd) < 0)
 		return error_errno(e, "trace: reading /proc/self/cwd (is /proc mounted?)");
-	struct tracer *tr = xcalloc(1, sizeof *tr);
+	struct tracer *tr = xmalloc(sizeof *tr);
+	memset(tr, 0, offsetof(struct tracer, rec_tracee));
+	tracee_init(&tr->rec_tracee, 0);
+	tr->raw[0] = tr->raw2[0] = tr->tmp[0] = tr->tmp2[0] = tr->path2[0] = tr->path3[0] = '\0';
 	tr->spec = spec;
 	tr->cwd_gen = 1;
 	tr->ring_fd = -1;

@@ -534,6 +534,41 @@ struct config {
 	size_t nsites;
 };
 
+/* The program's returns are shared (seccomp_filter.c, share_returns):
+ * every instruction is reached, no jump lands on a `ja`, and one that
+ * lands on a `ret k` lands on the last `ret k` unless that one lies
+ * beyond its reach. */
+static void check_shared(const struct seccomp_program *p)
+{
+	unsigned char reached[FILTER_MAX_INSNS] = {1};
+	for (unsigned i = 0; i < p->len; i++) {
+		const struct sock_filter *f = &p->insns[i];
+		assert_true(reached[i]);
+		if (BPF_CLASS(f->code) == BPF_RET)
+			continue;
+		unsigned to[2] = {i + 1, i + 1};
+		if (BPF_CLASS(f->code) == BPF_JMP)
+			to[0] += BPF_OP(f->code) == BPF_JA ? f->k : f->jt;
+		if (BPF_CLASS(f->code) == BPF_JMP && BPF_OP(f->code) != BPF_JA)
+			to[1] += f->jf;
+		for (int j = 0; j < 2; j++) {
+			assert_true(to[j] < p->len);
+			reached[to[j]] = 1;
+			const struct sock_filter *g = &p->insns[to[j]];
+			if (BPF_CLASS(f->code) != BPF_JMP)
+				continue;
+			assert_int_not_equal(g->code, BPF_JMP | BPF_JA);
+			if (g->code != (BPF_RET | BPF_K))
+				continue;
+			unsigned last = p->len - 1;
+			while (p->insns[last].code != g->code || p->insns[last].k != g->k)
+				last--;
+			assert_true(to[j] == last ||
+			            (BPF_OP(f->code) != BPF_JA && last - i - 1 > 255));
+		}
+	}
+}
+
 static void compare(const struct config *c)
 {
 	static struct seccomp_program old, new;
@@ -546,6 +581,7 @@ static void compare(const struct config *c)
 	                     c->nsites);
 	/* Shorter: the kernel converts and compiles it at every step's start. */
 	assert_true(new.len < old.len);
+	check_shared(&new);
 	static const unsigned extra[] = {0x40000000, 0x40000002, 0x4000000f, 0x7fffffff,
 	                                 0x80000000, 0xfffffffe, 0xffffffff, 100000};
 	for (unsigned k = 0; k < 1000 + sizeof extra / sizeof extra[0]; k++) {
