@@ -631,6 +631,14 @@ static void prepare_entry_statements(void *run)
 	store_prepare_entry_statements(r->store, r->entry_rows);
 }
 
+/* Whether the step about to run is stored if it succeeds: a verifying
+ * re-run is compared, a nondeterministic step re-run is not stored, and
+ * statements prepared for them would be CPU spent for nothing. */
+static int miss_stores(const struct run *r)
+{
+	return !r->verifying && !(r->lookup.nondeterministic && r->lookup.rerun_nondeterministic);
+}
+
 /* What the entry of the step about to run (the miss of reason) will
  * probably write: store_prepare_entry_statements prepares only that. */
 static unsigned entry_rows(const struct run *r, const char *reason)
@@ -688,8 +696,10 @@ static void miss(struct run *r, const char *reason)
 	/* The worker holds the store while the step runs (its digest cache
 	 * is the index's): the statements the entry will run are prepared
 	 * there, not after the step. */
-	r->entry_rows = entry_rows(r, reason);
-	prefetch_when_idle(pf, prepare_entry_statements, r);
+	if (miss_stores(r)) {
+		r->entry_rows = entry_rows(r, reason);
+		prefetch_when_idle(pf, prepare_entry_statements, r);
+	}
 	if (pf) {
 		spec.on_input = prefetch_add;
 		spec.on_input_ctx = pf;
