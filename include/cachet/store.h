@@ -167,12 +167,22 @@ int store_put_entry(struct store *s, const struct store_entry *entry, unsigned m
  * (imports, and the benchmark's store of a million entries). */
 int store_put_entries(struct store *s, const struct store_entry *entries, size_t n,
                       unsigned max_pathsets, struct error *e);
-/* Prepares the statements store_put_entry runs, which it would prepare at
- * their first use (~0.3 ms for a compile's entry, ~30 us a statement), for
- * a thread that holds s while its owner waits for something else (a step
- * that runs). Nothing when the index is not open or s is read-only;
- * errors are found again at first use. */
-void store_prepare_entry_statements(struct store *s);
+/* What the entry of a step about to run is expected to write, beyond the
+ * rows every entry writes (store_prepare_entry_statements): */
+enum {
+	STORE_ENTRY_DUPLICATE = 1 << 0, /* a duplicate key row (store_entry.duplicate) */
+	STORE_ENTRY_NEW_STEP = 1 << 1,  /* its weak key had no path set at lookup */
+	STORE_ENTRY_AGAIN = 1 << 2,     /* its strong key is probably stored already */
+};
+/* Prepares the statements store_put_entry runs for an entry that writes
+ * what (above), which it would prepare at their first use (~0.3 ms for a
+ * compile's entry, 12 to 50 us a statement), for a thread that holds s
+ * while its owner waits for something else (a step that runs). A wrong
+ * guess costs time only: a statement not prepared here is prepared at its
+ * first use, one prepared and not run is CPU spent for nothing. Nothing
+ * when the index is not open or s is read-only; errors are found again at
+ * first use. */
+void store_prepare_entry_statements(struct store *s, unsigned what);
 
 /* An entry that may serve duplicates of its step (duplicate.h): under
  * dkey, the key of the step with the words of mask replaced, the keys of

@@ -25,6 +25,7 @@
 #include "cachet/buf.h"
 #include "cachet/elfsyms.h"
 #include "cachet/lookup.h"
+#include "cachet/output_words.h"
 #include "cachet/path.h"
 #include "cachet/pathset.h"
 #include "cachet/portable.h"
@@ -78,6 +79,7 @@ struct run {
 	 * before its entry names the identity (store_result), for report. */
 	int new_step_detail_known;
 	char *new_step_detail;
+	unsigned entry_rows; /* STORE_ENTRY_*: what a miss's entry will write */
 };
 
 /* ---- reporting ---- */
@@ -623,9 +625,33 @@ static void remove_tmpdir(void *tmp)
 	step_tmpdir_remove(tmp);
 }
 
-static void prepare_entry_statements(void *store)
+static void prepare_entry_statements(void *run)
 {
-	store_prepare_entry_statements(store);
+	struct run *r = run;
+	store_prepare_entry_statements(r->store, r->entry_rows);
+}
+
+/* Whether the step about to run is stored if it succeeds: a verifying
+ * re-run is compared, a nondeterministic step re-run is not stored, and
+ * statements prepared for them would be CPU spent for nothing. */
+static int miss_stores(const struct run *r)
+{
+	return !r->verifying && !(r->lookup.nondeterministic && r->lookup.rerun_nondeterministic);
+}
+
+/* What the entry of the step about to run (the miss of reason) will
+ * probably write: store_prepare_entry_statements prepares only that. */
+static unsigned entry_rows(const struct run *r, const char *reason)
+{
+	unsigned what = 0;
+	/* duplicate_note's first test: the program must be a compiler. */
+	if (r->step.exe && output_program_name_blind(r->step.exe))
+		what |= STORE_ENTRY_DUPLICATE;
+	if (r->recache)
+		what |= STORE_ENTRY_AGAIN;
+	else if (reason && !strcmp(reason, "new step"))
+		what |= STORE_ENTRY_NEW_STEP;
+	return what;
 }
 
 static void miss(struct run *r, const char *reason) __attribute__((noreturn));
@@ -670,7 +696,10 @@ static void miss(struct run *r, const char *reason)
 	/* The worker holds the store while the step runs (its digest cache
 	 * is the index's): the statements the entry will run are prepared
 	 * there, not after the step. */
-	prefetch_when_idle(pf, prepare_entry_statements, r->store);
+	if (miss_stores(r)) {
+		r->entry_rows = entry_rows(r, reason);
+		prefetch_when_idle(pf, prepare_entry_statements, r);
+	}
 	if (pf) {
 		spec.on_input = prefetch_add;
 		spec.on_input_ctx = pf;

@@ -114,19 +114,27 @@ static struct counter_slot *claim_slot(struct store *s, const char *name, size_t
 	return c;
 }
 
-void store_count(struct store *s, const char *name, int64_t delta)
+int counter_add(struct store *s, const char *name, int64_t delta, int64_t *before)
 {
 	size_t n = strlen(name);
 	if (n == 0 || n >= sizeof(((struct counter_slot *)0)->name))
-		return;
+		return -1;
 	if (counters_map(s) < 0 || !s->counters_writable)
-		return;
+		return -1;
 	/* Compare name[1..] including the terminating NUL. */
 	struct counter_slot *c = find_slot(s, name, n);
 	if (!c)
 		c = claim_slot(s, name, n);
-	if (c)
-		__atomic_fetch_add(&c->value, delta, __ATOMIC_RELAXED);
+	if (!c)
+		return -1;
+	*before = __atomic_fetch_add(&c->value, delta, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void store_count(struct store *s, const char *name, int64_t delta)
+{
+	int64_t before;
+	counter_add(s, name, delta, &before);
 }
 
 int store_counters(struct store *s, struct store_counter **out, size_t *n, struct error *e)

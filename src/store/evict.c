@@ -714,17 +714,22 @@ unsigned store_evict_due(struct store *s, uint64_t bytes, uint64_t max_bytes,
 		return 0;
 	unsigned due = 0;
 	if (max_bytes) {
-		int64_t cur = estimate_get(s);
-		if (cur <= 0) {
+		/* One look-up of the counter, not a copy of all of them. */
+		int64_t before = 0;
+		int counted = counter_add(s, ESTIMATE_COUNTER, (int64_t)bytes, &before) == 0;
+		int64_t cur = before + (int64_t)bytes;
+		if (!counted || before <= 0) {
 			/* New cache, or counters zeroed: start from the real size
 			 * (which already holds the entry just stored). */
 			uint64_t real = 0;
-			if (index_bytes(s, &real) == 0)
-				store_count(s, ESTIMATE_COUNTER, (int64_t)real - cur);
+			int known = index_bytes(s, &real) == 0;
+			/* To the real size; or back to what it was, so that the
+			 * next store tries again (an estimate of only this
+			 * entry's bytes would hold eviction off). */
+			if (counted)
+				store_count(s, ESTIMATE_COUNTER,
+				            known ? (int64_t)real - cur : -(int64_t)bytes);
 			cur = (int64_t)real;
-		} else {
-			store_count(s, ESTIMATE_COUNTER, (int64_t)bytes);
-			cur += (int64_t)bytes;
 		}
 		if ((uint64_t)cur > max_bytes)
 			due |= STORE_EVICT_DUE_SIZE;

@@ -284,21 +284,29 @@ sqlite3_stmt *index_stmt(struct store *s, enum stmt_id id, struct error *e)
 	return s->stmts[id];
 }
 
-void store_prepare_entry_statements(struct store *s)
+void store_prepare_entry_statements(struct store *s, unsigned what)
 {
-	/* What a compile's entry runs, in the order it runs them. */
+	/* What every entry runs, in the order it runs them. */
 	static const enum stmt_id ids[] = {
-	    ST_PUT_STEP,        ST_PUT_PATHSET,
-	    ST_PUT_ARGV,        ST_RESULT_BLOBS,
-	    ST_PUT_RESULT,      ST_PUT_BLOB,
-	    ST_PUT_RESULT_BLOB, ST_WEAK_SIZE,
-	    ST_DUP_UPDATE,      ST_DUP_UPDATE_KEEP_STRONG,
+	    ST_PUT_STEP,   ST_PUT_PATHSET, ST_PUT_ARGV,        ST_RESULT_BLOBS,
+	    ST_PUT_RESULT, ST_PUT_BLOB,    ST_PUT_RESULT_BLOB, ST_WEAK_SIZE,
 	};
 	if (s->readonly || !s->db)
 		return;
 	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
 		if (!index_stmt(s, ids[i], NULL))
 			return;
+	if (!(what & STORE_ENTRY_DUPLICATE))
+		return;
+	/* duplicate_row_put's: a strong key stored again finds its row with
+	 * the first; a step recorded again (its key the same with the output
+	 * words masked) with the second; a new step, as a rule, inserts. */
+	if (what & STORE_ENTRY_AGAIN) {
+		index_stmt(s, ST_DUP_UPDATE_KEEP_STRONG, NULL);
+		return;
+	}
+	if (index_stmt(s, ST_DUP_UPDATE, NULL) && (what & STORE_ENTRY_NEW_STEP))
+		index_stmt(s, ST_DUP_INSERT, NULL);
 }
 
 void index_finalize_all(struct store *s)

@@ -282,5 +282,9 @@ void touches_merge(struct store *s, const struct digest *weak, const struct dige
 
 /* ---- counters.c ---- */
 void counters_close(struct store *s);
+/* store_count that also gives the counter's value before the add (one
+ * atomic add: no other process's add falls between). Returns -1 when the
+ * counter cannot be written (no counter file, read-only, no free slot). */
+int counter_add(struct store *s, const char *name, int64_t delta, int64_t *before);
 
 #endif

@@ -412,6 +412,27 @@ static void the_size_estimate_says_when_eviction_is_due(void **state)
 	store_close(s);
 }
 
+/* An estimate that cannot be recomputed (the index fails the query) is
+ * left as it was, not set to the one entry's bytes, which would hold
+ * eviction off until the estimate passed the bound: the next store tries
+ * again. */
+static void a_size_estimate_not_recomputed_is_tried_again(void **state)
+{
+	struct store *s = open_cache();
+	put_entry(s, 1, 1, 1, 8);
+	put_entry(s, 2, 2, 2, 8);
+	exec_sql(s, "ALTER TABLE blobs RENAME TO blobs_away");
+	assert_int_equal(store_evict_due(s, BLOB_SIZE, BLOB_SIZE + 1, 0), 0);
+	assert_int_equal(counter_value(s, "cache_size_estimate"), 0);
+	exec_sql(s, "ALTER TABLE blobs_away RENAME TO blobs");
+	assert_int_equal(store_evict_due(s, BLOB_SIZE, BLOB_SIZE + 1, 0), STORE_EVICT_DUE_SIZE);
+	assert_int_equal(counter_value(s, "cache_size_estimate"), 2 * BLOB_SIZE);
+	/* From then on, counted without the index. */
+	assert_int_equal(store_evict_due(s, BLOB_SIZE, 4 * BLOB_SIZE, 0), 0);
+	assert_int_equal(counter_value(s, "cache_size_estimate"), 3 * BLOB_SIZE);
+	store_close(s);
+}
+
 static void eviction_works_in_batches_larger_than_one_transaction(void **state)
 {
 	struct store *s = open_cache();
@@ -456,6 +477,7 @@ int main(void)
 	    T(a_store_racing_an_eviction_fails_cleanly),
 	    T(another_process_evicting_makes_nowait_skip),
 	    T(the_size_estimate_says_when_eviction_is_due),
+	    T(a_size_estimate_not_recomputed_is_tried_again),
 	    T(eviction_works_in_batches_larger_than_one_transaction),
 #undef T
 	};

@@ -888,7 +888,7 @@ static void an_entry_stored_again_writes_few_pages(void **state)
 static void statements_prepared_ahead_store_the_entry(void **state)
 {
 	struct store *s = open_cache();
-	store_prepare_entry_statements(s);
+	store_prepare_entry_statements(s, STORE_ENTRY_DUPLICATE);
 	assert_non_null(s->stmts[ST_PUT_RESULT]);
 	assert_non_null(s->stmts[ST_DUP_UPDATE]);
 	put_ok(s, 1, 1, 1, 8);
@@ -897,9 +897,35 @@ static void statements_prepared_ahead_store_the_entry(void **state)
 	struct store *d;
 	struct error e = {0, ""};
 	assert_int_equal(store_open("cache", STORE_DEFER_INDEX, &d, &e), 0);
-	store_prepare_entry_statements(d);
+	store_prepare_entry_statements(d, STORE_ENTRY_DUPLICATE);
 	assert_null(d->db);
 	store_close(d);
+}
+
+/* Each statement prepared ahead costs CPU whether it runs or not: only
+ * the duplicate row statements the entry will run are prepared. */
+static void only_the_duplicate_statements_an_entry_runs_are_prepared_ahead(void **state)
+{
+	static const struct {
+		unsigned what;
+		int update, keep_strong, insert;
+	} cases[] = {
+	    {0, 0, 0, 0},
+	    {STORE_ENTRY_AGAIN | STORE_ENTRY_NEW_STEP, 0, 0, 0},
+	    {STORE_ENTRY_DUPLICATE, 1, 0, 0},
+	    {STORE_ENTRY_DUPLICATE | STORE_ENTRY_NEW_STEP, 1, 0, 1},
+	    {STORE_ENTRY_DUPLICATE | STORE_ENTRY_AGAIN, 0, 1, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct store *s = open_cache();
+		store_prepare_entry_statements(s, cases[i].what);
+		assert_non_null(s->stmts[ST_PUT_STEP]);
+		assert_non_null(s->stmts[ST_WEAK_SIZE]);
+		assert_int_equal(s->stmts[ST_DUP_UPDATE] != NULL, cases[i].update);
+		assert_int_equal(s->stmts[ST_DUP_UPDATE_KEEP_STRONG] != NULL, cases[i].keep_strong);
+		assert_int_equal(s->stmts[ST_DUP_INSERT] != NULL, cases[i].insert);
+		store_close(s);
+	}
 }
 
 /* An entry stored again keeps the references its result still names and
@@ -1102,6 +1128,7 @@ int main(void)
 	    T(a_duplicate_row_recorded_again_names_the_new_entry),
 	    T(a_result_stored_again_references_its_new_blobs_only),
 	    T(statements_prepared_ahead_store_the_entry),
+	    T(only_the_duplicate_statements_an_entry_runs_are_prepared_ahead),
 	    T(a_duplicate_row_stored_again_with_its_entry),
 #undef T
 	};
