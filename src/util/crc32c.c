@@ -4,6 +4,12 @@
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
+#if defined(__has_include)
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#define CACHET_GLIBC_CPUID 1
+#endif
+#endif
 #endif
 
 /* The reflected polynomial 0x82f63b78 applied to each 4-bit value: two
@@ -44,11 +50,25 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, con
 }
 #endif
 
+#if defined(__x86_64__)
+/* glibc's answer, from the CPUID its loader ran anyway. Not
+ * __builtin_cpu_supports: that links libgcc's constructor, which runs a
+ * dozen CPUID instructions of its own at every start, and in a virtual
+ * machine each one traps to the hypervisor. */
+static int have_sse42(void)
+{
+#ifdef CACHET_GLIBC_CPUID
+	return CPU_FEATURE_ACTIVE(SSE4_2);
+#else
+	return __builtin_cpu_supports("sse4.2");
+#endif
+}
+#endif
+
 uint32_t crc32c(uint32_t crc, const void *data, size_t len)
 {
 #if defined(__x86_64__)
-	/* (__builtin_cpu_supports reads what the start-up's CPUID stored.) */
-	if (__builtin_cpu_supports("sse4.2"))
+	if (have_sse42())
 		return crc32c_sse42(crc, data, len);
 #endif
 	return crc32c_portable(crc, data, len);
