@@ -19,6 +19,11 @@ struct fplog {
 	struct digest_cache inner; /* asked on a miss here; get NULL: none */
 	struct digest_cache dc;    /* what the run hashes through */
 	size_t added;              /* entries learnt in this process */
+	/* The entries fplog_load added, in one block (a memo's hundred
+	 * fingerprints were a calloc and a free each on every hit); map's
+	 * other values are allocations of their own. */
+	struct fplog_entry *loaded;
+	size_t nloaded;
 };
 
 void fplog_init(struct fplog *l);

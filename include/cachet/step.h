@@ -12,6 +12,7 @@
 #define CACHET_STEP_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include "cachet/buf.h"
 #include "cachet/digest.h"
@@ -112,6 +113,10 @@ int step_decode(const void *data, size_t len, struct step *out, struct error *e)
  * Returns a malloc'd absolute path, or NULL with errno ENOENT (not found) or
  * EACCES (found but not executable). */
 char *step_find_program(const char *name, const char *skip_self);
+/* step_find_program that also leaves the stat of the program it returns in
+ * *st (the search stats each candidate: a caller that asks about the
+ * program's mode need not look it up again). */
+char *step_find_program_stat(const char *name, const char *skip_self, struct stat *st);
 
 /* The weak key of step as a checkout under bases b computes it: argv,
  * cwd, the environment's values and the executable's path in portable form

@@ -59,6 +59,7 @@ struct run {
 	char **ignore_roots;             /* private TMPDIR, the cache, ignore_paths */
 	char **argv;                     /* the command */
 	char *program;                   /* resolved path */
+	struct stat program_st;          /* program's, as the PATH search found it */
 	int verbose;
 	int recache;
 	struct store *store;
@@ -861,9 +862,11 @@ static const char *needs_own_tracing(const struct run *r)
 	for (const char *const *t = tracers; *t; t++)
 		if (!strcmp(name, *t))
 			return "ptrace by the step";
-	struct stat st;
-	/* Under ptrace (and no_new_privs) exec does not raise privileges. */
-	if (stat(r->program, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+	/* Under ptrace (and no_new_privs) exec does not raise privileges. The
+	 * PATH search's stat of the program, moments ago, is as good as a
+	 * second one: the exec comes later than either, and a hit's path set
+	 * holds the program's mode bits (its EXEC value) as of the lookup. */
+	if (r->program_st.st_mode & (S_ISUID | S_ISGID))
 		return "setuid executable";
 	return NULL;
 }
@@ -994,7 +997,7 @@ static int run_main(int argc, char **argv, int masquerade)
 	r.argv = argv + i;
 
 	char *self = self_by_exec_name();
-	r.program = step_find_program(r.argv[0], self);
+	r.program = step_find_program_stat(r.argv[0], self, &r.program_st);
 	free(self);
 	if (!r.program) {
 		int err = errno;

@@ -107,21 +107,45 @@ void fplog_init(struct fplog *l)
 	l->dc.held = fplog_held;
 }
 
+static int in_loaded(const struct fplog *l, const struct fplog_entry *en)
+{
+	return l->loaded && en >= l->loaded && en < l->loaded + l->nloaded;
+}
+
 void fplog_free(struct fplog *l)
 {
 	struct strmap *maps[] = {&l->map, &l->noted};
 	for (size_t m = 0; m < 2; m++) {
 		for (size_t i = 0; i < maps[m]->cap; i++)
-			if (maps[m]->slots[i].key)
+			if (maps[m]->slots[i].key && !in_loaded(l, maps[m]->slots[i].value))
 				free(maps[m]->slots[i].value);
 		strmap_free(maps[m]);
 	}
+	free(l->loaded);
 }
 
 void fplog_load(struct fplog *l, const struct store_memo *m)
 {
 	strmap_reserve(&l->map, l->map.count + m->nfps);
-	for (size_t i = 0; i < m->nfps; i++)
+	size_t i = 0;
+	if (!l->loaded) {
+		l->loaded = xcalloc(m->nfps ? m->nfps : 1, sizeof *l->loaded);
+		for (; i < m->nfps; i++) {
+			const char *path = m->fps[i].path;
+			struct fplog_entry *en = strmap_get(&l->map, path);
+			if (!en) {
+				/* (A path the memo names twice, which a
+				 * damaged one could, takes one entry.) */
+				en = &l->loaded[l->nloaded++];
+				strmap_put(&l->map, path, en);
+			}
+			en->id = m->fps[i].id;
+			en->digest = m->fps[i].digest;
+			en->learnt = 0;
+		}
+	}
+	/* A second memo's (not done today): entries of their own. */
+	for (; i < m->nfps; i++)
 		remember(l, m->fps[i].path, &m->fps[i].id, &m->fps[i].digest);
 }
 

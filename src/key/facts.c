@@ -129,6 +129,11 @@ static void env_value(const char *var, struct buf *out)
 static void which_value(const char *prog, struct observe_memo *memo, struct buf *out)
 {
 	const char *path = getenv("PATH");
+	/* Each candidate built in one buffer: an xasprintf apiece (a compile
+	 * asks for two programs over a dozen directories) was most of the
+	 * fact's CPU beside its stats. */
+	struct buf cand;
+	buf_init(&cand);
 	for (const char *p = path; p;) {
 		const char *end = strchr(p, ':');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
@@ -136,19 +141,24 @@ static void which_value(const char *prog, struct observe_memo *memo, struct buf 
 			p = end ? end + 1 : NULL;
 			continue;
 		}
-		char *cand = len ? xasprintf("%.*s/%s", (int)len, p, prog) : xstrdup(prog);
+		buf_reset(&cand);
+		if (len) {
+			buf_add(&cand, p, len);
+			buf_addch(&cand, '/');
+		}
+		buf_addstr(&cand, prog);
 		struct stat st;
-		int absent =
-		    memo && memo->known_absent && memo->known_absent(memo->known_absent_ctx, cand);
-		if (!absent && stat(cand, &st) == 0 && S_ISREG(st.st_mode) &&
-		    access(cand, X_OK) == 0) {
-			buf_addstr(out, cand);
-			free(cand);
+		int absent = memo && memo->known_absent &&
+		             memo->known_absent(memo->known_absent_ctx, cand.data);
+		if (!absent && stat(cand.data, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(cand.data, X_OK) == 0) {
+			buf_add(out, cand.data, cand.len);
+			buf_free(&cand);
 			return;
 		}
-		free(cand);
 		p = end ? end + 1 : NULL;
 	}
+	buf_free(&cand);
 	buf_addf(out, "%s not found", prog);
 }
 

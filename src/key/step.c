@@ -336,6 +336,12 @@ static char *absolute(const char *p)
 
 char *step_find_program(const char *name, const char *skip_self)
 {
+	struct stat st;
+	return step_find_program_stat(name, skip_self, &st);
+}
+
+char *step_find_program_stat(const char *name, const char *skip_self, struct stat *found)
+{
 	if (!*name) {
 		errno = ENOENT;
 		return NULL;
@@ -348,6 +354,7 @@ char *step_find_program(const char *name, const char *skip_self)
 			errno = EACCES;
 			return NULL;
 		}
+		*found = st;
 		return absolute(name);
 	}
 	const char *path = getenv("PATH");
@@ -368,6 +375,7 @@ char *step_find_program(const char *name, const char *skip_self)
 				if (!skip_self || !same_file(&st, skip_self)) {
 					char *abs = absolute(cand);
 					free(cand);
+					*found = st;
 					return abs;
 				}
 			} else {

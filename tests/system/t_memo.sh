@@ -171,7 +171,7 @@ import sys
 p = sys.argv[1]
 b = bytearray(open(p, "rb").read())
 assert b.startswith(b"cachet memo ")
-b[len(b"cachet memo ")] = ord("1")
+b[len(b"cachet memo ")] = ord("2")  # the CRC-32 version before this one
 open(p, "wb").write(b)
 EOF
 done
@@ -181,7 +181,7 @@ compile
 expect hit
 cmp -s main.o plain.o || fail "the hit after another version's memo restored a different object"
 [ "$(counters errors)" = "$errors" ] || fail "another version's memo was counted as an error"
-[ "$(head -c 13 "$(memo_file)")" = "cachet memo 2" ] || fail "the memo was not written again in this version"
+[ "$(head -c 13 "$(memo_file)")" = "cachet memo 3" ] || fail "the memo was not written again in this version"
 compile
 expect hit
 

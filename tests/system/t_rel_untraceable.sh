@@ -180,6 +180,11 @@ cp euid suid
 if chown 65534 suid 2> /dev/null && chmod 4755 suid && [ "$(./suid)" = "euid 65534" ]; then
     plain_vs_cachet suid ./suid
     expect uncacheable "setuid executable"
+    # Found on PATH: the search's own stat of it tells.
+    mkdir -p suidbin && cp -p suid suidbin/suid-on-path
+    PATH="$PWD/suidbin:$PATH" step suid-on-path
+    expect_rc 0
+    expect uncacheable "setuid executable"
     # Deeper in the tree: runs without privilege elevation (documented), and
     # is never cached.
     step sh -c './suid'

@@ -214,6 +214,11 @@ static void fact_names_from_untrusted_path_sets_are_checked(void **state)
 	buf_reset(&v);
 	observe_fact_value("which:no-such-program-here", &v);
 	assert_string_equal(v.data, "Pno-such-program-here not found");
+	buf_reset(&v);
+	/* An empty entry is the cwd (which holds no sh here): passed over. */
+	setenv("PATH", ":/nonexistent-dir::/bin", 1);
+	observe_fact_value("which:sh", &v);
+	assert_string_equal(v.data, "P/bin/sh");
 	buf_free(&v);
 }
 

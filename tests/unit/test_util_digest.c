@@ -101,13 +101,23 @@ static void see(void *ctx, const void *chunk, size_t len)
 }
 
 /* Files past the size where a second thread reads while this one hashes
- * (and one just under it, hashed in one thread): the digest, the size and
- * the chunks handed to the callback are those of the bytes, in order, for
- * sizes that end on a chunk boundary and mid-chunk. */
-static void large_files_hash_as_their_bytes(void **state)
+ * (and one just under it, hashed in one thread), and small ones read in
+ * smaller pieces (up to 256 KiB, and just past it): the digest, the size
+ * and the chunks handed to the callback are those of the bytes, in order,
+ * for sizes that end on a chunk boundary and mid-chunk. */
+static void files_of_every_size_class_hash_as_their_bytes(void **state)
 {
 	(void)state;
-	const size_t sizes[] = {(16u << 20) - 1, 16u << 20, (40u << 20) + 12345};
+	const size_t sizes[] = {0,
+	                        1,
+	                        16u << 10,
+	                        (16u << 10) + 1,
+	                        40000,
+	                        256u << 10,
+	                        (256u << 10) + 1,
+	                        (16u << 20) - 1,
+	                        16u << 20,
+	                        (40u << 20) + 12345};
 	char path[] = "/tmp/cachet-digest-XXXXXX";
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
@@ -214,7 +224,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(digests_match_the_published_vectors),
 	    cmocka_unit_test(incremental_and_one_shot_agree_for_every_length_and_split),
-	    cmocka_unit_test(large_files_hash_as_their_bytes),
+	    cmocka_unit_test(files_of_every_size_class_hash_as_their_bytes),
 	    cmocka_unit_test(a_caller_on_one_cpu_reads_in_its_own_thread),
 	    cmocka_unit_test(a_large_unreadable_file_is_an_error),
 	};
