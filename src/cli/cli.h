@@ -95,6 +95,18 @@ int env_flag(const char *name);
 /* Path of the running cachet binary (/proc/self/exe), malloc'd. */
 char *cli_self_exe(void);
 
+/* The statically linked cachet (CACHET_STATIC_EXE) starts in a third of
+ * the time the dynamic one takes (no loader, no libc.so to map and
+ * relocate): a hit is mostly start-up. It cannot load plugins
+ * (cachet/plugin.h), so whatever may need one (a subcommand other than
+ * run, a run with remotes configured) goes to its dynamic twin,
+ * cachet-dynamic, built from the same sources and installed beside the
+ * plugins. */
+int cli_static_exe(void);
+/* Replaces this process by cachet-dynamic with argv (argv[0] kept);
+ * returns only if it cannot, with e set. */
+int cli_exec_dynamic(char **argv, struct error *e);
+
 int64_t now_ms(void);
 
 /* The overview of `cachet help` (a subcommand's help: options.h). */

@@ -934,6 +934,50 @@ const struct cli_command cli_cmd_run = {
 
 static int run_main(int argc, char **argv, int masquerade);
 
+static int has_remotes(const struct settings *st)
+{
+	char **items = settings_list(st, "remote");
+	int any = items[0] != NULL;
+	settings_list_free(items);
+	return any;
+}
+
+/* The remote tier loads plugins: the statically linked cachet runs the
+ * step through its dynamic twin (cli.h), with the options given, the
+ * step's argv as resolved here (a masquerading name already replaced by
+ * the compiler's path), and nothing else changed. Where the twin cannot
+ * run, the step runs uncached, as with any unusable cache. */
+static void hand_over(struct run *r, int verbose_option)
+{
+	size_t n = 0;
+	while (r->argv[n])
+		n++;
+	char **v = xmalloc((n + 10) * sizeof *v);
+	size_t k = 0;
+	v[k++] = "cachet";
+	v[k++] = "run";
+	if (verbose_option)
+		v[k++] = "--verbose";
+	if (r->verify_forced)
+		v[k++] = "--verify";
+	if (r->check_cmd) {
+		v[k++] = "--check";
+		v[k++] = (char *)r->check_cmd;
+	}
+	if (r->require_symbols) {
+		v[k++] = "--require-symbols";
+		v[k++] = (char *)r->require_symbols;
+	}
+	v[k++] = "--";
+	for (size_t i = 0; i <= n; i++)
+		v[k++] = r->argv[i];
+	struct error e = {0};
+	cli_exec_dynamic(v, &e);
+	cli_warn("running without the cache: %s", e.msg);
+	free(v);
+	run_direct(r->argv, r->program);
+}
+
 /* The file this process runs, to be skipped on PATH (a masquerading
  * symlink named like the compiler leads to it): by the name it was
  * executed by (AT_EXECFN), which leads to it through the file system as
@@ -977,11 +1021,12 @@ static int run_main(int argc, char **argv, int masquerade)
 	r.recache = r.settings && settings_bool(r.settings, "recache");
 	struct cli_args args;
 	cli_args_init(&args, &cli_cmd_run, argc, argv);
+	int verbose_option = 0; /* for a hand-over to the dynamic twin */
 	for (int id; (id = cli_args_next(&args)) != CLI_ARG_END;) {
 		if (id == CLI_ARG_EXIT)
 			return args.exit;
 		if (id == OPT_VERBOSE)
-			r.verbose = 1;
+			r.verbose = verbose_option = 1;
 		else if (id == OPT_VERIFY)
 			r.verify_forced = 1;
 		else if (id == OPT_CHECK)
@@ -1012,6 +1057,8 @@ static int run_main(int argc, char **argv, int masquerade)
 
 	if (!r.settings || settings_bool(r.settings, "disable"))
 		run_direct(r.argv, r.program);
+	if (cli_static_exe() && has_remotes(r.settings))
+		hand_over(&r, verbose_option);
 	/* Under an outer cachet (or any tracer): a hit here would hide the
 	 * step's reads from the outer trace, and a nested trace cannot work. */
 	if (trace_self_is_traced())

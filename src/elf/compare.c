@@ -6,7 +6,6 @@
 
 #include <ar.h>
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libelf.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "cachet/array.h"
+#include "cachet/plugin.h"
 
 /* Text is judged on this much of the start, as git and diff do. */
 #define TEXT_PROBE 8192
@@ -34,8 +34,7 @@ const void *compare_plugin(const char *path, const char *symbol)
 	for (; i < sizeof loaded / sizeof *loaded && loaded[i].path; i++)
 		if (!strcmp(loaded[i].path, path))
 			return loaded[i].ops;
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	const void *(*fn)(void) = h ? (const void *(*)(void))dlsym(h, symbol) : NULL;
+	const void *(*fn)(void) = (const void *(*)(void))plugin_symbol(path, symbol, NULL);
 	const void *ops = fn ? fn() : NULL;
 	if (i < sizeof loaded / sizeof *loaded) {
 		loaded[i].path = xstrdup(path);

@@ -7,7 +7,6 @@
  */
 #include "cachet/remote.h"
 
-#include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "cachet/bug.h"
 #include "cachet/path.h"
+#include "cachet/plugin.h"
 #include "remote/backend.h"
 
 /* One plugin per transport, so that a Redis-only setup never loads
@@ -38,7 +38,6 @@ struct tier {
 };
 
 struct plugin {
-	void *handle; /* dlopen handle */
 	remote_plugin_fn fn;
 	int failed;
 };
@@ -204,14 +203,9 @@ static int load_plugin(struct remote_client *c, enum remote_kind kind, struct er
 	if (p->failed || !c->plugin_dir)
 		return error_set(e, "the remote plugin %s is not installed", plugin_name(kind));
 	char *path = xasprintf("%s/%s", c->plugin_dir, plugin_name(kind));
-	p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (p->handle)
-		p->fn = (remote_plugin_fn)dlsym(p->handle, REMOTE_PLUGIN_SYMBOL);
-	if (!p->fn) {
+	p->fn = (remote_plugin_fn)plugin_symbol(path, REMOTE_PLUGIN_SYMBOL, e);
+	if (!p->fn)
 		p->failed = 1;
-		const char *why = dlerror();
-		error_set(e, "cannot load %s: %s", path, why ? why : "no entry point");
-	}
 	free(path);
 	return p->fn ? 0 : -1;
 }

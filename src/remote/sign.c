@@ -7,7 +7,6 @@
 #include "cachet/remote.h"
 
 #include <ctype.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cachet/plugin.h"
 #include "remote/ed25519.h"
 
 _Static_assert(REMOTE_PUBKEY_LEN == ED25519_PUBKEY_LEN, "key sizes");
@@ -53,12 +53,9 @@ static const struct ed25519_ops *ed25519(struct error *e)
 		return NULL;
 	}
 	char *path = xasprintf("%s/%s", dir, ED25519_PLUGIN);
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	ed25519_plugin_fn fn = h ? (ed25519_plugin_fn)dlsym(h, ED25519_PLUGIN_SYMBOL) : NULL;
+	ed25519_plugin_fn fn = (ed25519_plugin_fn)plugin_symbol(path, ED25519_PLUGIN_SYMBOL, e);
 	if (fn)
 		loaded = fn();
-	else
-		error_set(e, "cannot load %s: %s", path, h ? "no entry point" : dlerror());
 	free(path);
 	free(dir);
 	return loaded;

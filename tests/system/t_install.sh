@@ -35,6 +35,11 @@ for f in lib/cachet/libcachet-remote-http.so lib/cachet/libcachet-remote-redis.s
     lib/cachet/libcachet-audit.so; do
     [ -f "$P/$f" ] || fail "cmake --install did not install $f"
 done
+# A statically linked cachet hands its other subcommands (keygen below) and
+# runs with remotes to the dynamic twin installed beside the plugins.
+if ! readelf -d "$P/bin/cachet" 2> /dev/null | grep -q NEEDED; then
+    [ -x "$P/lib/cachet/cachet-dynamic" ] || fail "a static cachet was installed without lib/cachet/cachet-dynamic"
+fi
 # The tracer's libraries from the prefix reach the step's programs.
 "$P/bin/cachet" run -- sh -c 'echo "$LD_PRELOAD"; echo "$LD_AUDIT"' > "$W/libs.out"
 [ "$(realpath "$(sed -n 1p "$W/libs.out")")" = "$(realpath "$P/lib/cachet/libcachet-preload.so")" ] ||
