@@ -47,19 +47,23 @@ static void say(void *ctx, int always, const char *what, const struct error *e)
 		cli_warn("remote: %s%s%s", what, e && e->msg[0] ? ": " : "", e ? e->msg : "");
 }
 
+int remote_tier_configured(const struct settings *st)
+{
+	char **items = settings_list(st, "remote");
+	int any = items[0] != NULL;
+	settings_list_free(items);
+	return any;
+}
+
 /* 1 ready, 0 no remote configured, -1 configuration error (said, counted). */
 static int ctx_open(struct ctx *x, struct store *s)
 {
 	memset(x, 0, sizeof *x);
 	x->store = s;
 	x->st = cli_settings();
-	if (!x->st)
+	if (!x->st || !remote_tier_configured(x->st))
 		return 0;
 	char **items = settings_list(x->st, "remote");
-	if (!items[0]) {
-		settings_list_free(items);
-		return 0;
-	}
 	x->verbose = settings_bool(x->st, "verbose");
 	struct error e = {0};
 	int rc = remote_config_parse(items, &x->config, &e);

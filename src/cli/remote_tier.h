@@ -20,6 +20,12 @@ struct store;
 struct digest_cache;
 struct progress;
 
+struct settings;
+
+/* Whether st names a remote: what decides that this tier (and its
+ * plugins) is used at all. */
+int remote_tier_configured(const struct settings *st);
+
 /* After a local miss: asks the remotes. Returns 1 on a hit: the outputs are
  * restored (only inside the output roots: the cwd subtree and base_dir),
  * stdout and stderr replayed, the entry stored locally, *exit_code set.

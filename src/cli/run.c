@@ -934,14 +934,6 @@ const struct cli_command cli_cmd_run = {
 
 static int run_main(int argc, char **argv, int masquerade);
 
-static int has_remotes(const struct settings *st)
-{
-	char **items = settings_list(st, "remote");
-	int any = items[0] != NULL;
-	settings_list_free(items);
-	return any;
-}
-
 /* The remote tier loads plugins: the statically linked cachet runs the
  * step through its dynamic twin (cli.h), with the options given, the
  * step's argv as resolved here (a masquerading name already replaced by
@@ -1057,7 +1049,7 @@ static int run_main(int argc, char **argv, int masquerade)
 
 	if (!r.settings || settings_bool(r.settings, "disable"))
 		run_direct(r.argv, r.program);
-	if (cli_static_exe() && has_remotes(r.settings))
+	if (cli_static_exe() && remote_tier_configured(r.settings))
 		hand_over(&r, verbose_option);
 	/* Under an outer cachet (or any tracer): a hit here would hide the
 	 * step's reads from the outer trace, and a nested trace cannot work. */
