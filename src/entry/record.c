@@ -691,6 +691,22 @@ static void check_holds(struct recorder *rc)
 			rec->not_storable = MODIFIED;
 }
 
+/* A which fact's candidate (facts.c) that a lookup of check_holds (or the
+ * notes' ancestors) found missing: PATH's directories are the step's own
+ * search, so each candidate it probed was lstat'ed there, after the step
+ * ended, and a stat now would only look again. An lstat and a stat resolve
+ * every component but the last alike, and a last component that lstat
+ * cannot find, stat cannot follow: a failed lstat is a failed stat, the
+ * answer which_value skips the candidate for. The fact's value is then
+ * keyed from that lookup, as compute_values keys a path's value from the
+ * lookup that checked it. */
+static int checked_missing(void *ctx, const char *path)
+{
+	struct recorder *rc = ctx;
+	const struct observe_memo *m = strmap_get(&rc->lookups, path);
+	return m && m->path && !strcmp(m->path, path) && m->have_lstat && m->lstat_err != 0;
+}
+
 static void compute_values(struct recorder *rc)
 {
 	struct record *rec = rc->rec;
@@ -711,6 +727,8 @@ static void compute_values(struct recorder *rc)
 	struct buf value, listing;
 	struct observe_memo memo;
 	memset(&memo, 0, sizeof memo);
+	memo.known_absent = checked_missing;
+	memo.known_absent_ctx = rc;
 	buf_init(&value);
 	buf_init(&listing);
 	for (size_t i = 0; i < rec->ps.nobs; i++) {
