@@ -685,6 +685,9 @@ static int relinked_by_step(struct recorder *rc, const struct trace_event *ev)
 static void check_holds(struct recorder *rc)
 {
 	struct record *rec = rc->rec;
+	/* One lookup per observed path, most of them distinct: the table
+	 * sized once, not grown through four rehashes. */
+	strmap_reserve(&rc->lookups, rc->nobs + rc->nobs / 4);
 	for (size_t i = 0; i < rc->nobs && !rec->not_storable; i++)
 		if (!rc->forced[i].len && !still_holds(rc, rc->obs_event[i]) &&
 		    !relinked_by_step(rc, rc->obs_event[i]))
