@@ -352,6 +352,44 @@ static int env_fact(const char *name)
 	       !strcmp(name, OBSERVE_FACT_MAKE_VARS);
 }
 
+/* A directory beneath the cwd that the step stat'ed is keyed by its
+ * listing unless the step looked inside it: a lookup of a name in it, or
+ * in a directory below it, at any depth. */
+static void a_stated_directory_is_listed_unless_the_step_looked_inside(void **state)
+{
+	char *sub = in_dir("sub"), *deep = in_dir("sub/deep"), *f = in_dir("sub/deep/f");
+	char *near = in_dir("near"), *missing = in_dir("near/missing.h");
+	char *other = in_dir("other");
+	assert_int_equal(mkdir(sub, 0755), 0);
+	assert_int_equal(mkdir(deep, 0755), 0);
+	assert_int_equal(mkdir(near, 0755), 0);
+	assert_int_equal(mkdir(other, 0755), 0);
+	write_file(f, "read");
+	char *cwd = getcwd(NULL, 0);
+	assert_int_equal(chdir(dir), 0);
+	struct trace_event events[5];
+	events[0] = ev(TRACE_PROBE, sub);
+	events[1] = ev(TRACE_READ, f);
+	events[2] = ev(TRACE_PROBE, near);
+	events[3] = ev(TRACE_PROBE, missing);
+	events[3].err = ENOENT;
+	events[4] = ev(TRACE_PROBE, other);
+	for (size_t i = 0; i < 5; i++)
+		if (events[i].kind == TRACE_PROBE && !events[i].err)
+			events[i].has_seen = 1;
+	struct record rec;
+	struct error e = {0};
+	assert_int_equal(record_run(events, 5, NULL, NULL, NULL, NULL, &rec, &e), 0);
+	assert_int_equal(chdir(cwd), 0);
+	assert_null(rec.not_storable);
+	assert_int_equal(find_obs(&rec.ps, OBS_LIST, sub), -1);
+	assert_int_equal(find_obs(&rec.ps, OBS_LIST, near), -1);
+	assert_true(find_obs(&rec.ps, OBS_LIST, other) >= 0);
+	record_free(&rec);
+	free(cwd);
+	free(sub), free(deep), free(f), free(near), free(missing), free(other);
+}
+
 /* A which fact along a PATH whose first directories the step probed and
  * found empty, and whose next one holds a program the step never looked
  * for: the candidates its lookups found missing are skipped (the check
@@ -536,6 +574,8 @@ static void the_env_facts_join_the_recorded_path_set_in_canonical_order(void **s
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(
+	        a_stated_directory_is_listed_unless_the_step_looked_inside, setup, teardown),
 	    cmocka_unit_test_setup_teardown(a_which_fact_skips_only_the_candidates_checked_missing,
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(probes_of_the_steps_own_outputs_are_dropped, setup,
