@@ -706,9 +706,10 @@ static int relinked_by_step(struct recorder *rc, const struct trace_event *ev)
 static void check_holds(struct recorder *rc)
 {
 	struct record *rec = rc->rec;
-	/* One lookup per observed path, most of them distinct: the table
-	 * sized once, not grown through four rehashes. */
-	strmap_reserve(&rc->lookups, rc->nobs + rc->nobs / 4);
+	/* At most one lookup per observation (fewer paths than observations,
+	 * plus a few ancestors of absent ones): the table sized once, not
+	 * grown through four rehashes. */
+	strmap_reserve(&rc->lookups, rc->nobs);
 	for (size_t i = 0; i < rc->nobs && !rec->not_storable; i++)
 		if (!rc->forced[i].len && !still_holds(rc, rc->obs_event[i]) &&
 		    !relinked_by_step(rc, rc->obs_event[i]))
