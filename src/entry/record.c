@@ -378,41 +378,62 @@ static char *pyc_source(const char *path)
 	return src;
 }
 
-/* Marks dir and its ancestors as looked inside, up to one already marked. */
-static void mark_looked_inside(struct recorder *rc, const char *dir)
+/* Cuts path (a scratch copy) to its dirname in place, as path_dirname
+ * names it ("." without a slash, "/" for a child of the root); 0 when
+ * path is its own dirname ("/" or "."), and is left as it is. The
+ * ancestors of each of a miss's thousand events were a dup and a free
+ * each. */
+static int cut_to_dirname(char *path)
 {
-	char *d = xstrdup(dir);
-	while (!strmap_get(&rc->looked_inside, d)) {
-		strmap_put(&rc->looked_inside, d, (void *)1);
-		char *up = path_dirname(d);
-		int top = strcmp(up, d) == 0;
-		free(d);
-		d = up;
-		if (top)
+	char *slash = strrchr(path, '/');
+	if (!slash) {
+		if (!strcmp(path, "."))
+			return 0;
+		strcpy(path, "."); /* the caller leaves room for it */
+		return 1;
+	}
+	if (slash == path) {
+		if (!path[1])
+			return 0;
+		path[1] = '\0';
+		return 1;
+	}
+	*slash = '\0';
+	return 1;
+}
+
+/* Marks dir and its ancestors as looked inside, up to one already marked;
+ * dir is a scratch copy, cut as it goes. */
+static void mark_looked_inside(struct recorder *rc, char *dir)
+{
+	while (!strmap_get(&rc->looked_inside, dir)) {
+		strmap_put(&rc->looked_inside, dir, (void *)1);
+		if (!cut_to_dirname(dir))
 			break;
 	}
-	free(d);
 }
 
 /* What the observations of a probe depend on: which paths the step read
  * or ran, where it looked names up, and the mtimes it set on purpose. */
 static void collect_uses(struct recorder *rc)
 {
+	struct buf scratch;
+	buf_init(&scratch);
 	for (size_t i = 0; i < rc->n; i++) {
 		const struct trace_event *ev = &rc->events[i];
 		if (ev->kind == TRACE_FINAL || ev->kind == TRACE_MOVED_IN || ev->kind == TRACE_FACT)
 			continue;
 		if (ev->kind == TRACE_READ || ev->kind == TRACE_EXEC)
 			strmap_put(&rc->read_paths, ev->path, (void *)1);
-		if (ev->kind == TRACE_LIST) {
-			mark_looked_inside(rc, ev->path);
-			continue;
-		}
-		char *dir = path_dirname(ev->path);
-		if (strcmp(dir, ev->path) != 0)
-			mark_looked_inside(rc, dir);
-		free(dir);
+		buf_reset(&scratch);
+		buf_addstr(&scratch, ev->path);
+		buf_addch(&scratch, '\0'); /* room for "." if the path is "" */
+		if (ev->kind == TRACE_LIST)
+			mark_looked_inside(rc, scratch.data);
+		else if (cut_to_dirname(scratch.data))
+			mark_looked_inside(rc, scratch.data);
 	}
+	buf_free(&scratch);
 	for (size_t i = 0; i < rc->touched.cap; i++) {
 		const struct touch *t = rc->touched.slots[i].value;
 		if (!rc->touched.slots[i].key || !t->set_mtime)
@@ -685,10 +706,30 @@ static int relinked_by_step(struct recorder *rc, const struct trace_event *ev)
 static void check_holds(struct recorder *rc)
 {
 	struct record *rec = rc->rec;
+	/* At most one lookup per observation (fewer paths than observations,
+	 * plus a few ancestors of absent ones): the table sized once, not
+	 * grown through four rehashes. */
+	strmap_reserve(&rc->lookups, rc->nobs);
 	for (size_t i = 0; i < rc->nobs && !rec->not_storable; i++)
 		if (!rc->forced[i].len && !still_holds(rc, rc->obs_event[i]) &&
 		    !relinked_by_step(rc, rc->obs_event[i]))
 			rec->not_storable = MODIFIED;
+}
+
+/* A which fact's candidate (facts.c) that a lookup of check_holds (or the
+ * notes' ancestors) found missing: PATH's directories are the step's own
+ * search, so each candidate it probed was lstat'ed there, after the step
+ * ended, and a stat now would only look again. An lstat and a stat resolve
+ * every component but the last alike, and a last component that lstat
+ * cannot find, stat cannot follow: a failed lstat is a failed stat, the
+ * answer which_value skips the candidate for. The fact's value is then
+ * keyed from that lookup, as compute_values keys a path's value from the
+ * lookup that checked it. */
+static int checked_missing(void *ctx, const char *path)
+{
+	struct recorder *rc = ctx;
+	const struct observe_memo *m = strmap_get(&rc->lookups, path);
+	return m && m->path && !strcmp(m->path, path) && m->have_lstat && m->lstat_err != 0;
 }
 
 static void compute_values(struct recorder *rc)
@@ -711,6 +752,8 @@ static void compute_values(struct recorder *rc)
 	struct buf value, listing;
 	struct observe_memo memo;
 	memset(&memo, 0, sizeof memo);
+	memo.known_absent = checked_missing;
+	memo.known_absent_ctx = rc;
 	buf_init(&value);
 	buf_init(&listing);
 	for (size_t i = 0; i < rec->ps.nobs; i++) {

@@ -7,6 +7,7 @@
 #include "cachet/array.h"
 #include "cachet/bug.h"
 #include "cachet/portable.h"
+#include "cachet/strmap.h"
 #include "cachet/strv.h"
 
 #define PATHSET_MAGIC 0x53505443u /* "CTPS" */
@@ -19,12 +20,12 @@ struct intern {
 	size_t cap;
 };
 
+/* strmap's hash, eight bytes at a time: FNV-1a's byte at a time was a
+ * quarter of interning a compile's paths on a miss. Only the table's
+ * slots depend on it, never an index or the encoding. */
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	return strmap_hash(s);
 }
 
 void pathset_init(struct pathset *ps)
@@ -142,9 +143,21 @@ struct obs_slot {
 	size_t old_index;
 };
 
+/* Each path's place in the order of names (strcmp), equal names equal
+ * places, set only during the sort: comparing two places is comparing the
+ * names, without walking the long prefixes that a step's paths share
+ * (/usr/lib/gcc/x86_64-linux-gnu/12/...), which made strcmp most of the
+ * cost of canonicalising a compile's path set. */
+static uint32_t *sort_rank;
+
+static int cmp_rank(uint32_t a, uint32_t b)
+{
+	return sort_rank[a] < sort_rank[b] ? -1 : sort_rank[a] > sort_rank[b];
+}
+
 static int cmp_obs(const struct observation *x, const struct observation *y)
 {
-	int c = strcmp(sort_paths[x->path], sort_paths[y->path]);
+	int c = cmp_rank(x->path, y->path);
 	if (c)
 		return c;
 	if (x->kind != y->kind)
@@ -154,7 +167,7 @@ static int cmp_obs(const struct observation *x, const struct observation *y)
 	if (x->nexcluded != y->nexcluded)
 		return x->nexcluded < y->nexcluded ? -1 : 1;
 	for (uint32_t i = 0; i < x->nexcluded; i++) {
-		c = strcmp(sort_paths[x->excluded[i]], sort_paths[y->excluded[i]]);
+		c = cmp_rank(x->excluded[i], y->excluded[i]);
 		if (c)
 			return c;
 	}
@@ -186,6 +199,18 @@ void pathset_canonicalise(struct pathset *ps, size_t **perm_out)
 {
 	pathset_own_paths(ps);
 	sort_paths = ps->paths;
+	/* The order of names first: the observations are sorted by it. A
+	 * decoded path set may hold one name twice; both get one place, as
+	 * strcmp would compare them equal. */
+	uint32_t *order = xmalloc((ps->npaths ? ps->npaths : 1) * sizeof *order);
+	for (size_t i = 0; i < ps->npaths; i++)
+		order[i] = (uint32_t)i;
+	qsort(order, ps->npaths, sizeof *order, cmp_index_by_name);
+	sort_rank = xmalloc((ps->npaths ? ps->npaths : 1) * sizeof *sort_rank);
+	for (size_t k = 0; k < ps->npaths; k++)
+		sort_rank[order[k]] = k > 0 && !strcmp(ps->paths[order[k]], ps->paths[order[k - 1]])
+		                          ? sort_rank[order[k - 1]]
+		                          : (uint32_t)k;
 	struct obs_slot *slots = xmalloc((ps->nobs ? ps->nobs : 1) * sizeof *slots);
 	for (size_t i = 0; i < ps->nobs; i++) {
 		slots[i].o = ps->obs[i];
@@ -212,10 +237,6 @@ void pathset_canonicalise(struct pathset *ps, size_t **perm_out)
 	free(slots);
 
 	/* Renumber strings: keep the used ones, in sorted order. */
-	uint32_t *order = xmalloc((ps->npaths ? ps->npaths : 1) * sizeof *order);
-	for (size_t i = 0; i < ps->npaths; i++)
-		order[i] = (uint32_t)i;
-	qsort(order, ps->npaths, sizeof *order, cmp_index_by_name);
 	uint32_t *remap = xmalloc((ps->npaths ? ps->npaths : 1) * sizeof *remap);
 	char *used = xcalloc(ps->npaths ? ps->npaths : 1, 1);
 	for (size_t i = 0; i < ps->nobs; i++) {
@@ -247,6 +268,8 @@ void pathset_canonicalise(struct pathset *ps, size_t **perm_out)
 	free(remap);
 	free(used);
 	intern_free(ps);
+	free(sort_rank);
+	sort_rank = NULL;
 	sort_paths = NULL;
 	if (perm_out)
 		*perm_out = perm;

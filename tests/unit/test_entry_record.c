@@ -352,6 +352,117 @@ static int env_fact(const char *name)
 	       !strcmp(name, OBSERVE_FACT_MAKE_VARS);
 }
 
+/* A directory beneath the cwd that the step stat'ed is keyed by its
+ * listing unless the step looked inside it: a lookup of a name in it, or
+ * in a directory below it, at any depth. */
+static void a_stated_directory_is_listed_unless_the_step_looked_inside(void **state)
+{
+	char *sub = in_dir("sub"), *deep = in_dir("sub/deep"), *f = in_dir("sub/deep/f");
+	char *near = in_dir("near"), *missing = in_dir("near/missing.h");
+	char *other = in_dir("other");
+	assert_int_equal(mkdir(sub, 0755), 0);
+	assert_int_equal(mkdir(deep, 0755), 0);
+	assert_int_equal(mkdir(near, 0755), 0);
+	assert_int_equal(mkdir(other, 0755), 0);
+	write_file(f, "read");
+	char *cwd = getcwd(NULL, 0);
+	assert_int_equal(chdir(dir), 0);
+	struct trace_event events[5];
+	events[0] = ev(TRACE_PROBE, sub);
+	events[1] = ev(TRACE_READ, f);
+	events[2] = ev(TRACE_PROBE, near);
+	events[3] = ev(TRACE_PROBE, missing);
+	events[3].err = ENOENT;
+	events[4] = ev(TRACE_PROBE, other);
+	for (size_t i = 0; i < 5; i++)
+		if (events[i].kind == TRACE_PROBE && !events[i].err)
+			events[i].has_seen = 1;
+	struct record rec;
+	struct error e = {0};
+	assert_int_equal(record_run(events, 5, NULL, NULL, NULL, NULL, &rec, &e), 0);
+	assert_int_equal(chdir(cwd), 0);
+	assert_null(rec.not_storable);
+	assert_int_equal(find_obs(&rec.ps, OBS_LIST, sub), -1);
+	assert_int_equal(find_obs(&rec.ps, OBS_LIST, near), -1);
+	assert_true(find_obs(&rec.ps, OBS_LIST, other) >= 0);
+	record_free(&rec);
+	free(cwd);
+	free(sub), free(deep), free(f), free(near), free(missing), free(other);
+}
+
+/* A which fact along a PATH whose first directories the step probed and
+ * found empty, and whose next one holds a program the step never looked
+ * for: the candidates its lookups found missing are skipped (the check
+ * made those lookups after the step), the next one is still looked up,
+ * and the value is the program execvp would run now. */
+static void a_which_fact_skips_only_the_candidates_checked_missing(void **state)
+{
+	char *empty = in_dir("empty"), *probed = in_dir("empty/tool");
+	char *other = in_dir("other"), *unprobed = in_dir("other/tool");
+	char *bin = in_dir("bin2"), *tool = in_dir("bin2/tool"), *cache = in_dir("cache");
+	assert_int_equal(mkdir(empty, 0755), 0);
+	assert_int_equal(mkdir(other, 0755), 0);
+	assert_int_equal(mkdir(bin, 0755), 0);
+	write_file(tool, "the tool the step ran");
+	write_file(unprobed, "a tool the step never looked for");
+	assert_int_equal(chmod(tool, 0755), 0);
+	assert_int_equal(chmod(unprobed, 0755), 0);
+	/* The search ends in the caller's PATH: a failed assertion leaves
+	 * this one set, and the teardown still finds rm. */
+	const char *saved = getenv("PATH");
+	char *saved_path = saved ? xstrdup(saved) : NULL;
+	char *path_var = xasprintf("PATH=%s:%s:%s:%s", empty, other, bin,
+	                           saved_path ? saved_path : "/usr/bin:/bin");
+	char *effect_env[] = {path_var, NULL};
+	assert_int_equal(setenv("PATH", path_var + strlen("PATH="), 1), 0);
+	struct trace_event events[2];
+	events[0] = ev(TRACE_PROBE, probed);
+	events[0].err = ENOENT;
+	events[1] = ev(TRACE_EXEC, tool);
+	struct store *s;
+	struct error e = {0};
+	assert_int_equal(store_open(cache, 0, &s, &e), 0);
+	struct record_env env = {.effect_env = effect_env, .cwd = dir, .scan = 1};
+	struct record rec;
+	assert_int_equal(record_run_scanning(events, 2, NULL, NULL, &env, s, NULL, &rec, &e), 0);
+	assert_null(rec.not_storable);
+	int k = find_obs(&rec.ps, OBS_FACT, OBSERVE_FACT_WHICH "tool");
+	assert_true(k >= 0);
+	struct buf v, want;
+	buf_init(&v);
+	buf_init(&want);
+	value_at(&rec, (size_t)k, &v);
+	buf_addch(&want, 'P');
+	buf_addstr(&want, unprobed);
+	assert_int_equal(v.len, want.len);
+	assert_memory_equal(v.data, want.data, v.len);
+	record_free(&rec);
+
+	/* Without the unprobed one, the step's own program. */
+	assert_int_equal(unlink(unprobed), 0);
+	assert_int_equal(record_run_scanning(events, 2, NULL, NULL, &env, s, NULL, &rec, &e), 0);
+	k = find_obs(&rec.ps, OBS_FACT, OBSERVE_FACT_WHICH "tool");
+	assert_true(k >= 0);
+	value_at(&rec, (size_t)k, &v);
+	buf_reset(&want);
+	buf_addch(&want, 'P');
+	buf_addstr(&want, tool);
+	assert_int_equal(v.len, want.len);
+	assert_memory_equal(v.data, want.data, v.len);
+	record_free(&rec);
+
+	if (saved_path)
+		setenv("PATH", saved_path, 1);
+	else
+		unsetenv("PATH");
+	free(saved_path);
+	buf_free(&v);
+	buf_free(&want);
+	store_close(s);
+	free(path_var);
+	free(empty), free(probed), free(other), free(unprobed), free(bin), free(tool), free(cache);
+}
+
 /* The facts of the variables keyed by effect join the path set inside the
  * record, in its one canonical ordering: what the run observed keeps its
  * values, each fact has its value now, the encoding is canonical, and a
@@ -463,6 +574,10 @@ static void the_env_facts_join_the_recorded_path_set_in_canonical_order(void **s
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(
+	        a_stated_directory_is_listed_unless_the_step_looked_inside, setup, teardown),
+	    cmocka_unit_test_setup_teardown(a_which_fact_skips_only_the_candidates_checked_missing,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(probes_of_the_steps_own_outputs_are_dropped, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(

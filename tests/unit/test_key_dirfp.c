@@ -192,6 +192,36 @@ static void noted_absent_paths_decide_as_the_collections_own_lookups(void **stat
 	pathset_free(&ps);
 }
 
+/* An absent path is decided by its nearest existing ancestor, walked up
+ * as text: through a missing directory's "." or "..", and under a
+ * trailing slash, the missing name below d; never when the name below the
+ * ancestor is no entry of it ("." or ".."), nor for a failure other than
+ * "no such entry". */
+static void absent_paths_are_decided_by_their_nearest_existing_ancestor(void **state)
+{
+	settle();
+	const char *decided[] = {"d/gone/..", "d/gone/./x.h", "d/gone/", "d/gone//x.h"};
+	struct pathset ps;
+	pathset_init(&ps);
+	for (size_t i = 0; i < 4; i++)
+		pathset_add(&ps, OBS_STAT, 0, at(decided[i]), NULL);
+	pathset_add(&ps, OBS_STAT, 0, at("d/f/x.h"), NULL); /* ENOTDIR */
+	pathset_canonicalise(&ps, NULL);
+	struct buf values;
+	struct digest strong;
+	recorded(&ps, &values, &strong);
+	struct dirfp_set set;
+	dirfp_collect(&ps, values.data, values.len, &set);
+	assert_int_equal(set.ndirs, 1);
+	assert_string_equal(set.dirs[0].dir, at("d"));
+	for (size_t i = 0; i < ps.nobs; i++)
+		assert_int_equal(set.obs_dir[i] != 0,
+		                 strcmp(ps.paths[ps.obs[i].path], at("d/f/x.h")) != 0);
+	dirfp_free(&set);
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
 /* Notes may answer a lookup made later than their fingerprint's stat: a
  * directory is kept only when it has not changed since before the notes
  * began, however long ago that change is by the time of the collection. */
@@ -437,6 +467,7 @@ int main(void)
 	    cmocka_unit_test(damaged_encodings_are_refused),
 	    cmocka_unit_test(noted_absent_paths_decide_as_the_collections_own_lookups),
 	    cmocka_unit_test(a_directory_changed_after_the_notes_began_is_not_fingerprinted),
+	    cmocka_unit_test(absent_paths_are_decided_by_their_nearest_existing_ancestor),
 	    cmocka_unit_test(ldcache_facts_are_decided_by_the_cache_file),
 	    cmocka_unit_test(which_facts_skip_programs_known_absent),
 	};

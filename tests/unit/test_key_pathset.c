@@ -120,6 +120,73 @@ static void a_decoded_path_set_can_grow_and_be_freed(void **state)
 	pathset_free(&a);
 }
 
+/* Canonical order is the order of the names (strcmp), whatever order
+ * the step looked them up in, down to names that differ only past a
+ * long shared prefix or in their excluded names. */
+static void observations_are_sorted_by_name(void **state)
+{
+	(void)state;
+	const char *names[] = {"/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h",
+	                       "/usr/lib/gcc/x86_64-linux-gnu/12/include/stdarg.h",
+	                       "/usr/lib/gcc/x86_64-linux-gnu/12/include",
+	                       "/usr/lib/gcc/x86_64-linux-gnu/12/include-fixed/limits.h",
+	                       "/usr/include/stdio.h"};
+	const char *ex_b[] = {"b", NULL}, *ex_a[] = {"a", NULL};
+	struct pathset ps;
+	pathset_init(&ps);
+	for (size_t i = 0; i < 5; i++)
+		pathset_add(&ps, OBS_STAT, 0, names[i], NULL);
+	pathset_add(&ps, OBS_LIST, 0, "/usr/include", ex_b);
+	pathset_add(&ps, OBS_LIST, 0, "/usr/include", ex_a);
+	pathset_canonicalise(&ps, NULL);
+	assert_int_equal(ps.nobs, 7);
+	for (size_t i = 1; i < ps.nobs; i++)
+		assert_true(strcmp(ps.paths[ps.obs[i - 1].path], ps.paths[ps.obs[i].path]) <= 0);
+	assert_string_equal(ps.paths[ps.obs[0].path], "/usr/include");
+	assert_string_equal(ps.paths[ps.obs[0].excluded[0]], "a");
+	assert_string_equal(ps.paths[ps.obs[1].excluded[0]], "b");
+	assert_string_equal(ps.paths[ps.obs[2].path], "/usr/include/stdio.h");
+	assert_string_equal(ps.paths[ps.obs[6].path],
+	                    "/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h");
+	pathset_free(&ps);
+}
+
+/* A decoded path set may name one path twice (the encoding does not
+ * forbid it): its two observations of that name are one, as they are
+ * when the names are compared. */
+static void a_name_held_twice_is_one_observation(void **state)
+{
+	(void)state;
+	struct buf enc;
+	buf_init(&enc);
+	buf_put_u32(&enc, 0x53505443u); /* "CTPS" */
+	buf_put_u32(&enc, 3);
+	buf_put_str(&enc, "/src/b.h");
+	buf_put_str(&enc, "/src/a.h");
+	buf_put_str(&enc, "/src/b.h");
+	buf_put_u32(&enc, 3);
+	const uint32_t at[] = {0, 1, 2};
+	for (size_t i = 0; i < 3; i++) {
+		buf_put_u8(&enc, OBS_READ);
+		buf_put_u8(&enc, 0);
+		buf_put_u32(&enc, at[i]);
+	}
+	struct pathset ps;
+	struct error e = {0};
+	assert_int_equal(pathset_decode(enc.data, enc.len, &ps, &e), 0);
+	size_t *perm;
+	pathset_canonicalise(&ps, &perm);
+	assert_int_equal(ps.nobs, 2);
+	assert_string_equal(ps.paths[ps.obs[0].path], "/src/a.h");
+	assert_string_equal(ps.paths[ps.obs[1].path], "/src/b.h");
+	assert_int_equal(perm[0], 1);
+	assert_int_equal(perm[1], 0);
+	assert_int_equal(perm[2], 1);
+	free(perm);
+	pathset_free(&ps);
+	buf_free(&enc);
+}
+
 static void truncated_or_flipped_encodings_are_rejected_without_crashing(void **state)
 {
 	struct pathset a, b;
@@ -222,6 +289,8 @@ int main(void)
 	    cmocka_unit_test(lookup_order_does_not_change_the_path_set),
 	    cmocka_unit_test(encoding_round_trips),
 	    cmocka_unit_test(a_decoded_path_set_can_grow_and_be_freed),
+	    cmocka_unit_test(observations_are_sorted_by_name),
+	    cmocka_unit_test(a_name_held_twice_is_one_observation),
 	    cmocka_unit_test(truncated_or_flipped_encodings_are_rejected_without_crashing),
 	    cmocka_unit_test(strong_key_depends_on_the_path_set_not_only_the_values),
 	    cmocka_unit_test(evaluating_now_matches_recorded_values),
