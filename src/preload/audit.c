@@ -22,10 +22,10 @@
  * unchanged, and its open stops as before.
  *
  * It runs inside the loader, before libc: it calls no libc (ring_client.h)
- * and reads its environment from /proc/self/environ, through the trusted
- * page (an open that can change nothing, and the tracer's own business:
- * the environment is keyed already). Without the tracer's ring there it
- * declines to be loaded (la_version returns 0), silently.
+ * and reads its environment where the loader's call of its constructor
+ * points, or else from /proc/self/environ, through the trusted page (an open that can change
+ * nothing, and the tracer's own business: the environment is keyed already). Without the tracer's
+ * ring there it declines to be loaded (la_version returns 0), silently.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,12 +60,66 @@ static struct ring *ring;
  * byte is the 0 of a fresh page. */
 static int empty_name_ok;
 
+/* The environment the loader passes to this library's constructor, as
+ * to any object's (glibc runs the init functions of an audit module with
+ * argc, argv and envp when it opens it, before it asks la_version): its
+ * own pointer, the block on the initial stack. NULL when no constructor
+ * ran, and then the environment comes from /proc. */
+static char *const *initial_env;
+
+__attribute__((constructor)) static void keep_env(int argc, char **argv, char **envp)
+{
+	(void)argc;
+	(void)argv;
+	initial_env = envp;
+}
+
+/* value (cap bytes) := what follows key in entry, when entry starts with
+ * it: 0, or -1 (another name, or a value too long to be the tracer's,
+ * which rc_map_ring would refuse as any foreign one). */
+static int take_value(const char *entry, const char *key, char *value, size_t cap)
+{
+	size_t i = 0;
+	for (; key[i]; i++)
+		if (entry[i] != key[i])
+			return -1;
+	size_t got = 0;
+	for (; entry[i + got]; got++) {
+		if (got + 1 >= cap)
+			return -1;
+		value[got] = entry[i + got];
+	}
+	value[got] = '\0';
+	return got > 0 ? 0 : -1;
+}
+
+/* RING_ENV's value from the environment the constructor kept, as
+ * ring_env; -2 when none was kept. The same strings as /proc/self/environ
+ * shows (the block between the kernel's env_start and env_end), read in
+ * place: an open, a read of the whole block and a close fewer in every
+ * program the step starts. The first entry that names it counts, as in
+ * the /proc scan (the tracer's step_env leaves exactly one). */
+static int ring_env_kept(char *value, size_t cap)
+{
+	if (!initial_env)
+		return -2;
+	static const char key[] = RING_ENV "=";
+	for (char *const *e = initial_env; *e; e++)
+		if (take_value(*e, key, value, cap) == 0)
+			return 0;
+	return -1;
+}
+
 /* The value of RING_ENV in this process's environment, into value (cap
- * bytes), read from /proc/self/environ as it streams by: the loader keeps
- * the environment where only libc or its own private symbols would lead.
- * 0, or -1 when it is not there. The trusted page must be mapped. */
+ * bytes): from the environment kept, else read from /proc/self/environ as it
+ * streams by (the loader keeps its own pointer to the environment where
+ * only libc or its private symbols lead). 0, or -1 when it is not there.
+ * The trusted page must be mapped. */
 static int ring_env(char *value, size_t cap)
 {
+	int kept = ring_env_kept(value, cap);
+	if (kept != -2)
+		return kept;
 	static const char key[] = RING_ENV "=";
 	long fd = rc_safe_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/environ",
 	                          O_RDONLY | O_CLOEXEC, 0);

@@ -10,12 +10,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -905,6 +908,46 @@ static void a_prefix_found_no_link_is_read_again_only_after_a_change(void **stat
 	free(setup);
 }
 
+/* The audit library takes the ring's name from the environment the loader
+ * hands its constructor, not from /proc/self/environ (an open, a read and a
+ * close in every program of a step): a name set after this process started,
+ * which /proc does not show, is found, and with it the ring. */
+static void the_audit_library_reads_the_environment_the_loader_gives_it(void **state)
+{
+	(void)state;
+	int id = shmget(IPC_PRIVATE, RING_BYTES, IPC_CREAT | 0600);
+	if (id < 0)
+		skip(); /* no System V segment here */
+	struct ring *r = shmat(id, NULL, 0);
+	shmctl(id, IPC_RMID, NULL);
+	assert_true(r != (void *)-1);
+	r->slots = RING_SLOTS;
+	r->nonce = 0x00000000c0ffee11ull;
+	r->magic = RING_MAGIC;
+	char value[64];
+	snprintf(value, sizeof value, "00000000c0ffee11:shm:%d", id);
+	assert_int_equal(setenv(RING_ENV, value, 1), 0);
+	char *lib = xstrdup(CACHET_TEST_PRELOAD);
+	*strrchr(lib, '/') = '\0';
+	char *audit = xasprintf("%s/libcachet-audit.so", lib);
+	void *h = dlopen(audit, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	unsigned (*la_version)(unsigned) = (unsigned (*)(unsigned))dlsym(h, "la_version");
+	assert_non_null(la_version);
+	assert_int_equal(la_version(LAV_CURRENT), LAV_CURRENT);
+	unsetenv(RING_ENV);
+	/* The trusted page it mapped, with the ring noted on it. */
+	struct ring *noted = NULL;
+	assert_int_equal(rc_map_page(&noted), 0);
+	assert_true(noted != NULL && noted->nonce == r->nonce);
+	shmdt(noted);
+	munmap((void *)RING_SAFE_PAGE, RING_SAFE_PAGE_SIZE);
+	shmdt(r);
+	dlclose(h);
+	free(audit);
+	free(lib);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -923,6 +966,7 @@ int main(void)
 	    cmocka_unit_test(the_ring_is_attached_by_its_segment_id),
 	    cmocka_unit_test(a_ring_of_another_number_is_refused),
 	    cmocka_unit_test(a_prefix_found_no_link_is_read_again_only_after_a_change),
+	    cmocka_unit_test(the_audit_library_reads_the_environment_the_loader_gives_it),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
