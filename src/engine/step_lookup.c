@@ -274,7 +274,14 @@ enum lookup_step_outcome lookup_step(struct step_lookup *sl, struct error *e)
 			}
 		}
 	}
-	sl->miss_reason = had_pathsets ? "inputs changed" : "new step";
+	/* A forced re-run and a nondeterministic step's re-run looked nothing
+	 * up: "new step" would have them counted as steps never seen. */
+	if (sl->recache)
+		sl->miss_reason = "recache";
+	else if (rerun)
+		sl->miss_reason = "nondeterministic step";
+	else
+		sl->miss_reason = had_pathsets ? "inputs changed" : "new step";
 	return outcome;
 }
 

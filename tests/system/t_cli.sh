@@ -193,6 +193,10 @@ section "CACHET_RECACHE=1 runs and overwrites the stored result"
 CACHET_RECACHE=1 cachet run -- "${S[@]}"
 second=$(cat stamp.txt)
 [ "$second" != "$first" ] || fail "CACHET_RECACHE=1 did not run the command"
+# Said as what it was, not as a step never seen.
+expect miss recache
+cachet stats --json | python3 -c 'import json,sys; r=json.load(sys.stdin)["miss_reasons"]; sys.exit(0 if r.get("recache") == 1 else 1)' ||
+    fail "stats --json does not count the recache as one 'recache' miss: $(cachet stats --json)"
 rm stamp.txt
 run_expect hit "" -- "${S[@]}"
 [ "$(cat stamp.txt)" = "$second" ] || fail "after CACHET_RECACHE=1 a hit restored $(cat stamp.txt), expected $second"

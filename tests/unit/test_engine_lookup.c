@@ -786,7 +786,7 @@ static void test_lookup_step_misses(void **state)
 	store_memo_entry(s, &f, 9);
 	struct step_calls recache = {.step = &f.step};
 	assert_int_equal(look_up(s, &step, &recache, 1, &sl), LOOKUP_STEP_MISS);
-	assert_string_equal(sl.miss_reason, "new step");
+	assert_string_equal(sl.miss_reason, "recache");
 	assert_int_equal(recache.tiers.served[LOOKUP_TIER_INDEX], 0);
 	assert_int_equal(recache.remote_asked, 0);
 	lookup_step_free(&sl);
@@ -796,6 +796,7 @@ static void test_lookup_step_misses(void **state)
 	struct step_calls rerun = {.step = &f.step};
 	assert_int_equal(look_up(s, &step, &rerun, 0, &sl), LOOKUP_STEP_MISS);
 	assert_true(sl.nondeterministic);
+	assert_string_equal(sl.miss_reason, "nondeterministic step");
 	assert_int_equal(rerun.tiers.served[LOOKUP_TIER_INDEX], 0);
 	assert_int_equal(rerun.remote_asked, 0);
 	lookup_step_free(&sl);
