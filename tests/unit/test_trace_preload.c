@@ -818,6 +818,23 @@ static void the_ring_is_attached_by_its_segment_id(void **state)
 	free(prog);
 }
 
+/* A System V segment made as the tracer makes a ring (removed once the
+ * last mapping goes), marked with nonce; its id in *id. Skips where the
+ * system has none. */
+static struct ring *shm_ring(uint64_t nonce, int *id)
+{
+	*id = shmget(IPC_PRIVATE, RING_BYTES, IPC_CREAT | 0600);
+	if (*id < 0)
+		skip(); /* no System V segment here */
+	struct ring *r = shmat(*id, NULL, 0);
+	shmctl(*id, IPC_RMID, NULL);
+	assert_true(r != (void *)-1);
+	r->slots = RING_SLOTS;
+	r->nonce = nonce;
+	r->magic = RING_MAGIC;
+	return r;
+}
+
 /* A ring reached by the right id but of another number (another tracer's,
  * from another IPC namespace) is refused: the program takes the ordinary
  * path rather than report its calls to a tracer that does not trace it. */
@@ -833,15 +850,8 @@ static void a_ring_of_another_number_is_refused(void **state)
 	assert_string_equal(where, "shm:1");
 	assert_true(nonce == 0x0123456789abcdefull);
 
-	int id = shmget(IPC_PRIVATE, RING_BYTES, IPC_CREAT | 0600);
-	if (id < 0)
-		skip(); /* no System V segment here */
-	struct ring *r = shmat(id, NULL, 0);
-	shmctl(id, IPC_RMID, NULL);
-	assert_true(r != (void *)-1);
-	r->slots = RING_SLOTS;
-	r->nonce = 0x0123456789abcdefull;
-	r->magic = RING_MAGIC;
+	int id;
+	struct ring *r = shm_ring(0x0123456789abcdefull, &id);
 	char value[64];
 	snprintf(value, sizeof value, "0123456789abcdee:shm:%d", id);
 	assert_null(rc_map_ring(value));
@@ -915,15 +925,8 @@ static void a_prefix_found_no_link_is_read_again_only_after_a_change(void **stat
 static void the_audit_library_reads_the_environment_the_loader_gives_it(void **state)
 {
 	(void)state;
-	int id = shmget(IPC_PRIVATE, RING_BYTES, IPC_CREAT | 0600);
-	if (id < 0)
-		skip(); /* no System V segment here */
-	struct ring *r = shmat(id, NULL, 0);
-	shmctl(id, IPC_RMID, NULL);
-	assert_true(r != (void *)-1);
-	r->slots = RING_SLOTS;
-	r->nonce = 0x00000000c0ffee11ull;
-	r->magic = RING_MAGIC;
+	int id;
+	struct ring *r = shm_ring(0x00000000c0ffee11ull, &id);
 	char value[64];
 	snprintf(value, sizeof value, "00000000c0ffee11:shm:%d", id);
 	assert_int_equal(setenv(RING_ENV, value, 1), 0);
