@@ -531,7 +531,9 @@ static int store_result(struct run *r, struct record *rec, struct tee *t, int ex
 	    .exit_code = exit_code,
 	    .stdin_advance = r->stdin_advance,
 	    .duration_ms = duration,
-	    .name_step = new_step,
+	    /* A recache may be a step's first run, and is its latest: named
+	     * as a new step is, without the detail no one asked for. */
+	    .name_step = new_step || r->recache,
 	};
 	/* The order of the two streams travels in the result (tee.c). */
 	tee_take_order(t, &rec->result);

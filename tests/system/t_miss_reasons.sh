@@ -53,4 +53,11 @@ cd ..
 section "another program with other operands is no relative: plain new step"
 run_expect miss "new step" -- gcc -O3 -c sub/a.c -o b.o
 [ -z "$(last_detail)" ] || fail "compared with an unrelated step: $(last_detail)"
+section "a step first run by a recache is named, and the next variant says what changed"
+printf 'int g(void) { return 2; }\n' > c.c
+CACHET_RECACHE=1 step gcc -O2 -c c.c -o c.o
+expect miss recache
+[ -z "$(last_detail)" ] || fail "a recache with a detail: $(last_detail)"
+run_expect miss "new step" -- gcc -O1 -c c.c -o c.o
+case "$(last_detail)" in *"-O2 → -O1"*) ;; *) fail "the step a recache ran is not named: '$(last_detail)'" ;; esac
 check_status_file_format
