@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -579,6 +580,38 @@ static int notes_lstat(void *ctx, const char *path, struct stat *st)
 	return observe_stat(m, m->path ? m->path : path, 1, st);
 }
 
+/* Answers m, the lookup of path, from its directory's when a lookup of
+ * this recorder found that missing (lstat: ENOENT or ENOTDIR): the kernel
+ * walks path through the directory's components as the directory's lookup
+ * did, and fails at the same one with the same error (a last component
+ * that lstat cannot find, a walk cannot enter or follow). Every lookup
+ * here is made after the step ended, so the answer is one of that time,
+ * as its own lstat's would be. gcc probes each header in each include
+ * directory, and "bits/x.h" or "sys/x.h" in every one without such a
+ * subdirectory: the ancestors that dirfp's notes look up for the first
+ * probe (notes_lstat) answer the others, a third of a Lua compile's
+ * lookups. */
+static void answer_below_missing(struct recorder *rc, struct observe_memo *m, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (m->have_lstat || !slash || slash == path)
+		return;
+	char dir[PATH_MAX];
+	size_t len = (size_t)(slash - path);
+	if (len >= sizeof dir)
+		return;
+	memcpy(dir, path, len);
+	dir[len] = '\0';
+	const struct observe_memo *d = strmap_get(&rc->lookups, dir);
+	if (!d || !d->path || strcmp(d->path, dir) != 0 || !d->have_lstat ||
+	    (d->lstat_err != ENOENT && d->lstat_err != ENOTDIR))
+		return;
+	m->path = path;
+	m->have_lstat = 1;
+	m->lstat_err = d->lstat_err;
+	m->have_stat = m->have_digest = 0;
+}
+
 /* Does what the step saw still hold at the end of the run? A file read has
  * the same fingerprint; a path found present (or absent) still is. */
 static int still_holds(struct recorder *rc, const struct trace_event *ev)
@@ -592,7 +625,9 @@ static int still_holds(struct recorder *rc, const struct trace_event *ev)
 		return 1;
 	struct stat st;
 	int nofollow = ev->flags & TRACE_F_NOFOLLOW;
-	int r = observe_stat(lookups_of(rc, ev->path), ev->path, nofollow, &st);
+	struct observe_memo *m = lookups_of(rc, ev->path);
+	answer_below_missing(rc, m, ev->path);
+	int r = observe_stat(m, ev->path, nofollow, &st);
 	int absent = r < 0 && (errno == ENOENT || errno == ENOTDIR);
 	/* Found absent as the step found it: the value keyed is this lookup's
 	 * (compute_values takes it from the memo), so the memo's directory

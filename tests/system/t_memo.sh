@@ -121,6 +121,30 @@ expect miss "inputs changed"
 gcc -Ifirst -Inot/yet -Isecond -c x.c -o x.plain.o
 cmp -s x.o x.plain.o || fail "after not/yet/x.h appeared the object differs from a plain compile"
 
+section "headers in a subdirectory an earlier -I directory lacks: created there, a miss"
+# gcc probes sub/a.h and sub/b.h in early/ (which has no sub/) before
+# late/: the recording answers the second probe from the lookup of
+# early/sub that the first one's made. A file created there must miss,
+# from the memo and from the index alike.
+mkdir -p early late/sub
+printf '#define A 1\n' > late/sub/a.h
+printf '#define B 2\n' > late/sub/b.h
+printf '#include <sub/a.h>\n#include <sub/b.h>\nint v = A + B;\n' > sub.c
+sleep 1.2
+scompile() { step gcc -Iearly -Ilate -c sub.c -o sub.o; [ "$RC" -eq 0 ] || fail "gcc exited $RC"; }
+scompile
+expect miss "new step"
+scompile
+expect hit
+mkdir early/sub
+printf '#define B 20\n' > early/sub/b.h
+scompile
+expect miss "inputs changed"
+gcc -Iearly -Ilate -c sub.c -o sub.plain.o
+cmp -s sub.o sub.plain.o || fail "after early/sub/b.h appeared the object differs from a plain compile"
+scompile
+expect hit
+
 section "another environment has its own key; coming back hits through the index"
 MEMO_TEST_VARIANT=1 compile
 expect miss "new step"

@@ -571,6 +571,79 @@ static void the_env_facts_join_the_recorded_path_set_in_canonical_order(void **s
 	free(bin), free(tool), free(src), free(obj), free(cache);
 }
 
+/* The probes in a subdirectory that an include directory lacks (gcc's
+ * "bits/x.h" in each -I directory) are answered from the lookup of that
+ * directory, which the notes made for the first probe's ancestors, and a
+ * path under a regular file from the failed lookup of its directory
+ * (ENOTDIR): each value is the one a lookup of its own finds, and each
+ * still holds. A file created in the missing directory after the
+ * recording is what a hit then finds changed. */
+static void lookups_under_a_missing_directory_answer_as_their_own(void **state)
+{
+	char *inc = in_dir("inc"), *a = in_dir("inc/bits/a.h"), *b = in_dir("inc/bits/b.h");
+	char *c = in_dir("inc/bits/deeper/c.h"), *reg = in_dir("reg"), *sub = in_dir("reg/sub");
+	char *x = in_dir("reg/sub/x.h"), *there = in_dir("inc/there.h"), *cache = in_dir("cache");
+	assert_int_equal(mkdir(inc, 0755), 0);
+	write_file(reg, "a regular file");
+	write_file(there, "#define THERE 1");
+	struct trace_event events[6];
+	events[0] = ev(TRACE_PROBE, a);
+	events[0].err = ENOENT;
+	events[1] = ev(TRACE_PROBE, b);
+	events[1].err = ENOENT;
+	events[2] = ev(TRACE_READLINK, c);
+	events[2].err = ENOENT;
+	events[3] = ev(TRACE_PROBE, sub);
+	events[3].err = ENOTDIR;
+	events[4] = ev(TRACE_PROBE, x);
+	events[4].err = ENOTDIR;
+	events[5] = ev(TRACE_READ, there);
+	struct store *s;
+	struct error e = {0};
+	assert_int_equal(store_open(cache, 0, &s, &e), 0);
+	struct record_env env = {.cwd = dir, .memo_dirs = 1};
+	struct record rec;
+	assert_int_equal(record_run_scanning(events, 6, NULL, NULL, &env, s, NULL, &rec, &e), 0);
+	assert_null(rec.not_storable);
+	assert_true(find_obs(&rec.ps, OBS_STAT, a) >= 0 && find_obs(&rec.ps, OBS_READLINK, c) >= 0);
+	assert_true(find_obs(&rec.ps, OBS_STAT, x) >= 0 && find_obs(&rec.ps, OBS_READ, there) >= 0);
+
+	struct buf v, want;
+	buf_init(&v);
+	buf_init(&want);
+	for (size_t i = 0; i < rec.ps.nobs; i++) {
+		const struct observation *o = &rec.ps.obs[i];
+		value_at(&rec, i, &v);
+		buf_reset(&want);
+		observe_value((enum obs_kind)o->kind, o->flags, rec.ps.paths[o->path], NULL, NULL,
+		              &want);
+		assert_int_equal(v.len, want.len);
+		assert_memory_equal(v.data, want.data, v.len);
+	}
+	int at = find_obs(&rec.ps, OBS_STAT, b);
+	assert_true(at >= 0);
+	value_at(&rec, (size_t)at, &v);
+
+	/* The directory appears with the file: the value kept differs. */
+	char *bits = in_dir("inc/bits");
+	assert_int_equal(mkdir(bits, 0755), 0);
+	write_file(b, "#define B 1");
+	buf_reset(&want);
+	observe_value(OBS_STAT, rec.ps.obs[at].flags, b, NULL, NULL, &want);
+	assert_false(v.len == want.len && !memcmp(v.data, want.data, v.len));
+	/* Recorded now, the probe that found it absent no longer holds. */
+	record_free(&rec);
+	assert_int_equal(record_run_scanning(events, 6, NULL, NULL, &env, s, NULL, &rec, &e), 0);
+	assert_non_null(rec.not_storable);
+
+	record_free(&rec);
+	buf_free(&v);
+	buf_free(&want);
+	store_close(s);
+	free(inc), free(a), free(b), free(c), free(reg), free(sub), free(x), free(there);
+	free(cache), free(bits);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,6 +662,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 	        a_path_found_absent_that_appeared_during_the_run_is_not_stored, setup, teardown),
 	    cmocka_unit_test_setup_teardown(ignored_roots_leave_no_observation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(lookups_under_a_missing_directory_answer_as_their_own,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(a_memo_run_notes_the_directories_of_its_absent_paths,
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(outputs_are_searched_for_the_names_of_the_steps_paths,
