@@ -593,13 +593,12 @@ static int notes_lstat(void *ctx, const char *path, struct stat *st)
  * lookups. */
 static void answer_below_missing(struct recorder *rc, struct observe_memo *m, const char *path)
 {
+	/* A path too long for the kernel fails its own way (ENAMETOOLONG). */
 	const char *slash = strrchr(path, '/');
-	if (m->have_lstat || !slash || slash == path)
+	if (m->have_lstat || !slash || slash == path || strlen(path) >= PATH_MAX)
 		return;
 	char dir[PATH_MAX];
 	size_t len = (size_t)(slash - path);
-	if (len >= sizeof dir)
-		return;
 	memcpy(dir, path, len);
 	dir[len] = '\0';
 	const struct observe_memo *d = strmap_get(&rc->lookups, dir);
