@@ -594,13 +594,12 @@ static int notes_lstat(void *ctx, const char *path, struct stat *st)
 static void answer_below_missing(struct recorder *rc, struct observe_memo *m, const char *path)
 {
 	/* A path too long for the kernel fails its own way (ENAMETOOLONG). */
-	const char *slash = strrchr(path, '/');
-	if (m->have_lstat || !slash || slash == path || strlen(path) >= PATH_MAX)
+	if (m->have_lstat || strlen(path) >= PATH_MAX)
 		return;
 	char dir[PATH_MAX];
-	size_t len = (size_t)(slash - path);
-	memcpy(dir, path, len);
-	dir[len] = '\0';
+	strcpy(dir, path);
+	if (!cut_to_dirname(dir))
+		return;
 	const struct observe_memo *d = strmap_get(&rc->lookups, dir);
 	if (!d || !d->path || strcmp(d->path, dir) != 0 || !d->have_lstat ||
 	    (d->lstat_err != ENOENT && d->lstat_err != ENOTDIR))
