@@ -81,6 +81,11 @@ struct run {
 	int new_step_detail_known;
 	char *new_step_detail;
 	unsigned entry_rows; /* STORE_ENTRY_*: what a miss's entry will write */
+	/* What tracing the step cost, for the status line: seccomp and
+	 * syscall-exit stops, and calls the preload library reported instead,
+	 * over its traced runs (a preprocessor run's included). */
+	int traced;
+	size_t stops, exit_stops, preload_calls;
 };
 
 /* ---- reporting ---- */
@@ -122,8 +127,9 @@ static int ends_cut(int fd, const char *path)
 	return last != '\n';
 }
 
-static void report_status_line(const char *status_file, const char *result, const char *reason,
-                               const char *detail, const char *name, int64_t duration)
+static void report_status_line(const struct run *r, const char *status_file, const char *result,
+                               const char *reason, const char *detail, const char *name,
+                               int64_t duration)
 {
 	struct buf b;
 	buf_init(&b);
@@ -140,6 +146,9 @@ static void report_status_line(const char *status_file, const char *result, cons
 		buf_addstr(&b, ", \"detail\": ");
 		buf_add_json_string(&b, detail, strlen(detail));
 	}
+	if (r->traced)
+		buf_addf(&b, ", \"stops\": %zu, \"exit_stops\": %zu, \"preload_calls\": %zu",
+		         r->stops, r->exit_stops, r->preload_calls);
 	buf_addstr(&b, "}\n");
 	/* O_APPEND and one write: lines of parallel steps stay whole. */
 	int fd = open(status_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -198,7 +207,7 @@ static void report(struct run *r, const char *result, const char *reason)
 	if (r->verbose)
 		report_verbose(r, result, name, why ? why : reason);
 	if (status)
-		report_status_line(status_file, result, reason, detail, name, duration);
+		report_status_line(r, status_file, result, reason, detail, name, duration);
 	free(name);
 	free(why);
 	free(detail);
@@ -450,6 +459,10 @@ static int lookup_preprocess(void *ctx, char *const *argv, int want_record,
 	int rc = -1;
 	if (out_fd >= 0 && err_fd >= 0 && null_fd >= 0 && trace_run(&spec, &tr, &e) == 0) {
 		rc = 0;
+		r->traced = 1;
+		r->stops += tr.nstops;
+		r->exit_stops += tr.nexit_stops;
+		r->preload_calls += tr.nrecords;
 		out->ok = !tr.exec_errno && !tr.uncacheable && WIFEXITED(tr.status) &&
 		          WEXITSTATUS(tr.status) == 0 && !preprocessor_run_acted(&tr) &&
 		          read_memfd(out_fd, &out->out) == 0 && read_memfd(err_fd, &out->err) == 0;
@@ -721,6 +734,10 @@ static void miss(struct run *r, const char *reason)
 	if (traced) {
 		status = tr.status;
 		exec_errno = tr.exec_errno;
+		r->traced = 1;
+		r->stops += tr.nstops;
+		r->exit_stops += tr.nexit_stops;
+		r->preload_calls += tr.nrecords;
 	} else {
 		cli_warn("cannot trace (%s): running uncached", e.msg);
 		count(r, "errors", 1);

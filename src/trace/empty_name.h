@@ -21,8 +21,10 @@
  * with it, a flag that exists to name the descriptor itself. That residue
  * is accepted for some 40 stops a compile.
  *
- * The sites are found in this process's own copies of libc and the loader,
- * which the step's programs map from the same files.
+ * The sites are found in the files the step's programs map: the system's
+ * loader and the libc.so.6 beside it. Not in this process's own copies: a
+ * statically linked cachet has none, and found no site at all (some 40
+ * stops a compile came back).
  */
 #ifndef CACHET_TRACE_EMPTY_NAME_H
 #define CACHET_TRACE_EMPTY_NAME_H
@@ -37,19 +39,20 @@ struct empty_name_site {
 	uint32_t distance;       /* the literal's address less that pointer (> 0) */
 };
 
-/* The sites of libc's and the loader's fstat in this process, into out (cap
+/* The sites of the fstat of the system's loader (the psABI's path) and of
+ * the libc.so.6 beside its real path, read from the files, into out (cap
  * entries); returns how many (0 when neither is recognised). */
 size_t empty_name_sites(struct empty_name_site *out, size_t cap);
 
-/* The site of one object, from its code as mapped: text/text_len its
- * executable bytes at address text_addr, wrapper the address of its
- * newfstatat wrapper when known (0: the copy in text that fstat's code
- * jumps to), is_read_only a
- * predicate telling whether an address of the object lies in memory it
- * maps read-only (neither writable nor executable). 1 with *out filled, or
- * 0. Pure but for reading the literal's byte; exposed for the unit test. */
+/* The site of one object, from its code: text/text_len its executable
+ * bytes, which the object places at address text_addr, wrapper the address
+ * of its newfstatat wrapper when known (0: the copy in text that fstat's
+ * code jumps to), is_read_only_nul a predicate telling whether an address
+ * of the object holds a zero byte in memory it maps read-only (neither
+ * writable nor executable). 1 with *out filled, or 0. Pure; exposed for
+ * the unit test. */
 int empty_name_site_in(const unsigned char *text, size_t text_len, uintptr_t text_addr,
-                       uintptr_t wrapper, int (*is_read_only)(uintptr_t addr, void *ctx), void *ctx,
-                       struct empty_name_site *out);
+                       uintptr_t wrapper, int (*is_read_only_nul)(uintptr_t addr, void *ctx),
+                       void *ctx, struct empty_name_site *out);
 
 #endif

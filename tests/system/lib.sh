@@ -168,6 +168,10 @@ for i, line in enumerate(open(sys.argv[1]).read().splitlines(), 1):
     assert isinstance(r, str) or (r is None and o["result"] == "hit"), "line %d: reason %r" % (i, r)
     d = o.get("duration_ms")
     assert isinstance(d, int) and not isinstance(d, bool) and d >= 0, "line %d: duration_ms %r" % (i, d)
+    # a traced run's cost: all three, counts
+    costs = [o.get(k) for k in ("stops", "exit_stops", "preload_calls")]
+    assert costs == [None] * 3 or all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in costs), \
+        "line %d: stops, exit_stops, preload_calls %r" % (i, costs)
 EOF
 }
 

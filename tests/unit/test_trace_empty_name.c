@@ -137,10 +137,11 @@ struct fake {
 	int read_only;
 };
 
-static int fake_read_only(uintptr_t addr, void *ctx)
+static int fake_read_only_nul(uintptr_t addr, void *ctx)
 {
 	struct fake *f = ctx;
-	return f->read_only && addr >= (uintptr_t)f->mem + 128 && addr < (uintptr_t)f->mem + 256;
+	return f->read_only && addr >= (uintptr_t)f->mem + 128 && addr < (uintptr_t)f->mem + 256 &&
+	       *(const unsigned char *)addr == 0;
 }
 
 /* Lays out: at 16 the caller (mov ecx; lea rsi -> mem+200; jmp 64), at 64
@@ -164,7 +165,8 @@ static void fake_code(struct fake *f, unsigned char literal)
 
 static int find_in(struct fake *f, uintptr_t wrapper, struct empty_name_site *s)
 {
-	return empty_name_site_in(f->mem, 128, (uintptr_t)f->mem, wrapper, fake_read_only, f, s);
+	return empty_name_site_in(f->mem, 128, (uintptr_t)f->mem, wrapper, fake_read_only_nul, f,
+	                          s);
 }
 
 static void finder_takes_the_distance_from_the_syscall_to_the_literal(void **state)
