@@ -10,7 +10,10 @@
 source "$(dirname "$0")/lib.sh"
 
 [ "$(uname -m)" = x86_64 ] || skip "the fstat sites are known on x86-64 only"
-ldd --version 2>&1 | grep -qiE 'gnu libc|glibc' || skip "not glibc"
+case "$(getconf GNU_LIBC_VERSION 2> /dev/null || true)" in
+glibc*) ;;
+*) skip "the C library is not glibc" ;;
+esac
 command -v gcc > /dev/null || skip "gcc not installed"
 
 B=$(workdir bin)
