@@ -236,6 +236,15 @@ static void count_error(struct run *r, const char *what, const struct error *e)
 	}
 }
 
+/* What tracing a run of the step cost, for its status line. */
+static void count_trace_cost(struct run *r, const struct trace_result *tr)
+{
+	r->traced = 1;
+	r->stops += tr->nstops;
+	r->exit_stops += tr->nexit_stops;
+	r->preload_calls += tr->nrecords;
+}
+
 /* ---- exit ---- */
 
 static void finish(struct run *r)
@@ -459,10 +468,7 @@ static int lookup_preprocess(void *ctx, char *const *argv, int want_record,
 	int rc = -1;
 	if (out_fd >= 0 && err_fd >= 0 && null_fd >= 0 && trace_run(&spec, &tr, &e) == 0) {
 		rc = 0;
-		r->traced = 1;
-		r->stops += tr.nstops;
-		r->exit_stops += tr.nexit_stops;
-		r->preload_calls += tr.nrecords;
+		count_trace_cost(r, &tr);
 		out->ok = !tr.exec_errno && !tr.uncacheable && WIFEXITED(tr.status) &&
 		          WEXITSTATUS(tr.status) == 0 && !preprocessor_run_acted(&tr) &&
 		          read_memfd(out_fd, &out->out) == 0 && read_memfd(err_fd, &out->err) == 0;
@@ -734,10 +740,7 @@ static void miss(struct run *r, const char *reason)
 	if (traced) {
 		status = tr.status;
 		exec_errno = tr.exec_errno;
-		r->traced = 1;
-		r->stops += tr.nstops;
-		r->exit_stops += tr.nexit_stops;
-		r->preload_calls += tr.nrecords;
+		count_trace_cost(r, &tr);
 	} else {
 		cli_warn("cannot trace (%s): running uncached", e.msg);
 		count(r, "errors", 1);

@@ -158,43 +158,37 @@ static int object_open(struct object *o, const char *path)
 	return -1;
 }
 
-/* The predicate of empty_name_site_in on the file: addr (a virtual
- * address of the object) lies in the file's part of a segment the
- * loader maps neither writable nor executable, and holds a zero byte. */
-static int object_read_only_nul(uintptr_t addr, void *ctx)
-{
-	const struct object *o = ctx;
-	for (unsigned i = 0; i < o->eh.e_phnum; i++) {
-		const Elf64_Phdr *ph = &o->ph[i];
-		if (ph->p_type != PT_LOAD || addr < ph->p_vaddr ||
-		    addr - ph->p_vaddr >= ph->p_filesz)
-			continue;
-		char c;
-		return (ph->p_flags & (PF_W | PF_X)) == 0 &&
-		       object_read(o, &c, 1, ph->p_offset + (addr - ph->p_vaddr)) == 0 && c == 0;
-	}
-	return 0;
-}
-
-/* The file offset of the object's virtual address addr, where a
- * segment's file part holds len bytes from it; -1 where none does. */
-static int64_t object_offset(const struct object *o, uint64_t addr, uint64_t len)
+/* The loaded segment whose file part holds len bytes from the object's
+ * virtual address addr, or NULL. */
+static const Elf64_Phdr *object_segment(const struct object *o, uint64_t addr, uint64_t len)
 {
 	for (unsigned i = 0; i < o->eh.e_phnum; i++) {
 		const Elf64_Phdr *ph = &o->ph[i];
 		if (ph->p_type == PT_LOAD && addr >= ph->p_vaddr &&
 		    addr - ph->p_vaddr <= ph->p_filesz &&
 		    len <= ph->p_filesz - (addr - ph->p_vaddr))
-			return (int64_t)(ph->p_offset + (addr - ph->p_vaddr));
+			return ph;
 	}
-	return -1;
+	return NULL;
 }
 
 /* Reads len bytes at the object's virtual address addr. */
 static int object_read_at(const struct object *o, void *buf, uint64_t len, uint64_t addr)
 {
-	int64_t off = object_offset(o, addr, len);
-	return off < 0 ? -1 : object_read(o, buf, len, (uint64_t)off);
+	const Elf64_Phdr *ph = object_segment(o, addr, len);
+	return ph ? object_read(o, buf, len, ph->p_offset + (addr - ph->p_vaddr)) : -1;
+}
+
+/* The predicate of empty_name_site_in on the file: addr (a virtual
+ * address of the object) lies in the file's part of a segment the
+ * loader maps neither writable nor executable, and holds a zero byte. */
+static int object_read_only_nul(uintptr_t addr, void *ctx)
+{
+	const struct object *o = ctx;
+	const Elf64_Phdr *ph = object_segment(o, addr, 1);
+	char c;
+	return ph && (ph->p_flags & (PF_W | PF_X)) == 0 && object_read_at(o, &c, 1, addr) == 0 &&
+	       c == 0;
 }
 
 /* The address of the defined function name among the object's dynamic
@@ -262,13 +256,13 @@ static uintptr_t object_function(const struct object *o, const char *name)
 	return 0;
 }
 
-/* The site in the part [from, from + len) of the object's code, which
- * its text segment ph holds: 1 with *out, or 0. */
-static int site_in_part(const struct object *o, const Elf64_Phdr *ph, uint64_t from, uint64_t len,
-                        uintptr_t wrapper, struct empty_name_site *out)
+/* The site in the part [from, from + len) of the object's code: 1 with
+ * *out, or 0. */
+static int site_in_part(const struct object *o, uint64_t from, uint64_t len, uintptr_t wrapper,
+                        struct empty_name_site *out)
 {
 	unsigned char *buf = xmalloc(len ? len : 1);
-	int found = object_read(o, buf, len, ph->p_offset + (from - ph->p_vaddr)) == 0 &&
+	int found = object_read_at(o, buf, len, from) == 0 &&
 	            empty_name_site_in(buf, len, (uintptr_t)from, wrapper, object_read_only_nul,
 	                               (void *)o, out);
 	free(buf);
@@ -297,15 +291,14 @@ static int object_site(const char *path, int is_libc, struct empty_name_site *ou
 		uint64_t start = text->p_vaddr, end = start + text->p_filesz;
 		if (w >= start && w < end && end - w >= sizeof wrapper_code) {
 			uint64_t from = w - start > CALLER_WINDOW ? w - CALLER_WINDOW : start;
-			found =
-			    site_in_part(&o, text, from, w + sizeof wrapper_code - from, w, out);
+			found = site_in_part(&o, from, w + sizeof wrapper_code - from, w, out);
 		}
 	} else if (text) {
 		uint64_t tail = text->p_filesz > LOADER_TAIL ? LOADER_TAIL : text->p_filesz;
 		uint64_t end = text->p_vaddr + text->p_filesz;
-		found = site_in_part(&o, text, end - tail, tail, 0, out) ||
+		found = site_in_part(&o, end - tail, tail, 0, out) ||
 		        (tail < text->p_filesz &&
-		         site_in_part(&o, text, text->p_vaddr, text->p_filesz, 0, out));
+		         site_in_part(&o, text->p_vaddr, text->p_filesz, 0, out));
 	}
 	close(o.fd);
 	return found;
