@@ -25,6 +25,8 @@
 #include "cachet/fplog.h"
 #include "cachet/pathset.h"
 
+struct dirfp_notes;
+
 struct result;
 struct step;
 struct step_bases;
@@ -72,6 +74,9 @@ struct pathset_evaluation {
 	 * not with a memo. */
 	pathset_known_fn known;
 	void *known_ctx;
+	/* Where the evaluation's lookups are noted (dirfp_note_lookup), for
+	 * the memo that a hit of it writes, or NULL; not with a memo. */
+	struct dirfp_notes *notes;
 	/* Receives the values as keyed (for explain and a remote hit's local
 	 * copy), or NULL. */
 	struct buf *values;
@@ -234,6 +239,9 @@ struct lookup_tiers {
 	/* Out of the index tier: the weak key had path sets (a miss is then
 	 * "inputs changed", else "new step"). */
 	int had_pathsets;
+	/* For the index tier: where its evaluations note their lookups
+	 * (pathset_evaluation.notes), or NULL. */
+	struct dirfp_notes *notes;
 };
 
 /* The memo tier: the memo m read for the step, if it still holds (its weak

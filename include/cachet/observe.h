@@ -140,6 +140,9 @@ void observe_value_detail(enum obs_kind kind, unsigned flags, const char *path,
                           const char *const *excluded, struct digest_cache *dc, struct buf *out,
                           struct buf *detail);
 
+/* An lstat made: the path, its errno or 0, and what it found. */
+typedef void (*observe_looked_fn)(void *ctx, const char *path, int err, const struct stat *st);
+
 /* What one path's lookups found, shared by consecutive observations of the
  * same path (a path set sorts them together: a header is typically read,
  * stat'ed and readlink'ed). Start zeroed; it resets itself when the path
@@ -170,6 +173,11 @@ struct observe_memo {
 	 * skips that candidate as execvp would (NULL: none). */
 	int (*known_absent)(void *ctx, const char *path);
 	void *known_absent_ctx;
+	/* Told of each lstat the memo takes (its errno or 0, and what it
+	 * found), or NULL: a hit's memo takes its directory fingerprints from
+	 * the lookups its evaluation made (dirfp_note_lookup). */
+	observe_looked_fn looked;
+	void *looked_ctx;
 };
 
 /* stat (or lstat, with nofollow) of path through the memo (NULL: none),

@@ -84,13 +84,24 @@ void pathset_strong_key(const struct pathset *ps, const struct step_bases *b,
                         const struct digest *weak, const struct digest *ps_digest,
                         struct digest_cache *dc, struct buf *values_out, struct digest *strong);
 
-/* pathset_strong_key where known(ctx, i, &v, &len) may supply the value of
- * observation i without a lookup (1; the caller vouches that it holds). A
- * supplied value is a recorded one, already in keyed (portable) form. */
+/* What pathset_strong_key_known is told, and tells, besides the values. */
 typedef int (*pathset_known_fn)(void *ctx, size_t i, const void **value, size_t *len);
+struct pathset_lookups {
+	/* known(known_ctx, i, &v, &len) may supply the value of observation
+	 * i without a lookup (1; the caller vouches that it holds). A supplied
+	 * value is a recorded one, already in keyed (portable) form. NULL:
+	 * every value is looked up. */
+	pathset_known_fn known;
+	void *known_ctx;
+	/* Told of each lstat the evaluation takes (observe_memo), or NULL. */
+	observe_looked_fn looked;
+	void *looked_ctx;
+};
+
+/* pathset_strong_key through lk (NULL: as pathset_strong_key). */
 void pathset_strong_key_known(const struct pathset *ps, const struct step_bases *b,
                               const struct digest *weak, const struct digest *ps_digest,
-                              struct digest_cache *dc, pathset_known_fn known, void *known_ctx,
+                              struct digest_cache *dc, const struct pathset_lookups *lk,
                               struct buf *values_out, struct digest *strong);
 
 /* Same as pathset_strong_key, but with the values already known (recorded

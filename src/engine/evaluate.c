@@ -12,6 +12,11 @@
 #include "cachet/result.h"
 #include "cachet/store.h"
 
+static void note_lookup(void *notes, const char *path, int err, const struct stat *st)
+{
+	dirfp_note_lookup(notes, path, err, st);
+}
+
 int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest *weak,
                             struct digest_cache *dc, struct pathset_evaluation *ev, struct error *e)
 {
@@ -48,11 +53,15 @@ int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest 
 		dirfp_strong_key(&dirs, &ev->ps, bases, weak, ev->digest, dc, ev->recorded_values,
 		                 ev->recorded_values_len, &ev->strong);
 		dirfp_free(&dirs);
-	} else if (ev->known) {
-		pathset_strong_key_known(&ev->ps, bases, weak, ev->digest, dc, ev->known,
-		                         ev->known_ctx, ev->values, &ev->strong);
 	} else {
-		pathset_strong_key(&ev->ps, bases, weak, ev->digest, dc, ev->values, &ev->strong);
+		struct pathset_lookups lk = {
+		    .known = ev->known,
+		    .known_ctx = ev->known_ctx,
+		    .looked = ev->notes ? note_lookup : NULL,
+		    .looked_ctx = ev->notes,
+		};
+		pathset_strong_key_known(&ev->ps, bases, weak, ev->digest, dc, &lk, ev->values,
+		                         &ev->strong);
 	}
 	if (!ev->keep_pathset)
 		pathset_free(&ev->ps);

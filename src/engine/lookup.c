@@ -124,7 +124,8 @@ static int key_index_pathset(struct lookup_tiers *t, const struct store_pathset 
 			return 0;
 		}
 	}
-	struct pathset_evaluation ev = {.digest = &set->digest, .body = set->body, .len = set->len};
+	struct pathset_evaluation ev = {
+	    .digest = &set->digest, .body = set->body, .len = set->len, .notes = t->notes};
 	return key_pathset(t, &ev, strong);
 }
 

@@ -94,12 +94,15 @@ static void put_memo(struct step_lookup *sl, const struct digest *strong, const 
 	free(m.fps);
 }
 
-/* put_memo after a hit. */
+/* put_memo after a hit. An index hit's directories come through the
+ * lookups its evaluation noted (sl->tiers.notes): looked up again, they
+ * were 280 of the 693 stats of a hit of Lua's lparser.c. */
 static void write_memo(struct step_lookup *sl, const struct lookup_candidate *c)
 {
 	if (store_is_readonly(sl->store))
 		return;
-	struct memo_dirs md = {sl, c->pathset_body, c->pathset_len, c->result, NULL, {0}};
+	struct dirfp_notes *notes = c->tier == LOOKUP_TIER_INDEX ? sl->tiers.notes : NULL;
+	struct memo_dirs md = {sl, c->pathset_body, c->pathset_len, c->result, notes, {0}};
 	buf_init(&md.out);
 	memo_dirs_collect(&md);
 	put_memo(sl, &c->strong, c->result_body, c->result_len, &md, c->pathset);
@@ -256,7 +259,12 @@ enum lookup_step_outcome lookup_step(struct step_lookup *sl, struct error *e)
 		/* A memo's hit chosen for a re-run runs now. */
 		outcome = LOOKUP_STEP_RERUN;
 	} else if (!sl->recache && !rerun) {
+		/* Begun before the first lookup that its memo may use. */
+		if (!store_is_readonly(sl->store))
+			sl->tiers.notes = dirfp_notes_new();
 		int served = lookup_index_tier(&sl->tiers);
+		dirfp_notes_free(sl->tiers.notes);
+		sl->tiers.notes = NULL;
 		if (served == LOOKUP_SERVED) {
 			sl->tier = LOOKUP_TIER_INDEX;
 			return LOOKUP_STEP_HIT;

@@ -239,7 +239,13 @@ static intptr_t absent_fingerprint(struct dirfp_notes *n, const char *p, int loo
 		return at;
 	struct stat st;
 	char *dir = NULL;
-	if (looked || (lstat(p, &st) < 0 && errno == ENOENT))
+	/* An lstat of p the notes hold (dirfp_note_lookup) is this one. */
+	const struct looked *l = looked ? NULL : strmap_get(&n->ancestors, p);
+	if (l)
+		looked = l->err == ENOENT;
+	else if (!looked)
+		looked = lstat(p, &st) < 0 && errno == ENOENT;
+	if (looked)
 		dir = absent_from(n, p);
 	at = dir ? fingerprint(n, dir) : -1;
 	free(dir);
@@ -250,6 +256,22 @@ static intptr_t absent_fingerprint(struct dirfp_notes *n, const char *p, int loo
 void dirfp_note_directory(struct dirfp_notes *n, const char *path)
 {
 	ancestor_lookup(n, path);
+}
+
+void dirfp_note_lookup(struct dirfp_notes *n, const char *path, int err, const struct stat *st)
+{
+	/* A collection asks only of paths found missing (absent values, the
+	 * ancestors of one) and of directories (fingerprints): a file's
+	 * lookup would only take room. */
+	if (!err && !S_ISDIR(st->st_mode))
+		return;
+	int added;
+	struct looked *l = strmap_get_or_new(&n->ancestors, path, sizeof *l, &added);
+	if (!added)
+		return;
+	l->err = err;
+	if (!err)
+		l->st = *st;
 }
 
 void dirfp_note_absent(struct dirfp_notes *n, const char *path)
@@ -473,7 +495,7 @@ size_t dirfp_strong_key(struct dirfp_set *set, const struct pathset *ps, const s
 	free(set->val_lens);
 	int usable = set->nobs == ps->nobs &&
 	             split_values(values, values_len, ps->nobs, &set->vals, &set->val_lens) == 0;
-	pathset_strong_key_known(ps, b, weak, ps_digest, dc, usable ? known_value : NULL, &k, NULL,
-	                         strong);
+	struct pathset_lookups lk = {.known = usable ? known_value : NULL, .known_ctx = &k};
+	pathset_strong_key_known(ps, b, weak, ps_digest, dc, &lk, NULL, strong);
 	return k.saved;
 }

@@ -150,6 +150,8 @@ int observe_stat(struct observe_memo *m, const char *path, int nofollow, struct 
 	if (!m->have_lstat) {
 		m->lstat_err = lstat(path, &m->lst) < 0 ? errno : 0;
 		m->have_lstat = 1;
+		if (m->looked)
+			m->looked(m->looked_ctx, path, m->lstat_err, &m->lst);
 	}
 	if (nofollow || m->lstat_err || !S_ISLNK(m->lst.st_mode)) {
 		if (m->lstat_err) {

@@ -458,18 +458,24 @@ static int known_absent(void *ctx, const char *path)
 
 void pathset_strong_key_known(const struct pathset *ps, const struct step_bases *b,
                               const struct digest *weak, const struct digest *ps_digest,
-                              struct digest_cache *dc, pathset_known_fn known, void *known_ctx,
+                              struct digest_cache *dc, const struct pathset_lookups *lk,
                               struct buf *values_out, struct digest *strong)
 {
 	struct hasher h;
 	struct buf value, portable, stream;
 	int convert = portable_has_bases(b);
+	pathset_known_fn known = lk ? lk->known : NULL;
+	void *known_ctx = lk ? lk->known_ctx : NULL;
 	struct observe_memo memo;
 	memset(&memo, 0, sizeof memo);
 	struct absent_ctx absent = {ps, known, known_ctx};
 	if (known) {
 		memo.known_absent = known_absent;
 		memo.known_absent_ctx = &absent;
+	}
+	if (lk) {
+		memo.looked = lk->looked;
+		memo.looked_ctx = lk->looked_ctx;
 	}
 	buf_init(&value);
 	buf_init(&portable);
@@ -517,7 +523,7 @@ void pathset_strong_key(const struct pathset *ps, const struct step_bases *b,
                         const struct digest *weak, const struct digest *ps_digest,
                         struct digest_cache *dc, struct buf *values_out, struct digest *strong)
 {
-	pathset_strong_key_known(ps, b, weak, ps_digest, dc, NULL, NULL, values_out, strong);
+	pathset_strong_key_known(ps, b, weak, ps_digest, dc, NULL, values_out, strong);
 }
 
 void pathset_strong_key_from_values(const struct digest *weak, const struct digest *ps_digest,

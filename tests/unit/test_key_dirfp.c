@@ -147,6 +147,19 @@ static void check_change_is_seen(const char *what)
 	pathset_free(&ps);
 }
 
+static void changed_key_is_the_full_one(struct dirfp_set *set, const struct pathset *ps,
+                                        const struct buf *values, const struct digest *before)
+{
+	struct digest after, full;
+	set->dirs[0].state = 0;
+	assert_int_equal(
+	    dirfp_strong_key(set, ps, NULL, &weak, &psd, NULL, values->data, values->len, &after),
+	    0);
+	pathset_strong_key(ps, NULL, &weak, &psd, NULL, NULL, &full);
+	assert_memory_equal(after.b, full.b, DIGEST_LEN);
+	assert_memory_not_equal(after.b, before->b, DIGEST_LEN);
+}
+
 /* A recording's notes (dirfp_note_absent, just after its own lookup found
  * the path absent) stand for the collection's lookups of those paths: the
  * same fingerprints as a collection of its own. A change after the notes
@@ -157,7 +170,7 @@ static void noted_absent_paths_decide_as_the_collections_own_lookups(void **stat
 	struct pathset ps;
 	build(&ps);
 	struct buf values;
-	struct digest strong, got, full;
+	struct digest strong;
 	recorded(&ps, &values, &strong);
 	struct dirfp_set own, set;
 	dirfp_collect(&ps, values.data, values.len, &own);
@@ -179,11 +192,50 @@ static void noted_absent_paths_decide_as_the_collections_own_lookups(void **stat
 	dirfp_note_absent(n, at("d/absent.h"));
 	assert_int_equal(close(creat(at("d/absent.h"), 0644)), 0);
 	dirfp_collect_noted(&ps, values.data, values.len, n, &set);
-	assert_int_equal(
-	    dirfp_strong_key(&set, &ps, NULL, &weak, &psd, NULL, values.data, values.len, &got), 0);
-	pathset_strong_key(&ps, NULL, &weak, &psd, NULL, NULL, &full);
-	assert_memory_equal(got.b, full.b, DIGEST_LEN);
-	assert_memory_not_equal(got.b, strong.b, DIGEST_LEN);
+	changed_key_is_the_full_one(&set, &ps, &values, &strong);
+	unlink(at("d/absent.h"));
+	dirfp_free(&set);
+	dirfp_notes_free(n);
+	dirfp_free(&own);
+	buf_free(&values);
+	pathset_free(&ps);
+}
+
+static void note_lookup(void *notes, const char *path, int err, const struct stat *st)
+{
+	dirfp_note_lookup(notes, path, err, st);
+}
+
+/* An evaluation's lookups, noted as it makes them (an index hit's, for the
+ * memo it writes), are the collection's: it looks none of them up again,
+ * so a file created since is not found by the collection, and the
+ * fingerprint it keeps of d is the one from before. That fingerprint then
+ * vouches for nothing: the next evaluation looks everything up. */
+static void an_evaluations_noted_lookups_are_the_collections(void **state)
+{
+	settle();
+	struct pathset ps;
+	build(&ps);
+	pathset_add(&ps, OBS_STAT, 0, at("d"), NULL);
+	pathset_canonicalise(&ps, NULL);
+	struct buf values;
+	struct digest strong, got;
+	recorded(&ps, &values, &strong);
+	struct dirfp_set own, set;
+	dirfp_collect(&ps, values.data, values.len, &own);
+	assert_int_equal(own.ndirs, 1);
+	struct dirfp_notes *n = dirfp_notes_new();
+	struct pathset_lookups lk = {.looked = note_lookup, .looked_ctx = n};
+	pathset_strong_key_known(&ps, NULL, &weak, &psd, NULL, &lk, NULL, &got);
+	assert_memory_equal(got.b, strong.b, DIGEST_LEN);
+	assert_int_equal(close(creat(at("d/absent.h"), 0644)), 0);
+	dirfp_collect_noted(&ps, values.data, values.len, n, &set);
+	/* All but d's listing, which a collection reads again (listing_holds). */
+	assert_int_equal(eligible(&own), 6);
+	assert_int_equal(eligible(&set), 5);
+	assert_int_equal(set.ndirs, 1);
+	assert_true(file_id_equal(&set.dirs[0].id, &own.dirs[0].id));
+	changed_key_is_the_full_one(&set, &ps, &values, &strong);
 	unlink(at("d/absent.h"));
 	dirfp_free(&set);
 	dirfp_notes_free(n);
@@ -274,19 +326,6 @@ static void a_retargeted_symlink_is_seen(void **state)
  * same directory); a chmod is seen. */
 /* After a change to the deciding directory: nothing is skipped, the key is
  * a full evaluation's, and not the recorded one. */
-static void changed_key_is_the_full_one(struct dirfp_set *set, const struct pathset *ps,
-                                        const struct buf *values, const struct digest *before)
-{
-	struct digest after, full;
-	set->dirs[0].state = 0;
-	assert_int_equal(
-	    dirfp_strong_key(set, ps, NULL, &weak, &psd, NULL, values->data, values->len, &after),
-	    0);
-	pathset_strong_key(ps, NULL, &weak, &psd, NULL, NULL, &full);
-	assert_memory_equal(after.b, full.b, DIGEST_LEN);
-	assert_memory_not_equal(after.b, before->b, DIGEST_LEN);
-}
-
 static void a_directory_stat_is_decided_by_its_fingerprint(void **state)
 {
 	settle();
@@ -441,7 +480,8 @@ static void which_facts_skip_programs_known_absent(void **state)
 	assert_memory_equal(after.b, before.b, DIGEST_LEN);
 	/* Vouched absent, w1/prog is not looked at: the fact still finds w2's. */
 	assert_int_equal(close(creat(at("w1/prog"), 0755)), 0);
-	pathset_strong_key_known(&ps, NULL, &weak, &psd, NULL, vouch_absent, &ps, NULL, &after);
+	struct pathset_lookups lk = {.known = vouch_absent, .known_ctx = &ps};
+	pathset_strong_key_known(&ps, NULL, &weak, &psd, NULL, &lk, NULL, &after);
 	assert_memory_equal(after.b, before.b, DIGEST_LEN);
 	/* Through the fingerprint, which the new entry moved: found. */
 	changed_key_is_the_full_one(&set, &ps, &values, &before);
@@ -467,6 +507,7 @@ int main(void)
 	    cmocka_unit_test(damaged_encodings_are_refused),
 	    cmocka_unit_test(noted_absent_paths_decide_as_the_collections_own_lookups),
 	    cmocka_unit_test(a_directory_changed_after_the_notes_began_is_not_fingerprinted),
+	    cmocka_unit_test(an_evaluations_noted_lookups_are_the_collections),
 	    cmocka_unit_test(absent_paths_are_decided_by_their_nearest_existing_ancestor),
 	    cmocka_unit_test(ldcache_facts_are_decided_by_the_cache_file),
 	    cmocka_unit_test(which_facts_skip_programs_known_absent),
