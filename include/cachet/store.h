@@ -496,6 +496,11 @@ int store_memo_read(struct store *s, const struct digest *name, struct store_mem
                     struct error *e);
 int store_memo_write(struct store *s, const struct digest *name, const struct store_memo *m,
                      struct error *e);
+/* 1 when store_memo_write keeps memos here: a writable store, not on a
+ * network file system (where hits are logged in the index itself and no
+ * memo is read). Whatever only serves a memo is not worth collecting
+ * elsewhere. */
+int store_keeps_memos(const struct store *s);
 void store_memo_free(struct store_memo *m);
 /* The file's bytes: a SHA-256 over the rest ends them. Decoding takes
  * untrusted bytes (0, or -1 with *m to be freed all the same). */

@@ -99,7 +99,7 @@ static void put_memo(struct step_lookup *sl, const struct digest *strong, const 
  * were 280 of the 693 stats of a hit of Lua's lparser.c. */
 static void write_memo(struct step_lookup *sl, const struct lookup_candidate *c)
 {
-	if (store_is_readonly(sl->store))
+	if (!store_keeps_memos(sl->store))
 		return;
 	struct dirfp_notes *notes = c->tier == LOOKUP_TIER_INDEX ? sl->tiers.notes : NULL;
 	struct memo_dirs md = {sl, c->pathset_body, c->pathset_len, c->result, notes, {0}};
@@ -260,7 +260,7 @@ enum lookup_step_outcome lookup_step(struct step_lookup *sl, struct error *e)
 		outcome = LOOKUP_STEP_RERUN;
 	} else if (!sl->recache && !rerun) {
 		/* Begun before the first lookup that its memo may use. */
-		if (!store_is_readonly(sl->store))
+		if (store_keeps_memos(sl->store))
 			sl->tiers.notes = dirfp_notes_new();
 		int served = lookup_index_tier(&sl->tiers);
 		dirfp_notes_free(sl->tiers.notes);
@@ -304,7 +304,7 @@ static int store_with_memo(struct step_lookup *sl, const struct lookup_entry *en
                            struct dirfp_notes *notes, struct error *e)
 {
 	int rc = lookup_store_entry(sl->store, en, e);
-	if (rc == 0 && !sl->nondeterministic && !store_is_readonly(sl->store)) {
+	if (rc == 0 && !sl->nondeterministic && store_keeps_memos(sl->store)) {
 		struct memo_dirs md = {sl, en->pathset_body, en->pathset_len, en->result, notes,
 		                       {0}};
 		buf_init(&md.out);

@@ -239,12 +239,11 @@ static intptr_t absent_fingerprint(struct dirfp_notes *n, const char *p, int loo
 		return at;
 	struct stat st;
 	char *dir = NULL;
-	/* An lstat of p the notes hold (dirfp_note_lookup) is this one. */
-	const struct looked *l = looked ? NULL : strmap_get(&n->ancestors, p);
-	if (l)
-		looked = l->err == ENOENT;
-	else if (!looked)
-		looked = lstat(p, &st) < 0 && errno == ENOENT;
+	if (!looked) {
+		/* An lstat of p the notes hold (dirfp_note_lookup) is this one. */
+		const struct looked *l = strmap_get(&n->ancestors, p);
+		looked = l ? l->err == ENOENT : lstat(p, &st) < 0 && errno == ENOENT;
+	}
 	if (looked)
 		dir = absent_from(n, p);
 	at = dir ? fingerprint(n, dir) : -1;

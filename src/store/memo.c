@@ -250,6 +250,11 @@ out:
 	return rc;
 }
 
+int store_keeps_memos(const struct store *s)
+{
+	return !s->readonly && !s->network_fs;
+}
+
 int store_memo_write(struct store *s, const struct digest *name, const struct store_memo *m,
                      struct error *e)
 {

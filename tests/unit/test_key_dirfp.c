@@ -147,6 +147,8 @@ static void check_change_is_seen(const char *what)
 	pathset_free(&ps);
 }
 
+/* After a change to the deciding directory: nothing is skipped, the key is
+ * a full evaluation's, and not the recorded one. */
 static void changed_key_is_the_full_one(struct dirfp_set *set, const struct pathset *ps,
                                         const struct buf *values, const struct digest *before)
 {
@@ -324,8 +326,6 @@ static void a_retargeted_symlink_is_seen(void **state)
 /* A directory's own stat (following symlinks) is decided by its own
  * fingerprint; an lstat is not (the path could turn into a symlink to the
  * same directory); a chmod is seen. */
-/* After a change to the deciding directory: nothing is skipped, the key is
- * a full evaluation's, and not the recorded one. */
 static void a_directory_stat_is_decided_by_its_fingerprint(void **state)
 {
 	settle();
