@@ -69,11 +69,11 @@ void dirfp_note_absent(struct dirfp_notes *n, const char *path);
  * its fingerprint, should a collection want one, is that lookup's. */
 void dirfp_note_directory(struct dirfp_notes *n, const char *path);
 /* An lstat of path that found err (0: st) made after the notes began, by
- * an evaluation whose memo these notes will collect (observe_memo.looked):
- * taken as the notes' own lookup of path, an ancestor's or an absent
- * path's (a file found is not kept: no collection asks). The first one of
- * a path holds. */
-void dirfp_note_lookup(struct dirfp_notes *n, const char *path, int err, const struct stat *st);
+ * an evaluation whose memo these notes will collect: an observe_looked_fn
+ * (observe_memo.looked), the notes its ctx. Taken as the notes' own lookup
+ * of path, an ancestor's or an absent path's (a file found is not kept: no
+ * collection asks). The first one of a path holds. */
+void dirfp_note_lookup(void *notes, const char *path, int err, const struct stat *st);
 /* The lstat the notes take of an ancestor (NULL: lstat itself): a
  * recording's, which its values share. 0 or -1 with errno. */
 void dirfp_notes_lookups(struct dirfp_notes *n,

@@ -12,11 +12,6 @@
 #include "cachet/result.h"
 #include "cachet/store.h"
 
-static void note_lookup(void *notes, const char *path, int err, const struct stat *st)
-{
-	dirfp_note_lookup(notes, path, err, st);
-}
-
 int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest *weak,
                             struct digest_cache *dc, struct pathset_evaluation *ev, struct error *e)
 {
@@ -57,7 +52,7 @@ int lookup_evaluate_pathset(const struct step_bases *bases, const struct digest 
 		struct pathset_lookups lk = {
 		    .known = ev->known,
 		    .known_ctx = ev->known_ctx,
-		    .looked = ev->notes ? note_lookup : NULL,
+		    .looked = ev->notes ? dirfp_note_lookup : NULL,
 		    .looked_ctx = ev->notes,
 		};
 		pathset_strong_key_known(&ev->ps, bases, weak, ev->digest, dc, &lk, ev->values,

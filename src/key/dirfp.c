@@ -257,8 +257,9 @@ void dirfp_note_directory(struct dirfp_notes *n, const char *path)
 	ancestor_lookup(n, path);
 }
 
-void dirfp_note_lookup(struct dirfp_notes *n, const char *path, int err, const struct stat *st)
+void dirfp_note_lookup(void *notes, const char *path, int err, const struct stat *st)
 {
+	struct dirfp_notes *n = notes;
 	/* A collection asks only of paths found missing (absent values, the
 	 * ancestors of one) and of directories (fingerprints): a file's
 	 * lookup would only take room. */

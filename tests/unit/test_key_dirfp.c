@@ -203,11 +203,6 @@ static void noted_absent_paths_decide_as_the_collections_own_lookups(void **stat
 	pathset_free(&ps);
 }
 
-static void note_lookup(void *notes, const char *path, int err, const struct stat *st)
-{
-	dirfp_note_lookup(notes, path, err, st);
-}
-
 /* An evaluation's lookups, noted as it makes them (an index hit's, for the
  * memo it writes), are the collection's: it looks none of them up again,
  * so a file created since is not found by the collection, and the
@@ -227,7 +222,7 @@ static void an_evaluations_noted_lookups_are_the_collections(void **state)
 	dirfp_collect(&ps, values.data, values.len, &own);
 	assert_int_equal(own.ndirs, 1);
 	struct dirfp_notes *n = dirfp_notes_new();
-	struct pathset_lookups lk = {.looked = note_lookup, .looked_ctx = n};
+	struct pathset_lookups lk = {.looked = dirfp_note_lookup, .looked_ctx = n};
 	pathset_strong_key_known(&ps, NULL, &weak, &psd, NULL, &lk, NULL, &got);
 	assert_memory_equal(got.b, strong.b, DIGEST_LEN);
 	assert_int_equal(close(creat(at("d/absent.h"), 0644)), 0);
