@@ -387,13 +387,16 @@ void index_wal_restart(struct store *s)
 	 * what it is: read in the same transaction, so that a newer cachet's
 	 * migration committed meanwhile is never undone. */
 	sqlite3_busy_timeout(s->db, 0);
-	int version;
 	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
+		int version;
 		int ok = read_user_version(s, &version, NULL) == SQLITE_OK;
-		char sql[64];
-		snprintf(sql, sizeof sql, "PRAGMA user_version = %d", version);
-		if (!ok || sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK ||
-		    sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		if (ok) {
+			char sql[64];
+			snprintf(sql, sizeof sql, "PRAGMA user_version = %d", version);
+			ok = sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK &&
+			     sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+		}
+		if (!ok)
 			index_rollback(s);
 	}
 	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
@@ -501,6 +504,10 @@ static int read_user_version(struct store *s, int *version, struct error *e)
 		rc = SQLITE_OK;
 	} else {
 		index_error(s, rc, e, "reading the index schema version");
+		/* No row is a failure whatever step said: the caller must not
+		 * read *version. */
+		if (rc == SQLITE_OK)
+			rc = SQLITE_ERROR;
 	}
 	sqlite3_finalize(st);
 	return rc;
