@@ -2,18 +2,22 @@
 # Installs what is missing, builds cachet twice (normal, and ASan+UBSan) and
 # runs every test (unit and system) against each build with CTest; then a
 # third build with clang runs the libFuzzer targets of tests/fuzz for a
-# bounded time each (CACHET_FUZZ_SECONDS, default 20).
+# bounded time each (CACHET_FUZZ_SECONDS, default 20). A Release build (-O3,
+# whose warnings gcc finds where -O2 finds none, and warnings are errors) is
+# compiled, not tested: it is what `cmake -DCMAKE_BUILD_TYPE=Release` users get.
 #
 #   scripts/test-all.sh
 #
 # Build directories: $BUILD_DIR (default build/) and $ASAN_BUILD_DIR
-# (default build-asan/), $FUZZ_BUILD_DIR (default build-fuzz/). Extra ctest
+# (default build-asan/), $FUZZ_BUILD_DIR (default build-fuzz/),
+# $RELEASE_BUILD_DIR (default build-release/). Extra ctest
 # arguments: $CTEST_ARGS (e.g. "-R gcc").
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-$ROOT/build-asan}
 FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
+RELEASE_BUILD_DIR=${RELEASE_BUILD_DIR:-$ROOT/build-release}
 JOBS=$(nproc)
 
 "$ROOT/scripts/setup-debian.sh"
@@ -36,8 +40,14 @@ run_suite "normal build" "$BUILD_DIR"
 run_suite "ASan+UBSan build" "$ASAN_BUILD_DIR" -DCACHET_SANITIZE=ON
 run_suite "fuzz build (clang, libFuzzer)" "$FUZZ_BUILD_DIR" -DCMAKE_C_COMPILER=clang -DCACHET_FUZZ=ON
 
+echo "=== Release build (-O3): configure and build in $RELEASE_BUILD_DIR"
+cmake -S "$ROOT" -B "$RELEASE_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
+if ! ninja -C "$RELEASE_BUILD_DIR"; then
+    failed+=("Release build")
+fi
+
 if [ ${#failed[@]} -ne 0 ]; then
     echo "=== FAILED: ${failed[*]}"
     exit 1
 fi
-echo "=== all tests passed (normal, ASan+UBSan and fuzz builds)"
+echo "=== all tests passed (normal, ASan+UBSan and fuzz builds; the Release build compiles)"
