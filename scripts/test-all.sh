@@ -23,12 +23,17 @@ JOBS=$(nproc)
 "$ROOT/scripts/setup-debian.sh"
 
 failed=()
-run_suite() {
+build_suite() {
     local name=$1 dir=$2
     shift 2
     echo "=== $name: configure and build in $dir"
     cmake -S "$ROOT" -B "$dir" -G Ninja "$@"
     ninja -C "$dir"
+}
+
+run_suite() {
+    local name=$1 dir=$2
+    build_suite "$@"
     echo "=== $name: ctest"
     # shellcheck disable=SC2086
     if ! ctest --test-dir "$dir" -j "$JOBS" --output-on-failure ${CTEST_ARGS:-}; then
@@ -40,11 +45,7 @@ run_suite "normal build" "$BUILD_DIR"
 run_suite "ASan+UBSan build" "$ASAN_BUILD_DIR" -DCACHET_SANITIZE=ON
 run_suite "fuzz build (clang, libFuzzer)" "$FUZZ_BUILD_DIR" -DCMAKE_C_COMPILER=clang -DCACHET_FUZZ=ON
 
-echo "=== Release build (-O3): configure and build in $RELEASE_BUILD_DIR"
-cmake -S "$ROOT" -B "$RELEASE_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
-if ! ninja -C "$RELEASE_BUILD_DIR"; then
-    failed+=("Release build")
-fi
+build_suite "Release build (-O3)" "$RELEASE_BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
 
 if [ ${#failed[@]} -ne 0 ]; then
     echo "=== FAILED: ${failed[*]}"
